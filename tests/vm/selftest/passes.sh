@@ -1,0 +1,2 @@
+# Harness self-test: a passing scenario next to the failing one.
+true

@@ -1,0 +1,66 @@
+//! `cargo xtask demo`: the main job. Boots the emulated CXL machine, creates
+//! the interleaved RAM region, loads the product modules and prints a report.
+
+use crate::kernel::{self, Flavor};
+use crate::modules;
+use crate::setup;
+use crate::util::Phases;
+use crate::vm::{self, Mode, VmOptions};
+use anyhow::{bail, Result};
+use std::time::Duration;
+
+pub fn demo(hosts: usize, timeout: Duration) -> Result<()> {
+    let mut phases = Phases::default();
+    phases.time("setup", setup::setup)?;
+    let tree = phases.time("kernel", || kernel::ensure(Flavor::Default))?;
+    phases.time("module build", || modules::build(&tree, false))?;
+    let initramfs = phases.time("initramfs", vm::build_initramfs)?;
+    let runs = phases.time("boot", || {
+        vm::boot(
+            &tree,
+            &initramfs,
+            &VmOptions {
+                mode: Mode::Demo,
+                hosts,
+                timeout,
+            },
+        )
+    })?;
+    phases.summary();
+
+    let mut ok = true;
+    for run in &runs {
+        println!();
+        println!(
+            "==================== host {} ====================",
+            run.host
+        );
+        if let Some(hello) = &run.report.hello {
+            println!("guest: {hello}");
+        }
+        for block in run.report.blocks.iter().filter(|b| b.kind != "dmesg") {
+            let title = if block.kind == "error" {
+                format!("{} (FAILED)", block.name)
+            } else {
+                block.name.clone()
+            };
+            println!("--- {title} ---");
+            print!("{}", block.text);
+            ok &= block.kind != "error";
+        }
+        let trouble = run.report.kernel_trouble();
+        if !trouble.is_empty() {
+            println!("--- kernel trouble ---");
+            for line in &trouble {
+                println!("{line}");
+            }
+            ok = false;
+        }
+        println!("--- result: {} ---", run.describe_exit());
+        ok &= run.finished();
+    }
+    if !ok {
+        bail!("demo did not complete cleanly");
+    }
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The line protocol the guest init (`tests/vm/init`) writes on ttyS1:
+//!
+//! ```text
+//! @@ HELLO mode=test host=0 kernel=...
+//! @@ SCENARIO ok|fail|skip <name> [detail]
+//! @@ BEGIN <kind> <name>
+//! @|<line of the block>
+//! @@ END
+//! @@ DONE
+//! ```
+
+use crate::ktap::Outcome;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    pub kind: String,
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct Scenario {
+    pub name: String,
+    pub outcome: Outcome,
+    pub detail: String,
+}
+
+#[derive(Debug, Default)]
+pub struct GuestReport {
+    pub hello: Option<String>,
+    pub scenarios: Vec<Scenario>,
+    pub blocks: Vec<Block>,
+    pub done: bool,
+}
+
+impl GuestReport {
+    pub fn parse(text: &str) -> GuestReport {
+        let mut report = GuestReport::default();
+        let mut current: Option<Block> = None;
+        for raw in text.lines() {
+            let line = raw.trim_end_matches('\r');
+            if let Some(block) = current.as_mut() {
+                if let Some(body) = line.strip_prefix("@|") {
+                    block.text.push_str(body);
+                    block.text.push('\n');
+                    continue;
+                }
+                if line == "@@ END" {
+                    report.blocks.push(current.take().unwrap());
+                    continue;
+                }
+                // A block cut off by a new command: keep what arrived.
+                report.blocks.push(current.take().unwrap());
+            }
+            let Some(command) = line.strip_prefix("@@ ") else {
+                continue;
+            };
+            let mut words = command.splitn(4, ' ');
+            match words.next() {
+                Some("HELLO") => report.hello = Some(command["HELLO ".len()..].to_string()),
+                Some("DONE") => report.done = true,
+                Some("BEGIN") => {
+                    current = Some(Block {
+                        kind: words.next().unwrap_or_default().to_string(),
+                        name: words.next().unwrap_or_default().to_string(),
+                        text: String::new(),
+                    })
+                }
+                Some("SCENARIO") => {
+                    let outcome = match words.next() {
+                        Some("ok") => Outcome::Pass,
+                        Some("skip") => Outcome::Skip,
+                        _ => Outcome::Fail,
+                    };
+                    report.scenarios.push(Scenario {
+                        name: words.next().unwrap_or("<unnamed>").to_string(),
+                        outcome,
+                        detail: words.next().unwrap_or_default().to_string(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Some(block) = current {
+            report.blocks.push(block);
+        }
+        report
+    }
+
+    pub fn blocks<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Block> + 'a {
+        self.blocks.iter().filter(move |b| b.kind == kind)
+    }
+
+    /// Lines of the guest's kernel log that mean something went wrong in
+    /// the kernel, whatever the tests said.
+    pub fn kernel_trouble(&self) -> Vec<String> {
+        const MARKERS: &[&str] = &[
+            "Oops",
+            "BUG:",
+            "WARNING:",
+            "Call Trace",
+            "Kernel panic",
+            "general protection fault",
+            "KASAN",
+            "UBSAN",
+        ];
+        self.blocks("dmesg")
+            .flat_map(|b| b.text.lines())
+            .filter(|l| MARKERS.iter().any(|m| l.contains(m)))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_scenarios_blocks_and_done() {
+        let text = "@@ HELLO mode=test host=0\r\n@@ SCENARIO ok a\r\n@@ SCENARIO fail b rc=1\r\n@@ BEGIN scenario-output b\r\n@|boom\r\n@@ END\r\nnoise\r\n@@ SCENARIO skip c\r\n@@ DONE\r\n";
+        let r = GuestReport::parse(text);
+        assert_eq!(r.hello.as_deref(), Some("mode=test host=0"));
+        assert!(r.done);
+        let got: Vec<_> = r
+            .scenarios
+            .iter()
+            .map(|s| (s.name.as_str(), s.outcome))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", Outcome::Pass),
+                ("b", Outcome::Fail),
+                ("c", Outcome::Skip)
+            ]
+        );
+        assert_eq!(r.scenarios[1].detail, "rc=1");
+        assert_eq!(
+            r.blocks,
+            vec![Block {
+                kind: "scenario-output".into(),
+                name: "b".into(),
+                text: "boom\n".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn missing_done_and_truncated_block_are_visible() {
+        let r = GuestReport::parse("@@ BEGIN kunit s\n@|KTAP version 1\n");
+        assert!(!r.done);
+        assert_eq!(r.blocks.len(), 1);
+        assert_eq!(r.blocks[0].text, "KTAP version 1\n");
+    }
+
+    #[test]
+    fn kernel_trouble_finds_oops_in_dmesg_only() {
+        let r = GuestReport::parse(
+            "@@ BEGIN text topology\n@|WARNING: not from the kernel\n@@ END\n@@ BEGIN dmesg kernel\n@|[ 1.0] BUG: kernel NULL pointer dereference\n@|[ 1.1] fine\n@@ END\n",
+        );
+        assert_eq!(
+            r.kernel_trouble(),
+            vec!["[ 1.0] BUG: kernel NULL pointer dereference".to_string()]
+        );
+    }
+}

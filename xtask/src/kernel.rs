@@ -1,0 +1,176 @@
+//! `cargo xtask kernel`: a Rust-enabled 6.12 kernel tree, built once and
+//! cached outside the repository under a key made of everything that goes
+//! into it.
+
+use crate::setup::linux_source_version;
+use crate::util::{cache_root, nproc, output, repo_root, run, run_logged};
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Bump when the recipe below changes in a way the key does not see.
+const RECIPE_VERSION: &str = "1";
+const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+const STAMP_CONFIGURED: &str = ".cxlfabric-configured";
+const STAMP_BUILT: &str = ".cxlfabric-built";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Flavor {
+    /// The tree every test and the demo use.
+    Default,
+    /// KASAN, lockdep, kmemleak, KFENCE: built only when asked for.
+    Debug,
+}
+
+impl Flavor {
+    fn name(self) -> &'static str {
+        match self {
+            Flavor::Default => "default",
+            Flavor::Debug => "debug",
+        }
+    }
+
+    fn fragments(self) -> Vec<PathBuf> {
+        let configs = repo_root().join("configs");
+        let mut list = vec![
+            configs.join("trim.config"),
+            configs.join("cxlfabric.config"),
+        ];
+        if self == Flavor::Debug {
+            list.push(configs.join("debug.config"));
+        }
+        list
+    }
+}
+
+pub struct KernelTree {
+    pub dir: PathBuf,
+}
+
+impl KernelTree {
+    pub fn bzimage(&self) -> PathBuf {
+        self.dir.join("arch/x86/boot/bzImage")
+    }
+
+    pub fn release(&self) -> Result<String> {
+        Ok(
+            std::fs::read_to_string(self.dir.join("include/config/kernel.release"))?
+                .trim()
+                .to_string(),
+        )
+    }
+}
+
+fn tool_version(program: &str) -> String {
+    output(Command::new(program).arg("--version"))
+        .map(|s| s.lines().next().unwrap_or_default().to_string())
+        .unwrap_or_else(|_| format!("{program}: missing"))
+}
+
+fn cache_key(flavor: Flavor) -> Result<String> {
+    let mut hasher = Sha256::new();
+    hasher.update(RECIPE_VERSION);
+    hasher.update(linux_source_version()?);
+    for fragment in flavor.fragments() {
+        hasher.update(fragment.file_name().unwrap().as_encoded_bytes());
+        hasher.update(std::fs::read(&fragment).with_context(|| format!("{}", fragment.display()))?);
+    }
+    for tool in ["rustc", "bindgen", "clang", "ld.lld"] {
+        hasher.update(tool_version(tool));
+    }
+    let digest = hasher.finalize();
+    Ok(digest.iter().take(8).map(|b| format!("{b:02x}")).collect())
+}
+
+/// Where the tree for `flavor` lives, without building it.
+pub fn tree_dir(flavor: Flavor) -> Result<PathBuf> {
+    Ok(cache_root().join(format!("kernel-{}-{}", flavor.name(), cache_key(flavor)?)))
+}
+
+fn make(dir: &Path) -> Command {
+    let mut cmd = Command::new("make");
+    cmd.current_dir(dir).arg("LLVM=1");
+    cmd
+}
+
+/// Every `CONFIG_X=y` the fragments ask for must survive olddefconfig: a
+/// silently dropped option (unmet dependency) would otherwise surface much
+/// later as a missing feature in the guest.
+fn check_config(dir: &Path, fragments: &[PathBuf]) -> Result<()> {
+    let config = std::fs::read_to_string(dir.join(".config"))?;
+    let mut dropped = Vec::new();
+    for fragment in fragments {
+        for line in std::fs::read_to_string(fragment)?.lines() {
+            let line = line.trim();
+            if let Some(option) = line.strip_suffix("=y") {
+                if !config.lines().any(|l| l == line) {
+                    dropped.push(option.to_string());
+                }
+            } else if let Some(option) = line.strip_suffix("=n") {
+                if config.lines().any(|l| l.starts_with(&format!("{option}="))) {
+                    dropped.push(format!("{option} (asked off, still on)"));
+                }
+            }
+        }
+    }
+    if !dropped.is_empty() {
+        bail!("kernel config did not take: {}", dropped.join(", "));
+    }
+    Ok(())
+}
+
+pub fn ensure(flavor: Flavor) -> Result<KernelTree> {
+    let dir = tree_dir(flavor)?;
+    if dir.join(STAMP_BUILT).exists() {
+        eprintln!("kernel: cached tree {}", dir.display());
+        return Ok(KernelTree { dir });
+    }
+    std::fs::create_dir_all(&dir)?;
+    let log_dir = dir.with_extension("logs");
+    std::fs::create_dir_all(&log_dir)?;
+
+    if !dir.join(STAMP_CONFIGURED).exists() {
+        eprintln!("kernel: unpacking {SOURCE_TARBALL} into {}", dir.display());
+        run(Command::new("tar")
+            .args(["-xf", SOURCE_TARBALL, "--strip-components=1", "-C"])
+            .arg(&dir))?;
+        run_logged(
+            make(&dir).arg("rustavailable"),
+            &log_dir.join("rustavailable.log"),
+        )
+        .context("the Rust toolchain does not suit this kernel: run `cargo xtask setup`")?;
+        run_logged(make(&dir).arg("defconfig"), &log_dir.join("defconfig.log"))?;
+        let fragments = flavor.fragments();
+        run_logged(
+            Command::new("scripts/kconfig/merge_config.sh")
+                .current_dir(&dir)
+                .env("LLVM", "1")
+                .args(["-m", ".config"])
+                .args(&fragments),
+            &log_dir.join("merge_config.log"),
+        )?;
+        run_logged(
+            make(&dir).arg("olddefconfig"),
+            &log_dir.join("olddefconfig.log"),
+        )?;
+        check_config(&dir, &fragments)?;
+        std::fs::write(dir.join(STAMP_CONFIGURED), "")?;
+    }
+
+    // `make` is incremental: an interrupted build resumes here.
+    eprintln!(
+        "kernel: building {} flavor with {} jobs (log: {}/build.log)",
+        flavor.name(),
+        nproc(),
+        log_dir.display()
+    );
+    run_logged(
+        make(&dir)
+            .arg(format!("-j{}", nproc()))
+            .args(["bzImage", "modules"]),
+        &log_dir.join("build.log"),
+    )?;
+    std::fs::write(dir.join(STAMP_BUILT), "")?;
+    Ok(KernelTree { dir })
+}

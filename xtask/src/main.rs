@@ -1,0 +1,119 @@
+//! Developer tooling for cxlfabric: set up the machine, build the kernel and
+//! the modules, boot the emulated CXL machine, run tests, demo and benchmarks.
+
+mod demo;
+mod guest;
+mod kernel;
+mod ktap;
+mod modules;
+mod setup;
+mod test;
+mod util;
+mod vm;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "cxlfabric build, boot and test harness")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install everything the project needs on a fresh Debian 12 machine.
+    Setup,
+    /// Build (or reuse from the cache) the Rust-enabled guest kernel.
+    Kernel {
+        #[arg(long, value_enum, default_value = "default")]
+        flavor: kernel::Flavor,
+        /// Print the cached tree's path (building it if missing).
+        #[arg(long)]
+        print_dir: bool,
+    },
+    /// Build the modules against the cached kernel (also with CLIPPY=1).
+    Build {
+        #[arg(long)]
+        clippy: bool,
+    },
+    /// Boot the emulated CXL machine in one of the guest modes.
+    Vm {
+        #[arg(long, value_enum, default_value = "demo")]
+        mode: vm::Mode,
+        /// Number of hosts (VMs) sharing the CXL pool.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+        hosts: u8,
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Everything: host tests, module builds, KUnit and scenarios in the VM.
+    Test {
+        /// Run one module's share (matches crate, suite and scenario names).
+        #[arg(long)]
+        only: Option<String>,
+        /// Per-boot timeout in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// The main job: boot the emulated CXL machine and show what it does.
+    Demo {
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+        hosts: u8,
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Setup => setup::setup(),
+        Cmd::Kernel { flavor, print_dir } => {
+            setup::setup()?;
+            let tree = kernel::ensure(flavor)?;
+            if print_dir {
+                println!("{}", tree.dir.display());
+            }
+            Ok(())
+        }
+        Cmd::Build { clippy } => {
+            setup::setup()?;
+            let tree = kernel::ensure(kernel::Flavor::Default)?;
+            modules::build(&tree, clippy)
+        }
+        Cmd::Vm {
+            mode,
+            hosts,
+            timeout,
+        } => {
+            let tree = kernel::ensure(kernel::Flavor::Default)?;
+            let initramfs = vm::build_initramfs()?;
+            let runs = vm::boot(
+                &tree,
+                &initramfs,
+                &vm::VmOptions {
+                    mode,
+                    hosts: hosts.into(),
+                    timeout: Duration::from_secs(timeout),
+                },
+            )?;
+            for run in &runs {
+                println!(
+                    "host {}: {} (console: {})",
+                    run.host,
+                    run.describe_exit(),
+                    run.console.display()
+                );
+            }
+            Ok(())
+        }
+        Cmd::Test { only, timeout } => test::test(test::TestOptions {
+            only,
+            timeout: Duration::from_secs(timeout),
+        }),
+        Cmd::Demo { hosts, timeout } => demo::demo(hosts.into(), Duration::from_secs(timeout)),
+    }
+}

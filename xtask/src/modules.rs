@@ -1,0 +1,99 @@
+//! `cargo xtask build`: the out-of-tree modules against the cached kernel,
+//! with and without `CLIPPY=1`. A warning fails the build.
+
+use crate::kernel::KernelTree;
+use crate::util::{nproc, out_dir, repo_root};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Product modules, in load order.
+pub const PRODUCT_MODULES: &[&str] =
+    &["beluga_dax", "mchannel_sched", "cxlnic_drv", "drack_netdev"];
+/// KUnit suites of the support layer; loaded in every test boot.
+pub const SUPPORT_KUNIT_MODULE: &str = "kunit/cxlfabric_support_kunit";
+/// Fails on purpose; loaded only in the self-test boot.
+pub const SELFTEST_MODULE: &str = "kunit/cxlfabric_selftest";
+
+/// Path of a built `.ko`, given `dir/name` or a product module name.
+pub fn ko_path(module: &str) -> PathBuf {
+    let root = repo_root();
+    match module.split_once('/') {
+        Some(_) => root.join(format!("{module}.ko")),
+        None => root.join(format!("{module}/{module}.ko")),
+    }
+}
+
+pub fn all_modules() -> Vec<String> {
+    PRODUCT_MODULES
+        .iter()
+        .map(|m| m.to_string())
+        .chain([
+            SUPPORT_KUNIT_MODULE.to_string(),
+            SELFTEST_MODULE.to_string(),
+        ])
+        .collect()
+}
+
+/// Builds every module; `clippy` runs clippy-driver in place of rustc.
+pub fn build(tree: &KernelTree, clippy: bool) -> Result<()> {
+    let label = if clippy { "CLIPPY=1" } else { "rustc" };
+    std::fs::create_dir_all(out_dir())?;
+    let log = out_dir().join(if clippy {
+        "modules-clippy.log"
+    } else {
+        "modules.log"
+    });
+    let mut cmd = Command::new("make");
+    cmd.arg("-C")
+        .arg(&tree.dir)
+        .arg(format!("M={}", repo_root().display()))
+        .arg("LLVM=1")
+        .arg(format!("-j{}", nproc()))
+        .arg("modules");
+    if clippy {
+        cmd.arg("CLIPPY=1");
+    }
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&log, &text)?;
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("warning:") || l.contains("error:") || l.contains("error["))
+        .collect();
+    if !out.status.success() || !warnings.is_empty() {
+        for line in text
+            .lines()
+            .rev()
+            .take(80)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            eprintln!("  | {line}");
+        }
+        bail!(
+            "module build ({label}) {} (log: {})",
+            if out.status.success() {
+                "printed warnings"
+            } else {
+                "failed"
+            },
+            log.display()
+        );
+    }
+    for module in all_modules() {
+        let ko = ko_path(&module);
+        if !ko.exists() {
+            bail!("module build ({label}) did not produce {}", ko.display());
+        }
+    }
+    eprintln!("modules: built ({label}), no warnings");
+    Ok(())
+}

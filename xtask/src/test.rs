@@ -1,0 +1,329 @@
+//! `cargo xtask test`: host tests, module builds, then the emulated CXL
+//! machine (KUnit + scenarios), then the harness self-test. Ends with one
+//! line `N passed, M failed, K skipped` and a non-zero exit on any failure.
+
+use crate::kernel::{self, Flavor};
+use crate::ktap::{self, Outcome};
+use crate::modules;
+use crate::setup;
+use crate::util::{repo_root, Phases};
+use crate::vm::{self, HostRun, Mode, VmOptions};
+use anyhow::{bail, Result};
+use std::process::Command;
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    pub fn record(&mut self, name: &str, outcome: Outcome) {
+        match outcome {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Skip => self.skipped += 1,
+            Outcome::Fail => {
+                self.failed += 1;
+                self.failures.push(name.to_string());
+            }
+        }
+        let word = match outcome {
+            Outcome::Pass => "ok",
+            Outcome::Fail => "FAIL",
+            Outcome::Skip => "skip",
+        };
+        eprintln!("  {word:<4} {name}");
+    }
+
+    pub fn check(&mut self, name: &str, ok: bool) {
+        self.record(name, if ok { Outcome::Pass } else { Outcome::Fail });
+    }
+
+    fn add_counts(&mut self, passed: usize, failed: usize, skipped: usize, label: &str) {
+        self.passed += passed;
+        self.failed += failed;
+        self.skipped += skipped;
+        if failed > 0 {
+            self.failures.push(format!("{label}: {failed} failed"));
+        }
+        eprintln!("  {label}: {passed} passed, {failed} failed, {skipped} skipped");
+    }
+}
+
+pub struct TestOptions {
+    pub only: Option<String>,
+    pub timeout: Duration,
+}
+
+/// Sums the `test result:` lines of `cargo test` output.
+fn cargo_test_counts(output: &str) -> Option<(usize, usize, usize)> {
+    let mut found = false;
+    let (mut p, mut f, mut s) = (0, 0, 0);
+    for line in output.lines().filter(|l| l.starts_with("test result:")) {
+        found = true;
+        let count = |word: &str| {
+            line.split(';')
+                .find_map(|part| {
+                    part.trim()
+                        .trim_start_matches("test result: ok.")
+                        .trim_start_matches("test result: FAILED.")
+                        .trim()
+                        .strip_suffix(word)
+                        .map(str::trim)
+                })
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0)
+        };
+        p += count("passed");
+        f += count("failed");
+        s += count("ignored");
+    }
+    found.then_some((p, f, s))
+}
+
+fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
+    let root = repo_root();
+    let mut cargo_test = Command::new("cargo");
+    cargo_test
+        .current_dir(&root)
+        .args(["test", "--workspace", "--color", "never"]);
+    if let Some(only) = only {
+        cargo_test
+            .args(["--exclude", "xtask"])
+            .env("CXLFABRIC_ONLY", only);
+    }
+    let out = cargo_test.output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(crate::util::out_dir().join("cargo-test.log"), &text)?;
+    match cargo_test_counts(&text) {
+        Some((p, f, s)) => {
+            tally.add_counts(p, f, s, "host cargo test");
+            if !out.status.success() && f == 0 {
+                tally.check("host cargo test exits 0", false);
+            }
+        }
+        None => {
+            eprintln!("{text}");
+            tally.check("host cargo test builds", false);
+        }
+    }
+    let fmt = Command::new("cargo")
+        .current_dir(&root)
+        .args(["fmt", "--all", "--", "--check"])
+        .output()?;
+    tally.check("host: cargo fmt --check", fmt.status.success());
+    let clippy = Command::new("cargo")
+        .current_dir(&root)
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .status()?;
+    tally.check("host: cargo clippy -D warnings", clippy.success());
+    Ok(())
+}
+
+fn record_boot(tally: &mut Tally, label: &str, run: &HostRun) {
+    tally.check(
+        &format!("{label}: guest init finished ({})", run.describe_exit()),
+        run.finished(),
+    );
+    let trouble = run.report.kernel_trouble();
+    for line in &trouble {
+        eprintln!("    kernel: {line}");
+    }
+    tally.check(
+        &format!("{label}: kernel log has no oops/BUG/WARNING"),
+        run.finished() && trouble.is_empty(),
+    );
+}
+
+fn kunit_cases(run: &HostRun) -> Vec<ktap::CaseResult> {
+    run.report
+        .blocks("kunit")
+        .flat_map(|b| ktap::parse(&b.text))
+        .collect()
+}
+
+fn vm_tests(
+    tally: &mut Tally,
+    tree: &kernel::KernelTree,
+    initramfs: &std::path::Path,
+    opts: &TestOptions,
+) -> Result<()> {
+    let runs = vm::boot(
+        tree,
+        initramfs,
+        &VmOptions {
+            mode: Mode::Test,
+            hosts: 1,
+            timeout: opts.timeout,
+        },
+    )?;
+    let run = &runs[0];
+    record_boot(tally, "vm", run);
+    let wanted = |name: &str| opts.only.as_deref().is_none_or(|only| name.contains(only));
+    for scenario in run.report.scenarios.iter().filter(|s| wanted(&s.name)) {
+        tally.record(&format!("scenario {}", scenario.name), scenario.outcome);
+        if scenario.outcome == Outcome::Fail {
+            for block in run
+                .report
+                .blocks("scenario-output")
+                .filter(|b| b.name == scenario.name)
+            {
+                for line in block
+                    .text
+                    .lines()
+                    .rev()
+                    .take(20)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                {
+                    eprintln!("      | {line}");
+                }
+            }
+        }
+    }
+    let cases = kunit_cases(run);
+    tally.check(
+        "kunit: support-layer suites reported results",
+        cases
+            .iter()
+            .any(|c| c.name.starts_with("cxlfabric_support_kunit.")),
+    );
+    for case in cases.iter().filter(|c| wanted(&c.name)) {
+        tally.record(&format!("kunit {}", case.name), case.outcome);
+    }
+    Ok(())
+}
+
+/// Boots with the deliberately failing KUnit module and scenario, and
+/// checks that the harness sees exactly those failures. Its own outcome is
+/// a pass when the failures were seen.
+fn selftest(
+    tally: &mut Tally,
+    tree: &kernel::KernelTree,
+    initramfs: &std::path::Path,
+    opts: &TestOptions,
+) -> Result<()> {
+    let runs = vm::boot(
+        tree,
+        initramfs,
+        &VmOptions {
+            mode: Mode::Selftest,
+            hosts: 1,
+            timeout: opts.timeout,
+        },
+    )?;
+    let run = &runs[0];
+    tally.check("selftest: guest init finished", run.finished());
+    let cases = kunit_cases(run);
+    let outcome_of = |name: &str| cases.iter().find(|c| c.name == name).map(|c| c.outcome);
+    tally.check(
+        "selftest: passing KUnit case reported as passed",
+        outcome_of("cxlfabric_selftest.selftest_passes") == Some(Outcome::Pass),
+    );
+    tally.check(
+        "selftest: failed KUnit assertion reported as failed",
+        outcome_of("cxlfabric_selftest.selftest_fails_assertion") == Some(Outcome::Fail),
+    );
+    tally.check(
+        "selftest: KUnit case returning Err reported as failed",
+        outcome_of("cxlfabric_selftest.selftest_fails_by_error") == Some(Outcome::Fail),
+    );
+    let scenario = |name: &str| {
+        run.report
+            .scenarios
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.outcome)
+    };
+    tally.check(
+        "selftest: failing scenario reported as failed",
+        scenario("fails_on_purpose") == Some(Outcome::Fail),
+    );
+    tally.check(
+        "selftest: passing scenario reported as passed",
+        scenario("passes") == Some(Outcome::Pass),
+    );
+    Ok(())
+}
+
+pub fn test(opts: TestOptions) -> Result<()> {
+    let mut phases = Phases::default();
+    let mut tally = Tally::default();
+    std::fs::create_dir_all(crate::util::out_dir())?;
+
+    phases.time("setup", setup::setup)?;
+    let tree = phases.time("kernel", || kernel::ensure(Flavor::Default))?;
+    phases.time("host tests", || {
+        host_checks(&mut tally, opts.only.as_deref())
+    })?;
+    let built = phases.time("module build", || {
+        let clippy = modules::build(&tree, true);
+        tally.check("modules build with CLIPPY=1, no warnings", clippy.is_ok());
+        let plain = modules::build(&tree, false);
+        tally.check("modules build, no warnings", plain.is_ok());
+        Ok(plain.is_ok())
+    })?;
+    if built {
+        let initramfs = phases.time("initramfs", vm::build_initramfs)?;
+        phases.time("vm: KUnit + scenarios", || {
+            vm_tests(&mut tally, &tree, &initramfs, &opts)
+        })?;
+        phases.time("vm: harness self-test", || {
+            selftest(&mut tally, &tree, &initramfs, &opts)
+        })?;
+    }
+    phases.summary();
+    if !tally.failures.is_empty() {
+        eprintln!("failures:");
+        for f in &tally.failures {
+            eprintln!("  {f}");
+        }
+    }
+    println!(
+        "{} passed, {} failed, {} skipped",
+        tally.passed, tally.failed, tally.skipped
+    );
+    if tally.failed > 0 {
+        bail!("{} test(s) failed", tally.failed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_cargo_test_result_lines() {
+        let out = "test result: ok. 5 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n\
+                   test result: FAILED. 2 passed; 3 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(cargo_test_counts(out), Some((7, 3, 1)));
+        assert_eq!(cargo_test_counts("error: could not compile"), None);
+    }
+
+    #[test]
+    fn tally_counts_failures() {
+        let mut t = Tally::default();
+        t.check("a", true);
+        t.check("b", false);
+        t.record("c", Outcome::Skip);
+        assert_eq!((t.passed, t.failed, t.skipped), (1, 1, 1));
+        assert_eq!(t.failures, vec!["b".to_string()]);
+    }
+}

@@ -1,0 +1,327 @@
+//! Boots the emulated CXL machine under QEMU (TCG) and collects what the
+//! guest reports. The topology is described in
+//! `Documentation/cxlfabric/testbed.rst`.
+
+use crate::guest::GuestReport;
+use crate::kernel::KernelTree;
+use crate::modules::{all_modules, ko_path};
+use crate::util::{out_dir, repo_root, run};
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// isa-debug-exit status for "init finished": byte 0x10 -> (0x10 << 1) | 1.
+pub const EXIT_FINISHED: i32 = 33;
+/// Size of each emulated type-3 device (volatile memory).
+pub const CXL_DEVICE_BYTES: u64 = 256 << 20;
+/// Size of the RAM-backed shared region (ivshmem BAR2; a power of two).
+pub const IVSHMEM_BYTES: u64 = 64 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Test,
+    Selftest,
+    Demo,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Test => "test",
+            Mode::Selftest => "selftest",
+            Mode::Demo => "demo",
+        }
+    }
+}
+
+pub struct VmOptions {
+    pub mode: Mode,
+    pub hosts: usize,
+    pub timeout: Duration,
+}
+
+pub struct HostRun {
+    pub host: usize,
+    pub exit_code: Option<i32>,
+    pub report: GuestReport,
+    pub console: PathBuf,
+}
+
+impl HostRun {
+    /// The guest ran its init to the end and said so through isa-debug-exit.
+    pub fn finished(&self) -> bool {
+        self.exit_code == Some(EXIT_FINISHED) && self.report.done
+    }
+
+    pub fn describe_exit(&self) -> String {
+        match self.exit_code {
+            Some(EXIT_FINISHED) if !self.report.done => "exit 33 but no DONE line".into(),
+            Some(EXIT_FINISHED) => "finished".into(),
+            Some(35) => "init failed before finishing (exit 35)".into(),
+            Some(124) | Some(137) => "timed out".into(),
+            Some(0) => "QEMU exited 0: the guest panicked or powered off early".into(),
+            Some(c) => format!("QEMU exit status {c}"),
+            None => "killed by a signal".into(),
+        }
+    }
+}
+
+/// Static host tools that go into the initramfs.
+fn build_guest_tools() -> Result<Vec<PathBuf>> {
+    let target = "x86_64-unknown-linux-gnu";
+    run(Command::new("cargo")
+        .current_dir(repo_root())
+        .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            target,
+            "-p",
+            "cxlctl",
+        ]))?;
+    Ok(vec![
+        repo_root().join(format!("target/{target}/release/cxlctl"))
+    ])
+}
+
+fn copy_into(src: &Path, dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir)?;
+    let dest = dir.join(src.file_name().unwrap());
+    fs::copy(src, &dest)
+        .with_context(|| format!("copy {} -> {}", src.display(), dest.display()))?;
+    Ok(())
+}
+
+/// Builds the initramfs: busybox, init, scenarios, modules and tools.
+pub fn build_initramfs() -> Result<PathBuf> {
+    let tools = build_guest_tools()?;
+    let stage = out_dir().join("initramfs");
+    if stage.exists() {
+        fs::remove_dir_all(&stage)?;
+    }
+    for dir in [
+        "bin",
+        "sbin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "run",
+        "lib/cxlfabric",
+    ] {
+        fs::create_dir_all(stage.join(dir))?;
+    }
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.exists() {
+        bail!("/bin/busybox is missing: run `cargo xtask setup` (busybox-static)");
+    }
+    copy_into(busybox, &stage.join("bin"))?;
+    let vm_dir = repo_root().join("tests/vm");
+    fs::copy(vm_dir.join("init"), stage.join("init"))?;
+    for sub in ["scenarios", "selftest"] {
+        let dest = stage.join(sub);
+        fs::create_dir_all(&dest)?;
+        for entry in fs::read_dir(vm_dir.join(sub))? {
+            copy_into(&entry?.path(), &dest)?;
+        }
+    }
+    for module in all_modules() {
+        copy_into(&ko_path(&module), &stage.join("lib/cxlfabric"))?;
+    }
+    for tool in tools {
+        copy_into(&tool, &stage.join("bin"))?;
+    }
+    run(Command::new("chmod").args(["-R", "a+rX"]).arg(&stage))?;
+    run(Command::new("chmod").arg("755").arg(stage.join("init")))?;
+    let image = out_dir().join("initramfs.cpio.gz");
+    run(Command::new("sh")
+        .current_dir(&stage)
+        .arg("-c")
+        .arg(format!(
+            "find . | cpio --quiet -o -H newc -R 0:0 | gzip -1 > {}",
+            image.display()
+        )))?;
+    Ok(image)
+}
+
+fn sparse_file(path: &Path, bytes: u64) -> Result<()> {
+    // Truncating to zero first gives every run a zeroed pool.
+    let file = fs::File::create(path)?;
+    file.set_len(bytes)?;
+    Ok(())
+}
+
+/// QEMU arguments for one host. All hosts share the pool backing files, so
+/// they see one CXL pool (and one ivshmem region).
+fn qemu_args(
+    tree: &KernelTree,
+    initramfs: &Path,
+    run_dir: &Path,
+    opts: &VmOptions,
+    host: usize,
+) -> Vec<String> {
+    let pool = |i: usize| {
+        run_dir
+            .join(format!("cxl-pool{i}.raw"))
+            .display()
+            .to_string()
+    };
+    let mut args: Vec<String> = vec![
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-M",
+        "q35,cxl=on",
+        "-m",
+        "1G",
+        "-smp",
+        "2",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-monitor",
+        "none",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let mut push = |a: &str, b: String| {
+        args.push(a.to_string());
+        args.push(b);
+    };
+    push(
+        "-serial",
+        format!(
+            "file:{}",
+            run_dir.join(format!("console{host}.log")).display()
+        ),
+    );
+    push(
+        "-serial",
+        format!(
+            "file:{}",
+            run_dir.join(format!("results{host}.log")).display()
+        ),
+    );
+    push("-kernel", tree.bzimage().display().to_string());
+    push("-initrd", initramfs.display().to_string());
+    push(
+        "-append",
+        format!(
+            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host}",
+            opts.mode.name()
+        ),
+    );
+    push("-device", "isa-debug-exit,iobase=0xf4,iosize=0x04".into());
+    // Switched CXL topology: host bridge -> root port -> switch -> 2 x type-3.
+    for i in 0..2 {
+        push(
+            "-object",
+            format!(
+                "memory-backend-file,id=cxl-mem{i},share=on,mem-path={},size={CXL_DEVICE_BYTES}",
+                pool(i)
+            ),
+        );
+    }
+    push("-device", "pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1".into());
+    push(
+        "-device",
+        "cxl-rp,port=0,bus=cxl.1,id=rp0,chassis=0,slot=2".into(),
+    );
+    push("-device", "cxl-upstream,bus=rp0,id=us0".into());
+    for i in 0..2 {
+        push(
+            "-device",
+            format!(
+                "cxl-downstream,port={i},bus=us0,id=ds{i},chassis=0,slot={}",
+                4 + i
+            ),
+        );
+        push(
+            "-device",
+            format!(
+                "cxl-type3,bus=ds{i},volatile-memdev=cxl-mem{i},id=cxl-vmem{i},sn={}",
+                0x100 + i
+            ),
+        );
+    }
+    push(
+        "-M",
+        "cxl-fmw.0.targets.0=cxl.1,cxl-fmw.0.size=4G,cxl-fmw.0.interleave-granularity=4k".into(),
+    );
+    // RAM-backed shared region: the CXL window is emulated MMIO and slow.
+    push(
+        "-object",
+        format!(
+            "memory-backend-file,id=shm0,share=on,mem-path={},size={IVSHMEM_BYTES}",
+            run_dir.join("ivshmem.raw").display()
+        ),
+    );
+    push("-device", "ivshmem-plain,memdev=shm0".into());
+    args
+}
+
+/// Boots `opts.hosts` VMs on one shared pool and waits for all of them.
+pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec<HostRun>> {
+    let run_dir = out_dir().join(format!("vm-{}", opts.mode.name()));
+    if run_dir.exists() {
+        fs::remove_dir_all(&run_dir)?;
+    }
+    fs::create_dir_all(&run_dir)?;
+    for i in 0..2 {
+        sparse_file(&run_dir.join(format!("cxl-pool{i}.raw")), CXL_DEVICE_BYTES)?;
+    }
+    sparse_file(&run_dir.join("ivshmem.raw"), IVSHMEM_BYTES)?;
+
+    let mut children: Vec<(usize, Child)> = Vec::new();
+    for host in 0..opts.hosts {
+        let args = qemu_args(tree, initramfs, &run_dir, opts, host);
+        fs::write(
+            run_dir.join(format!("qemu{host}.cmd")),
+            format!("qemu-system-x86_64 {}\n", args.join(" ")),
+        )?;
+        let stderr = fs::File::create(run_dir.join(format!("qemu{host}.stderr")))?;
+        let child = Command::new("timeout")
+            .args([
+                "--kill-after=5",
+                &opts.timeout.as_secs().to_string(),
+                "qemu-system-x86_64",
+            ])
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(stderr.try_clone()?)
+            .stderr(stderr)
+            .spawn()
+            .context("cannot start qemu-system-x86_64 (run `cargo xtask setup`)")?;
+        children.push((host, child));
+    }
+    let mut runs = Vec::new();
+    for (host, mut child) in children {
+        let status = child.wait()?;
+        let results =
+            fs::read_to_string(run_dir.join(format!("results{host}.log"))).unwrap_or_default();
+        let run = HostRun {
+            host,
+            exit_code: status.code(),
+            report: GuestReport::parse(&results),
+            console: run_dir.join(format!("console{host}.log")),
+        };
+        if !run.finished() {
+            eprintln!(
+                "vm: host {host}: {} (console: {})",
+                run.describe_exit(),
+                run.console.display()
+            );
+            crate::util::print_tail(&run.console, 40);
+            crate::util::print_tail(&run_dir.join(format!("qemu{host}.stderr")), 10);
+        }
+        runs.push(run);
+    }
+    Ok(runs)
+}
