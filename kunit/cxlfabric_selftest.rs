@@ -42,5 +42,9 @@ fn selftest_fails_by_error() -> Result {
 
 kunit_tests!(
     cxlfabric_selftest,
-    [selftest_passes, selftest_fails_assertion, selftest_fails_by_error]
+    [
+        selftest_passes,
+        selftest_fails_assertion,
+        selftest_fails_by_error
+    ]
 );

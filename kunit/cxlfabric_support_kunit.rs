@@ -33,8 +33,8 @@ fn case_runs_in_kunit_context() -> Result {
 
 fn suite_name_is_nul_terminated_and_padded() -> Result {
     let name = suite_name("abc");
-    kassert_eq!(name[0] as u8, b'a');
-    kassert_eq!(name[2] as u8, b'c');
+    kassert_eq!(name[0], b'a');
+    kassert_eq!(name[2], b'c');
     kassert!(name[3..].iter().all(|&c| c == 0));
     Ok(())
 }
@@ -43,7 +43,7 @@ fn suite_name_takes_255_bytes() -> Result {
     const LONG: [u8; 255] = [b'x'; 255];
     let text = core::str::from_utf8(&LONG).map_err(|_| EINVAL)?;
     let name = suite_name(text);
-    kassert_eq!(name[254] as u8, b'x');
+    kassert_eq!(name[254], b'x');
     kassert_eq!(name[255], 0);
     Ok(())
 }

@@ -15,14 +15,15 @@
 //! a failure and return `Err` from the case, so destructors run normally;
 //! unlike the 6.12 `kunit_assert!` they never abort the test thread.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::c_void;
+use kernel::ffi::c_char;
 use core::fmt;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
 /// Builds a test case entry for a suite's case table.
-pub const fn kunit_case(
+pub(crate) const fn kunit_case(
     name: &'static CStr,
     run_case: unsafe extern "C" fn(*mut bindings::kunit),
 ) -> bindings::kunit_case {
@@ -40,7 +41,7 @@ pub const fn kunit_case(
 }
 
 /// The all-zero entry that terminates a case table.
-pub const fn kunit_case_null() -> bindings::kunit_case {
+pub(crate) const fn kunit_case_null() -> bindings::kunit_case {
     // SAFETY: KUnit treats an all-zero `kunit_case` (null `run_case`) as the
     // end of the table; every field is valid when zeroed.
     unsafe { core::mem::zeroed() }
@@ -49,7 +50,7 @@ pub const fn kunit_case_null() -> bindings::kunit_case {
 /// Builds the fixed-size, NUL-terminated name field of `struct kunit_suite`.
 ///
 /// Fails the build if the name does not fit.
-pub const fn suite_name(name: &str) -> [c_char; 256] {
+pub(crate) const fn suite_name(name: &str) -> [c_char; 256] {
     let bytes = name.as_bytes();
     assert!(bytes.len() < 256, "KUnit suite name too long");
     let mut out = [0 as c_char; 256];
@@ -62,18 +63,23 @@ pub const fn suite_name(name: &str) -> [c_char; 256] {
 }
 
 /// Whether the current task is running a KUnit case.
-pub fn in_kunit_test() -> bool {
+pub(crate) fn in_kunit_test() -> bool {
     // SAFETY: FFI call without preconditions.
     !unsafe { bindings::kunit_get_current_test() }.is_null()
 }
 
 /// Records a failed expectation in the running case, at `file:line`, with a
 /// formatted message. Outside a KUnit case it only logs an error.
-pub fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
+pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
     // SAFETY: FFI call without preconditions.
     let test = unsafe { bindings::kunit_get_current_test() };
     if test.is_null() {
-        pr_err!("kunit failure outside a test at {}:{}: {}\n", file, line, args);
+        pr_err!(
+            "kunit failure outside a test at {}:{}: {}\n",
+            file,
+            line,
+            args
+        );
         return;
     }
     let loc = bindings::kunit_loc {
@@ -95,7 +101,7 @@ pub fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) 
             bindings::kunit_assert_type_KUNIT_EXPECTATION,
             &assert.assert,
             Some(bindings::kunit_fail_assert_format),
-            c"%pA".as_ptr(),
+            c"%pA".as_ptr().cast(),
             &args as *const fmt::Arguments<'_> as *const c_void,
         );
     }
@@ -116,7 +122,7 @@ fn current_case_failed() -> bool {
 /// Runs one case body and turns an `Err` it returns into a KUnit failure
 /// (unless an assertion already reported it).
 #[doc(hidden)]
-pub fn run_case(name: &'static CStr, body: fn() -> Result) {
+pub(crate) fn run_case(name: &'static CStr, body: fn() -> Result) {
     if let Err(err) = body() {
         if !current_case_failed() {
             report_failure(name, 0, format_args!("case returned {:?}", err));
@@ -197,7 +203,6 @@ macro_rules! kunit_tests {
     ($suite:ident, [$($case:ident),+ $(,)?]) => {
         #[allow(non_snake_case)]
         mod $suite {
-            use super::*;
 
             $(
                 extern "C" fn $case(_test: *mut kernel::bindings::kunit) {

@@ -15,4 +15,4 @@
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]
 
-pub mod kunit;
+pub(crate) mod kunit;

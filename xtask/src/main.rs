@@ -2,6 +2,7 @@
 //! the modules, boot the emulated CXL machine, run tests, demo and benchmarks.
 
 mod demo;
+mod dkms;
 mod guest;
 mod kernel;
 mod ktap;

@@ -35,6 +35,14 @@ pub fn all_modules() -> Vec<String> {
         .collect()
 }
 
+/// The crate root of every module (rustfmt follows their `mod`s).
+pub fn crate_roots() -> Vec<PathBuf> {
+    all_modules()
+        .iter()
+        .map(|m| ko_path(m).with_extension("rs"))
+        .collect()
+}
+
 /// Builds every module; `clippy` runs clippy-driver in place of rustc.
 pub fn build(tree: &KernelTree, clippy: bool) -> Result<()> {
     let label = if clippy { "CLIPPY=1" } else { "rustc" };

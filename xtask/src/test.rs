@@ -119,6 +119,12 @@ fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
         .args(["fmt", "--all", "--", "--check"])
         .output()?;
     tally.check("host: cargo fmt --check", fmt.status.success());
+    let kernel_sources = crate::modules::crate_roots();
+    let rustfmt = Command::new("rustfmt")
+        .args(["--edition", "2021", "--check"])
+        .args(&kernel_sources)
+        .output()?;
+    tally.check("modules: rustfmt --check", rustfmt.status.success());
     let clippy = Command::new("cargo")
         .current_dir(&root)
         .args([
@@ -278,6 +284,14 @@ pub fn test(opts: TestOptions) -> Result<()> {
         let plain = modules::build(&tree, false);
         tally.check("modules build, no warnings", plain.is_ok());
         Ok(plain.is_ok())
+    })?;
+    phases.time("dkms", || {
+        let result = crate::dkms::check(&tree);
+        if let Err(err) = &result {
+            eprintln!("    {err:#}");
+        }
+        tally.check("dkms add + build against the cached kernel", result.is_ok());
+        Ok(())
     })?;
     if built {
         let initramfs = phases.time("initramfs", vm::build_initramfs)?;

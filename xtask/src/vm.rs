@@ -263,7 +263,27 @@ fn qemu_args(
             run_dir.join("ivshmem.raw").display()
         ),
     );
-    push("-device", "ivshmem-plain,memdev=shm0".into());
+    push("-device", "ivshmem-plain,memdev=shm0,bus=pcie.0".into());
+    // Hosts talk over a virtio-net link (unix datagram sockets: symmetric,
+    // so neither VM has to start first). 10.0.0.<host + 1>/24 in the guest.
+    if opts.hosts > 1 {
+        let sock = |h: usize| run_dir.join(format!("net{h}.sock")).display().to_string();
+        push(
+            "-netdev",
+            format!(
+                "dgram,id=net0,local.type=unix,local.path={},remote.type=unix,remote.path={}",
+                sock(host),
+                sock(1 - host)
+            ),
+        );
+        push(
+            "-device",
+            format!(
+                "virtio-net-pci,netdev=net0,mac=52:54:00:cf:00:{:02x}",
+                host + 1
+            ),
+        );
+    }
     args
 }
 

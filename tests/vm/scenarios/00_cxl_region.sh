@@ -1,12 +1,29 @@
-# The emulated switched topology enumerates, and a 2-way interleaved RAM
-# region across both type-3 devices behind the switch can be created and
-# exposed as a device-dax instance.
+# The emulated switched topology enumerates; a 2-way interleaved RAM region
+# across both type-3 devices behind the switch is created, exposed as a
+# device-dax instance, destroyed (decoders freed) and created again. Bad
+# requests are refused with a reason and change nothing.
 set -e
 cxlctl list
 test "$(cxlctl list --json | grep -c '"kind": "memdev"')" -eq 2
+test "$(cxlctl list --json | grep -c '"kind": "switch"')" -ge 1
+
+# Refused: size not a multiple of 256M per way; more ways than memdevs.
+! cxlctl create-region --ways 2 --size 100M 2> /tmp/err
+grep -q "multiple of" /tmp/err
+! cxlctl create-region --ways 4 --size 1G 2> /tmp/err
+grep -q "need 4 memdevs" /tmp/err
+! cxlctl list --json | grep -q '"kind": "region"'
+
 cxlctl create-region --ways 2 --size 512M
-region=$(cxlctl list --json | sed -n 's/.*"region": "\(region[0-9]*\)".*/\1/p' | head -n 1)
-test -n "$region"
 test -c /dev/dax0.0
-size=$(cat /sys/bus/dax/devices/dax0.0/size)
-test "$size" -eq $((512 << 20))
+test "$(cat /sys/bus/dax/devices/dax0.0/size)" -eq $((512 << 20))
+region=$(cxlctl list --json | sed -n 's/.*"name": "\(region[0-9]*\)".*/\1/p' | head -n 1)
+test -n "$region"
+
+cxlctl destroy-region "$region"
+! test -e /sys/bus/cxl/devices/$region
+# Every endpoint decoder's DPA was freed.
+! cxlctl list --json | grep -q '"dpa_size": "0x[1-9a-f]'
+
+cxlctl create-region --ways 2 --size 512M
+test -c /dev/dax0.0

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 /// Region sizes are multiples of this per interleave way.
 pub const REGION_ALIGN: u64 = 256 << 20;
+/// Interleave ways CXL 2.0/3.0 decoders can encode.
+pub const VALID_WAYS: &[u64] = &[1, 2, 3, 4, 6, 8, 12, 16];
 pub const VALID_GRANULARITIES: &[u64] = &[256, 512, 1024, 2048, 4096, 8192, 16384];
 
 #[derive(Debug, Clone, Default)]
@@ -32,6 +34,22 @@ pub struct RegionPlan {
     /// (memdev, endpoint decoder) in interleave position order.
     pub targets: Vec<(String, String)>,
     pub dpa_per_device: u64,
+}
+
+/// RAM capacity of a memdev not yet allocated to one of its endpoint decoders.
+fn free_ram(topo: &Topology, memdev: &Device) -> u64 {
+    let total = memdev.attr_u64("ram/size").unwrap_or(0);
+    let used: u64 = memdev
+        .parent
+        .as_deref()
+        .map(|ep| {
+            topo.children(ep)
+                .filter(|d| d.kind == Kind::Decoder)
+                .filter_map(|d| d.attr_u64("dpa_size"))
+                .sum()
+        })
+        .unwrap_or(0);
+    total.saturating_sub(used)
 }
 
 /// The endpoint decoder a memdev's next allocation must use: decoders are
@@ -58,15 +76,13 @@ fn free_endpoint_decoder<'a>(topo: &'a Topology, memdev: &'a Device) -> Result<&
 }
 
 pub fn plan(topo: &Topology, req: &RegionRequest) -> Result<RegionPlan> {
-    if req.ways == 0
-        || !req.ways.is_power_of_two() && req.ways != 3 && req.ways != 6 && req.ways != 12
-    {
+    if !VALID_WAYS.contains(&req.ways) {
         bail!(
-            "interleave ways must be 1, 2, 3, 4, 6, 8, 12 or 16, not {}",
+            "interleave ways must be one of {VALID_WAYS:?}, not {}",
             req.ways
         );
     }
-    if req.size == 0 || req.size % (REGION_ALIGN * req.ways) != 0 {
+    if req.size == 0 || !req.size.is_multiple_of(REGION_ALIGN * req.ways) {
         bail!(
             "region size {} must be a non-zero multiple of {} ({} per way x {} ways)",
             human_size(req.size),
@@ -141,12 +157,12 @@ pub fn plan(topo: &Topology, req: &RegionRequest) -> Result<RegionPlan> {
     let dpa_per_device = req.size / req.ways;
     let mut targets = Vec::new();
     for memdev in candidates.into_iter().take(req.ways as usize) {
-        let ram = memdev.attr_u64("ram/size").unwrap_or(0);
-        if ram < dpa_per_device {
+        let free = free_ram(topo, memdev);
+        if free < dpa_per_device {
             bail!(
-                "{} has {} of RAM capacity, the region needs {} on each device",
+                "{} has {} of RAM capacity free, the region needs {} on each device",
                 memdev.name,
-                human_size(ram),
+                human_size(free),
                 human_size(dpa_per_device)
             );
         }

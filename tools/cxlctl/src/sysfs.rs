@@ -67,7 +67,7 @@ impl Sysfs {
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
-        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        names.sort_by_key(|a| natural_key(a));
         Ok(names)
     }
 
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn natural_order() {
         let mut v = vec!["decoder2.10", "decoder2.9", "decoder10.0", "decoder2.0"];
-        v.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        v.sort_by_key(|a| natural_key(a));
         assert_eq!(
             v,
             vec!["decoder2.0", "decoder2.9", "decoder2.10", "decoder10.0"]

@@ -265,7 +265,7 @@ pub fn human_size(bytes: u64) -> String {
         ("K", 1 << 10),
     ];
     for (unit, scale) in UNITS {
-        if bytes >= *scale && bytes % scale == 0 {
+        if bytes >= *scale && bytes.is_multiple_of(*scale) {
             return format!("{}{unit}", bytes / scale);
         }
     }
