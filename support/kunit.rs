@@ -16,9 +16,9 @@
 //! unlike the 6.12 `kunit_assert!` they never abort the test thread.
 
 use core::ffi::c_void;
-use kernel::ffi::c_char;
 use core::fmt;
 use kernel::bindings;
+use kernel::ffi::c_char;
 use kernel::prelude::*;
 use kernel::str::CStr;
 

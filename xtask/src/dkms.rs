@@ -75,6 +75,7 @@ pub fn check(tree: &KernelTree) -> Result<()> {
     if staged.exists() {
         fs::remove_dir_all(&staged)?;
     }
+    fs::create_dir_all(&staged)?;
     for item in SOURCES {
         copy_sources(&repo_root().join(item), &staged.join(item))?;
     }
