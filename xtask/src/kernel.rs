@@ -120,12 +120,56 @@ fn check_config(dir: &Path, fragments: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Deletes unfinished trees of the same flavor under other keys (a build
+/// whose inputs changed before it finished will never be resumed).
+fn remove_abandoned(flavor: Flavor, keep: &Path) -> Result<()> {
+    let prefix = format!("kernel-{}-", flavor.name());
+    let Ok(entries) = std::fs::read_dir(cache_root()) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path != keep
+            && name.starts_with(&prefix)
+            && !name.ends_with(".logs")
+            && !path.join(STAMP_BUILT).exists()
+        {
+            eprintln!(
+                "kernel: removing abandoned unfinished tree {}",
+                path.display()
+            );
+            std::fs::remove_dir_all(&path)?;
+            let _ = std::fs::remove_dir_all(path.with_extension("logs"));
+        }
+    }
+    Ok(())
+}
+
+/// The kernel tree to use: `CXLFABRIC_KDIR` if set (a built, Rust-enabled
+/// tree of your own), else the cached tree for `flavor`, built if missing.
 pub fn ensure(flavor: Flavor) -> Result<KernelTree> {
+    if let Some(dir) = std::env::var_os("CXLFABRIC_KDIR") {
+        let tree = KernelTree { dir: PathBuf::from(dir) };
+        if !tree.bzimage().exists() || !tree.dir.join("rust/libkernel.rmeta").exists() {
+            bail!(
+                "CXLFABRIC_KDIR={} is not a built Rust-enabled kernel tree (no bzImage or rust/libkernel.rmeta)",
+                tree.dir.display()
+            );
+        }
+        eprintln!("kernel: using CXLFABRIC_KDIR={}", tree.dir.display());
+        return Ok(tree);
+    }
+    build_cached(flavor)
+}
+
+fn build_cached(flavor: Flavor) -> Result<KernelTree> {
     let dir = tree_dir(flavor)?;
     if dir.join(STAMP_BUILT).exists() {
         eprintln!("kernel: cached tree {}", dir.display());
         return Ok(KernelTree { dir });
     }
+    remove_abandoned(flavor, &dir)?;
     std::fs::create_dir_all(&dir)?;
     let log_dir = dir.with_extension("logs");
     std::fs::create_dir_all(&log_dir)?;

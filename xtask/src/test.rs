@@ -184,23 +184,7 @@ fn vm_tests(
     for scenario in run.report.scenarios.iter().filter(|s| wanted(&s.name)) {
         tally.record(&format!("scenario {}", scenario.name), scenario.outcome);
         if scenario.outcome == Outcome::Fail {
-            for block in run
-                .report
-                .blocks("scenario-output")
-                .filter(|b| b.name == scenario.name)
-            {
-                for line in block
-                    .text
-                    .lines()
-                    .rev()
-                    .take(20)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                {
-                    eprintln!("      | {line}");
-                }
-            }
+            print_scenario_output(run, &scenario.name);
         }
     }
     let cases = kunit_cases(run);
@@ -268,6 +252,62 @@ fn selftest(
     Ok(())
 }
 
+/// Two VMs on one pool: each host's scenarios count separately.
+fn multihost(
+    tally: &mut Tally,
+    tree: &kernel::KernelTree,
+    initramfs: &std::path::Path,
+    opts: &TestOptions,
+) -> Result<()> {
+    let runs = vm::boot(
+        tree,
+        initramfs,
+        &VmOptions {
+            mode: Mode::Multihost,
+            hosts: 2,
+            timeout: opts.timeout,
+        },
+    )?;
+    for run in &runs {
+        let label = format!("host{}", run.host);
+        record_boot(tally, &label, run);
+        tally.check(
+            &format!("{label}: ran the multi-host scenarios"),
+            !run.report.scenarios.is_empty(),
+        );
+        for scenario in &run.report.scenarios {
+            tally.record(
+                &format!("{label}: scenario {}", scenario.name),
+                scenario.outcome,
+            );
+            if scenario.outcome == Outcome::Fail {
+                print_scenario_output(run, &scenario.name);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_scenario_output(run: &HostRun, name: &str) {
+    for block in run
+        .report
+        .blocks("scenario-output")
+        .filter(|b| b.name == name)
+    {
+        for line in block
+            .text
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            eprintln!("      | {line}");
+        }
+    }
+}
+
 pub fn test(opts: TestOptions) -> Result<()> {
     let mut phases = Phases::default();
     let mut tally = Tally::default();
@@ -301,6 +341,11 @@ pub fn test(opts: TestOptions) -> Result<()> {
         phases.time("vm: harness self-test", || {
             selftest(&mut tally, &tree, &initramfs, &opts)
         })?;
+        if opts.only.is_none() {
+            phases.time("vm: two hosts, one pool", || {
+                multihost(&mut tally, &tree, &initramfs, &opts)
+            })?;
+        }
     }
     phases.summary();
     if !tally.failures.is_empty() {

@@ -23,6 +23,7 @@ pub const IVSHMEM_BYTES: u64 = 64 << 20;
 pub enum Mode {
     Test,
     Selftest,
+    Multihost,
     Demo,
 }
 
@@ -31,6 +32,7 @@ impl Mode {
         match self {
             Mode::Test => "test",
             Mode::Selftest => "selftest",
+            Mode::Multihost => "multihost",
             Mode::Demo => "demo",
         }
     }
@@ -68,24 +70,21 @@ impl HostRun {
     }
 }
 
+/// Host tools that also run in the guest, linked statically.
+const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio"];
+
 /// Static host tools that go into the initramfs.
 fn build_guest_tools() -> Result<Vec<PathBuf>> {
     let target = "x86_64-unknown-linux-gnu";
     run(Command::new("cargo")
         .current_dir(repo_root())
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "--target",
-            target,
-            "-p",
-            "cxlctl",
-        ]))?;
-    Ok(vec![
-        repo_root().join(format!("target/{target}/release/cxlctl"))
-    ])
+        .args(["build", "--quiet", "--release", "--target", target])
+        .args(GUEST_TOOLS.iter().flat_map(|t| ["-p", t])))?;
+    Ok(GUEST_TOOLS
+        .iter()
+        .map(|t| repo_root().join(format!("target/{target}/release/{t}")))
+        .collect())
 }
 
 fn copy_into(src: &Path, dir: &Path) -> Result<()> {
@@ -122,7 +121,7 @@ pub fn build_initramfs() -> Result<PathBuf> {
     copy_into(busybox, &stage.join("bin"))?;
     let vm_dir = repo_root().join("tests/vm");
     fs::copy(vm_dir.join("init"), stage.join("init"))?;
-    for sub in ["scenarios", "selftest"] {
+    for sub in ["scenarios", "selftest", "multihost"] {
         let dest = stage.join(sub);
         fs::create_dir_all(&dest)?;
         for entry in fs::read_dir(vm_dir.join(sub))? {
@@ -279,7 +278,7 @@ fn qemu_args(
         push(
             "-device",
             format!(
-                "virtio-net-pci,netdev=net0,mac=52:54:00:cf:00:{:02x}",
+                "virtio-net-pci,netdev=net0,bus=pcie.0,mac=52:54:00:cf:00:{:02x}",
                 host + 1
             ),
         );

@@ -21,7 +21,7 @@ pub struct RegionRequest {
     pub size: u64,
     pub granularity: Option<u64>,
     pub root_decoder: Option<String>,
-    /// Memdevs in interleave order; default: the first `ways` with free RAM.
+    /// Memdevs in interleave order; default: the first `ways` by serial number.
     pub memdevs: Option<Vec<String>>,
 }
 
@@ -141,7 +141,16 @@ pub fn plan(topo: &Topology, req: &RegionRequest) -> Result<RegionPlan> {
                     })
                 })
                 .collect();
-            all.sort_by_key(|d| crate::sysfs::natural_key(&d.name));
+            // Serial numbers are stable across boots and hosts, memdev
+            // names are not (probe order): hosts sharing a pool must
+            // interleave it the same way to see the same bytes at the same
+            // region offset.
+            all.sort_by_key(|d| {
+                (
+                    d.attr_u64("serial").unwrap_or(u64::MAX),
+                    crate::sysfs::natural_key(&d.name),
+                )
+            });
             all
         }
     };

@@ -131,8 +131,9 @@ fn plan_for_a_two_way_region() {
     assert_eq!(
         plan.targets,
         vec![
-            ("mem0".to_string(), "decoder4.0".to_string()),
-            ("mem1".to_string(), "decoder3.0".to_string())
+            // By serial: mem1 (0x100, behind ds0) first, then mem0 (0x101).
+            ("mem1".to_string(), "decoder3.0".to_string()),
+            ("mem0".to_string(), "decoder4.0".to_string())
         ]
     );
 }
@@ -274,5 +275,5 @@ fn failed_create_rolls_back() {
     // Both decoders were given DPA before target1 failed; both are freed.
     assert_eq!(read(&dec("3").join("dpa_size")), "0");
     assert_eq!(read(&dec("4").join("dpa_size")), "0");
-    assert_eq!(read(&region_dir.join("target0")), "decoder4.0");
+    assert_eq!(read(&region_dir.join("target0")), "decoder3.0");
 }
