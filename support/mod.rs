@@ -11,8 +11,21 @@
 //! | wrapper          | upstream counterpart                    |
 //! |------------------|-----------------------------------------|
 //! | [`kunit`]        | `kernel::kunit` (`#[kunit_tests]`, 6.15) |
+//! | [`miscdevice`]   | `kernel::miscdevice` (6.13)              |
+//! | [`fs`]           | `kernel::fs::File` (6.13)                |
+//! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
+//!
+//! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
+//! is reached through the C helpers in `helpers.c`, which every module
+//! links through its own `helpers.c` (`#include "../support/helpers.c"`).
 
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]
 
+pub(crate) mod fs;
+mod helpers;
 pub(crate) mod kunit;
+pub(crate) mod miscdevice;
+pub(crate) mod mm;
+pub(crate) mod page;
+pub(crate) mod uapi;

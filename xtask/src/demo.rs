@@ -1,9 +1,6 @@
 //! `cargo xtask demo`: the main job. Boots the emulated CXL machine, creates
 //! the interleaved RAM region, loads the product modules and prints a report.
 
-use crate::kernel::{self, Flavor};
-use crate::modules;
-use crate::setup;
 use crate::util::Phases;
 use crate::vm::{self, Mode, VmOptions};
 use anyhow::{bail, Result};
@@ -11,10 +8,7 @@ use std::time::Duration;
 
 pub fn demo(hosts: usize, timeout: Duration) -> Result<()> {
     let mut phases = Phases::default();
-    phases.time("setup", setup::setup)?;
-    let tree = phases.time("kernel", || kernel::ensure(Flavor::Default))?;
-    phases.time("module build", || modules::build(&tree, false))?;
-    let initramfs = phases.time("initramfs", vm::build_initramfs)?;
+    let (tree, initramfs) = vm::prepare(&mut phases)?;
     let runs = phases.time("boot", || {
         vm::boot(
             &tree,

@@ -150,7 +150,9 @@ fn remove_abandoned(flavor: Flavor, keep: &Path) -> Result<()> {
 /// tree of your own), else the cached tree for `flavor`, built if missing.
 pub fn ensure(flavor: Flavor) -> Result<KernelTree> {
     if let Some(dir) = std::env::var_os("CXLFABRIC_KDIR") {
-        let tree = KernelTree { dir: PathBuf::from(dir) };
+        let tree = KernelTree {
+            dir: PathBuf::from(dir),
+        };
         if !tree.bzimage().exists() || !tree.dir.join("rust/libkernel.rmeta").exists() {
             bail!(
                 "CXLFABRIC_KDIR={} is not a built Rust-enabled kernel tree (no bzImage or rust/libkernel.rmeta)",

@@ -1,6 +1,7 @@
 //! Developer tooling for cxlfabric: set up the machine, build the kernel and
 //! the modules, boot the emulated CXL machine, run tests, demo and benchmarks.
 
+mod bench;
 mod demo;
 mod dkms;
 mod guest;
@@ -56,6 +57,11 @@ enum Cmd {
         #[arg(long)]
         only: Option<String>,
         /// Per-boot timeout in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// Benchmarks, each side by side with its anchor (JSON + table).
+    Bench {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
@@ -115,6 +121,7 @@ fn main() -> Result<()> {
             only,
             timeout: Duration::from_secs(timeout),
         }),
+        Cmd::Bench { timeout } => bench::bench(Duration::from_secs(timeout)),
         Cmd::Demo { hosts, timeout } => demo::demo(hosts.into(), Duration::from_secs(timeout)),
     }
 }

@@ -10,28 +10,32 @@ use std::process::Command;
 /// Product modules, in load order.
 pub const PRODUCT_MODULES: &[&str] =
     &["beluga_dax", "mchannel_sched", "cxlnic_drv", "drack_netdev"];
-/// KUnit suites of the support layer; loaded in every test boot.
-pub const SUPPORT_KUNIT_MODULE: &str = "kunit/cxlfabric_support_kunit";
+/// KUnit suites and test device of the support layer; loaded in every test boot.
+pub const SUPPORT_KUNIT_MODULE: &str = "cxlfabric_support_kunit";
 /// Fails on purpose; loaded only in the self-test boot.
-pub const SELFTEST_MODULE: &str = "kunit/cxlfabric_selftest";
+pub const SELFTEST_MODULE: &str = "cxlfabric_selftest";
 
-/// Path of a built `.ko`, given `dir/name` or a product module name.
-pub fn ko_path(module: &str) -> PathBuf {
-    let root = repo_root();
-    match module.split_once('/') {
-        Some(_) => root.join(format!("{module}.ko")),
-        None => root.join(format!("{module}/{module}.ko")),
+/// Where a module's sources live: (module, directory, Rust crate root).
+/// Every module is composite: its crate root plus its `helpers.c`.
+fn layout(module: &str) -> (String, String) {
+    match module {
+        SUPPORT_KUNIT_MODULE => ("kunit".into(), "kunit/support_kunit_main.rs".into()),
+        SELFTEST_MODULE => ("kunit".into(), "kunit/selftest_main.rs".into()),
+        product => (product.into(), format!("{product}/{product}_main.rs")),
     }
+}
+
+/// Path of a built `.ko`.
+pub fn ko_path(module: &str) -> PathBuf {
+    let (dir, _) = layout(module);
+    repo_root().join(dir).join(format!("{module}.ko"))
 }
 
 pub fn all_modules() -> Vec<String> {
     PRODUCT_MODULES
         .iter()
+        .chain([SUPPORT_KUNIT_MODULE, SELFTEST_MODULE].iter())
         .map(|m| m.to_string())
-        .chain([
-            SUPPORT_KUNIT_MODULE.to_string(),
-            SELFTEST_MODULE.to_string(),
-        ])
         .collect()
 }
 

@@ -181,12 +181,7 @@ fn vm_tests(
     let run = &runs[0];
     record_boot(tally, "vm", run);
     let wanted = |name: &str| opts.only.as_deref().is_none_or(|only| name.contains(only));
-    for scenario in run.report.scenarios.iter().filter(|s| wanted(&s.name)) {
-        tally.record(&format!("scenario {}", scenario.name), scenario.outcome);
-        if scenario.outcome == Outcome::Fail {
-            print_scenario_output(run, &scenario.name);
-        }
-    }
+    record_scenarios(tally, run, "scenario", &wanted);
     let cases = kunit_cases(run);
     tally.check(
         "kunit: support-layer suites reported results",
@@ -275,17 +270,20 @@ fn multihost(
             &format!("{label}: ran the multi-host scenarios"),
             !run.report.scenarios.is_empty(),
         );
-        for scenario in &run.report.scenarios {
-            tally.record(
-                &format!("{label}: scenario {}", scenario.name),
-                scenario.outcome,
-            );
-            if scenario.outcome == Outcome::Fail {
-                print_scenario_output(run, &scenario.name);
-            }
-        }
+        record_scenarios(tally, run, &format!("{label}: scenario"), &|_| true);
     }
     Ok(())
+}
+
+/// Counts a boot's scenarios (those `wanted` by name), showing the output of
+/// each that failed.
+fn record_scenarios(tally: &mut Tally, run: &HostRun, prefix: &str, wanted: &dyn Fn(&str) -> bool) {
+    for scenario in run.report.scenarios.iter().filter(|s| wanted(&s.name)) {
+        tally.record(&format!("{prefix} {}", scenario.name), scenario.outcome);
+        if scenario.outcome == Outcome::Fail {
+            print_scenario_output(run, &scenario.name);
+        }
+    }
 }
 
 fn print_scenario_output(run: &HostRun, name: &str) {

@@ -24,6 +24,7 @@ pub enum Mode {
     Test,
     Selftest,
     Multihost,
+    Bench,
     Demo,
 }
 
@@ -33,6 +34,7 @@ impl Mode {
             Mode::Test => "test",
             Mode::Selftest => "selftest",
             Mode::Multihost => "multihost",
+            Mode::Bench => "bench",
             Mode::Demo => "demo",
         }
     }
@@ -70,8 +72,20 @@ impl HostRun {
     }
 }
 
+/// What every boot needs, each step done only if still missing: setup,
+/// the cached kernel, the modules and the initramfs.
+pub fn prepare(phases: &mut crate::util::Phases) -> Result<(KernelTree, PathBuf)> {
+    phases.time("setup", crate::setup::setup)?;
+    let tree = phases.time("kernel", || {
+        crate::kernel::ensure(crate::kernel::Flavor::Default)
+    })?;
+    phases.time("module build", || crate::modules::build(&tree, false))?;
+    let initramfs = phases.time("initramfs", build_initramfs)?;
+    Ok((tree, initramfs))
+}
+
 /// Host tools that also run in the guest, linked statically.
-const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio"];
+const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio", "cxlf-selftest"];
 
 /// Static host tools that go into the initramfs.
 fn build_guest_tools() -> Result<Vec<PathBuf>> {
@@ -121,7 +135,7 @@ pub fn build_initramfs() -> Result<PathBuf> {
     copy_into(busybox, &stage.join("bin"))?;
     let vm_dir = repo_root().join("tests/vm");
     fs::copy(vm_dir.join("init"), stage.join("init"))?;
-    for sub in ["scenarios", "selftest", "multihost"] {
+    for sub in ["scenarios", "selftest", "multihost", "bench"] {
         let dest = stage.join(sub);
         fs::create_dir_all(&dest)?;
         for entry in fs::read_dir(vm_dir.join(sub))? {

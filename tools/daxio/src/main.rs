@@ -3,6 +3,7 @@
 //! `/sys/bus/pci/devices/<bdf>/resource2`). Used by the multi-host
 //! scenarios to show that two hosts see one pool.
 
+mod bench;
 mod map;
 mod pattern;
 
@@ -65,6 +66,23 @@ enum Cmd {
     },
     /// Print the resource2 file of the first ivshmem device.
     Ivshmem,
+    /// Sequential 8-byte store (with write-back) and load throughput over a
+    /// range; `anon` measures anonymous guest RAM, the anchor. Prints one
+    /// `BENCH {json}` line.
+    Bench {
+        /// A device path, or `anon`.
+        path: String,
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+        #[arg(long, default_value_t = 4 << 20)]
+        len: usize,
+        /// Repeat until at least this long has passed.
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        /// Name of the benchmark series in the output.
+        #[arg(long)]
+        label: String,
+    },
 }
 
 fn find_ivshmem() -> Result<String> {
@@ -133,6 +151,23 @@ fn main() -> Result<()> {
             );
         }
         Cmd::Ivshmem => println!("{}", find_ivshmem()?),
+        Cmd::Bench {
+            path,
+            offset,
+            len,
+            seconds,
+            label,
+        } => {
+            let window = if path == "anon" {
+                Window::anonymous(len)?
+            } else {
+                Window::map(&path, offset, len)?
+            };
+            let (write, read) = bench::run(&window, Duration::from_secs_f64(seconds));
+            println!(
+                "BENCH {{\"label\":\"{label}\",\"path\":\"{path}\",\"bytes\":{len},\"write_bytes_per_s\":{write:.0},\"read_bytes_per_s\":{read:.0}}}"
+            );
+        }
     }
     Ok(())
 }

@@ -64,6 +64,54 @@ impl Window {
         })
     }
 
+    /// Anonymous private memory of the same shape, as an anchor.
+    pub fn anonymous(span: usize) -> Result<Window> {
+        let len = (span as u64).div_ceil(MAP_ALIGN) * MAP_ALIGN;
+        let len = usize::try_from(len)?;
+        // SAFETY: a fresh anonymous mapping at an address the kernel chooses.
+        let base = unsafe {
+            nix::sys::mman::mmap_anonymous(
+                None,
+                NonZeroUsize::new(len).context("empty range")?,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE | MapFlags::MAP_ANONYMOUS,
+            )
+        }?;
+        Ok(Window {
+            base: base.cast(),
+            len,
+            skip: 0,
+            span,
+        })
+    }
+
+    pub fn span(&self) -> usize {
+        self.span
+    }
+
+    /// Stores `value` to every 8-byte word, then writes the lines back.
+    pub fn store_words(&self, value: u64) {
+        let words = self.span / 8;
+        let base = self.ptr().cast::<u64>();
+        for i in 0..words {
+            // SAFETY: `i * 8 + 8 <= span`, inside the mapping (invariant);
+            // mappings are page aligned, so the word is aligned.
+            unsafe { base.add(i).write_volatile(value) };
+        }
+        self.flush(words * 8);
+    }
+
+    /// Invalidates the lines, then loads every 8-byte word; returns their sum.
+    pub fn load_words(&self) -> u64 {
+        self.flush(self.span);
+        let words = self.span / 8;
+        let base = self.ptr().cast::<u64>();
+        // SAFETY: as in `store_words`.
+        (0..words).fold(0u64, |sum, i| {
+            sum.wrapping_add(unsafe { base.add(i).read_volatile() })
+        })
+    }
+
     fn ptr(&self) -> *mut u8 {
         // SAFETY: `skip < len` by the invariant, so the result stays inside
         // the mapping.

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tests of the cxlfabric support layer.
+//!
+//! KUnit suites run when this module is loaded (results in
+//! /sys/kernel/debug/kunit/<suite>/results). The module also registers
+//! `/dev/cxlfabric_misc_test` (ABI in `uapi/src/selftest.rs`) for the
+//! scenario `tests/vm/scenarios/05_support_miscdevice.sh`, which drives the
+//! miscdevice wrapper from user space: open/release, ioctl, mmap, and
+//! module unload while a file is open.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::alloc::flags::GFP_KERNEL;
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::uaccess::UserSlice;
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use support::fs::File;
+use support::kunit::{in_kunit_test, suite_name};
+use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
+use support::mm::{self, VmaNew};
+use support::page::alloc_filled_page;
+use support::uapi::{ioctl, selftest as abi};
+
+module! {
+    type: SupportKunit,
+    name: "cxlfabric_support_kunit",
+    author: "cxlfabric developers",
+    description: "KUnit suites and a test device for the cxlfabric support layer",
+    license: "GPL",
+}
+
+/// State of the test device, shared by every open file.
+struct DeviceState {
+    opens: AtomicU64,
+}
+
+/// State of one open file.
+struct OpenFile {
+    device: Arc<DeviceState>,
+    value: AtomicU64,
+}
+
+struct TestDevice;
+
+#[vtable]
+impl MiscDevice for TestDevice {
+    type Ptr = KBox<OpenFile>;
+    type RegistrationData = Arc<DeviceState>;
+
+    fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<OpenFile>> {
+        let device = misc.data().clone();
+        device.opens.fetch_add(1, Ordering::Relaxed);
+        Ok(KBox::new(OpenFile { device, value: AtomicU64::new(0) }, GFP_KERNEL)?)
+    }
+
+    fn ioctl(file: &OpenFile, _f: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let size = ioctl::size_of_cmd(cmd);
+        match cmd {
+            abi::SET_VALUE => {
+                let value: u64 = UserSlice::new(arg, size).reader().read()?;
+                file.value.store(value, Ordering::Relaxed);
+            }
+            abi::GET_VALUE => {
+                UserSlice::new(arg, size).writer().write(&file.value.load(Ordering::Relaxed))?;
+            }
+            abi::GET_OPENS => {
+                let opens = file.device.opens.load(Ordering::Relaxed);
+                UserSlice::new(arg, size).writer().write(&opens)?;
+            }
+            _ => return Err(ENOTTY),
+        }
+        Ok(0)
+    }
+
+    fn mmap(_file: &OpenFile, _f: &File, vma: &VmaNew) -> Result {
+        if !vma.is_shared() {
+            pr_info!("mmap refused: MAP_PRIVATE (only MAP_SHARED is supported)\n");
+            return Err(EINVAL);
+        }
+        if vma.pgoff() != 0 || vma.len() != PAGE_SIZE {
+            pr_info!(
+                "mmap refused: offset {} pages, length {} (one page at offset 0 only)\n",
+                vma.pgoff(),
+                vma.len()
+            );
+            return Err(EINVAL);
+        }
+        let page = alloc_filled_page(abi::pattern_byte)?;
+        // The mapping holds its own page reference; ours goes with `page`.
+        vma.insert_page(vma.start(), &page)
+    }
+}
+
+struct SupportKunit {
+    _misc: Pin<KBox<MiscDeviceRegistration<TestDevice>>>,
+}
+
+impl kernel::Module for SupportKunit {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let state = Arc::new(DeviceState { opens: AtomicU64::new(0) }, GFP_KERNEL)?;
+        let misc = KBox::pin_init(
+            MiscDeviceRegistration::<TestDevice>::register(
+                MiscDeviceOptions { name: kernel::c_str!("cxlfabric_misc_test"), mode: 0o600 },
+                state,
+            ),
+            GFP_KERNEL,
+        )?;
+        Ok(SupportKunit { _misc: misc })
+    }
+}
+
+fn case_runs_in_kunit_context() -> Result {
+    kassert!(in_kunit_test());
+    Ok(())
+}
+
+fn suite_name_is_nul_terminated_and_padded() -> Result {
+    let name = suite_name("abc");
+    kassert_eq!(name[0], b'a');
+    kassert_eq!(name[2], b'c');
+    kassert!(name[3..].iter().all(|&c| c == 0));
+    Ok(())
+}
+
+fn suite_name_takes_255_bytes() -> Result {
+    const LONG: [u8; 255] = [b'x'; 255];
+    let text = core::str::from_utf8(&LONG).map_err(|_| EINVAL)?;
+    let name = suite_name(text);
+    kassert_eq!(name[254], b'x');
+    kassert_eq!(name[255], 0);
+    Ok(())
+}
+
+fn question_mark_propagates_ok() -> Result {
+    let value: Result<u32> = Ok(7);
+    kassert_eq!(value?, 7);
+    Ok(())
+}
+
+fn register(name: &'static kernel::str::CStr, opens: u64) -> Result<Pin<KBox<MiscDeviceRegistration<TestDevice>>>> {
+    let state = Arc::new(DeviceState { opens: AtomicU64::new(opens) }, GFP_KERNEL)?;
+    KBox::pin_init(
+        MiscDeviceRegistration::<TestDevice>::register(MiscDeviceOptions { name, mode: 0o600 }, state),
+        GFP_KERNEL,
+    )
+}
+
+/// MISC_DYNAMIC_MINOR: what the minor would still be if registration had
+/// not assigned one.
+const MISC_DYNAMIC_MINOR: i32 = 255;
+
+fn misc_registration_gets_a_dynamic_minor() -> Result {
+    let reg = register(kernel::c_str!("cxlfabric_kunit_misc_a"), 0)?;
+    kassert!(reg.minor() >= 0 && reg.minor() != MISC_DYNAMIC_MINOR, "minor {}", reg.minor());
+    Ok(())
+}
+
+fn two_registrations_get_distinct_minors() -> Result {
+    let a = register(kernel::c_str!("cxlfabric_kunit_misc_b"), 0)?;
+    let b = register(kernel::c_str!("cxlfabric_kunit_misc_c"), 0)?;
+    kassert!(a.minor() != b.minor());
+    Ok(())
+}
+
+fn registration_data_is_what_was_given() -> Result {
+    let reg = register(kernel::c_str!("cxlfabric_kunit_misc_d"), 41)?;
+    kassert_eq!(reg.data().opens.load(Ordering::Relaxed), 41);
+    Ok(())
+}
+
+fn misc_name_can_be_reused_after_drop() -> Result {
+    drop(register(kernel::c_str!("cxlfabric_kunit_misc_e"), 0)?);
+    let again = register(kernel::c_str!("cxlfabric_kunit_misc_e"), 0);
+    kassert!(again.is_ok(), "re-registering a dropped name failed: {:?}", again.err());
+    Ok(())
+}
+
+fn vm_flags_match_the_kernel_abi() -> Result {
+    // include/linux/mm.h; these values are user-visible through /proc/*/smaps.
+    kassert_eq!(mm::flags::write(), 0x2);
+    kassert_eq!(mm::flags::shared(), 0x8);
+    kassert_eq!(mm::flags::mayshare(), 0x80);
+    Ok(())
+}
+
+fn ioctl_numbers_encode_direction_and_size() -> Result {
+    kassert_eq!(ioctl::size_of_cmd(abi::SET_VALUE), 8);
+    kassert_eq!(abi::SET_VALUE >> 30, ioctl::IOC_WRITE);
+    kassert_eq!(abi::GET_VALUE >> 30, ioctl::IOC_READ);
+    kassert!(abi::SET_VALUE != abi::GET_VALUE && abi::GET_VALUE != abi::GET_OPENS);
+    Ok(())
+}
+
+kunit_tests!(
+    cxlfabric_support_kunit,
+    [
+        case_runs_in_kunit_context,
+        suite_name_is_nul_terminated_and_padded,
+        suite_name_takes_255_bytes,
+        question_mark_propagates_ok,
+    ]
+);
+
+kunit_tests!(
+    cxlfabric_support_miscdevice,
+    [
+        misc_registration_gets_a_dynamic_minor,
+        two_registrations_get_distinct_minors,
+        registration_data_is_what_was_given,
+        misc_name_can_be_reused_after_drop,
+        vm_flags_match_the_kernel_abi,
+        ioctl_numbers_encode_direction_and_size,
+    ]
+);

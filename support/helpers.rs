@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Declarations of the C helpers in `helpers.c` (see `helpers.h`). Only the
+//! wrappers in this directory call them.
+
+use kernel::bindings;
+use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+
+/// `struct cxlf_misc`: a miscdevice and its file operations, owned by C.
+#[repr(C)]
+pub(crate) struct CxlfMisc {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    pub(crate) fn cxlf_misc_register(
+        name: *const c_char,
+        mode: u16,
+        template: *const bindings::file_operations,
+        owner: *mut bindings::module,
+        data: *mut c_void,
+        err: *mut c_int,
+    ) -> *mut CxlfMisc;
+    pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
+    pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
+    pub(crate) fn cxlf_misc_data_of_open_file(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn cxlf_vma_start(vma: *const bindings::vm_area_struct) -> c_ulong;
+    pub(crate) fn cxlf_vma_end(vma: *const bindings::vm_area_struct) -> c_ulong;
+    pub(crate) fn cxlf_vma_flags(vma: *const bindings::vm_area_struct) -> c_ulong;
+    pub(crate) fn cxlf_vm_flag_shared() -> c_ulong;
+    pub(crate) fn cxlf_vm_flag_mayshare() -> c_ulong;
+    pub(crate) fn cxlf_vm_flag_write() -> c_ulong;
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Miscellaneous character devices (upstream: `kernel::miscdevice`, 6.13+).
+//!
+//! A driver implements [`MiscDevice`] and keeps a pinned
+//! [`MiscDeviceRegistration`] alive for as long as `/dev/<name>` should
+//! exist. Differences from upstream, all additive: the registration carries
+//! `T::RegistrationData` that `open` can see (e.g. which pool the device
+//! is), options carry a `mode`, and `.owner` is the registering module, so
+//! the module cannot be unloaded while a file is open.
+//!
+//! Open files can outlive the registration (the device node goes away at
+//! deregistration, open files do not): whatever a file needs after `open`
+//! must be owned by its `T::Ptr` (for example an `Arc` cloned in `open`).
+
+use super::fs::File;
+use super::helpers;
+use super::mm::VmaNew;
+use core::marker::{PhantomData, PhantomPinned};
+use kernel::bindings;
+use kernel::error::to_result;
+use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::ForeignOwnable;
+
+/// What `/dev/<name>` looks like.
+#[derive(Clone, Copy)]
+pub(crate) struct MiscDeviceOptions {
+    pub(crate) name: &'static CStr,
+    /// Permission bits of the device node (e.g. `0o600`).
+    pub(crate) mode: u16,
+}
+
+/// The file operations of a misc device. `open` is required; the others
+/// default to what the VFS does without them.
+#[vtable]
+pub(crate) trait MiscDevice: Sized {
+    /// Per-open-file state, owned by `file->private_data`.
+    type Ptr: ForeignOwnable + Send + Sync;
+    /// Per-device state, visible to `open`.
+    type RegistrationData: Send + Sync;
+
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Self::Ptr>;
+
+    fn release(device: Self::Ptr, _file: &File) {
+        drop(device);
+    }
+
+    fn ioctl(
+        _device: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _cmd: u32,
+        _arg: usize,
+    ) -> Result<isize> {
+        Err(ENOTTY)
+    }
+
+    fn mmap(
+        _device: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
+        _file: &File,
+        _vma: &VmaNew,
+    ) -> Result {
+        Err(ENODEV)
+    }
+}
+
+/// A registered misc device; deregistered on drop.
+///
+/// # Invariants
+///
+/// `raw` is a live registration from `cxlf_misc_register` whose data
+/// pointer is the address of this (pinned) value.
+#[pin_data(PinnedDrop)]
+pub(crate) struct MiscDeviceRegistration<T: MiscDevice> {
+    data: T::RegistrationData,
+    raw: *mut helpers::CxlfMisc,
+    #[pin]
+    _pin: PhantomPinned,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: the registration is only a handle; `data` is `Send + Sync` and
+// the C side is safe to deregister from any thread.
+unsafe impl<T: MiscDevice> Send for MiscDeviceRegistration<T> {}
+// SAFETY: `&self` only gives shared access to `data` (which is `Sync`) and
+// reads the minor number.
+unsafe impl<T: MiscDevice> Sync for MiscDeviceRegistration<T> {}
+
+impl<T: MiscDevice> MiscDeviceRegistration<T> {
+    /// Registers `/dev/<opts.name>`; the node appears before this returns.
+    pub(crate) fn register(
+        opts: MiscDeviceOptions,
+        data: T::RegistrationData,
+    ) -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            data,
+            raw: {
+                let mut err: c_int = 0;
+                // SAFETY: `name` is a NUL-terminated 'static string; the
+                // template is a 'static vtable; `this` is the final, pinned
+                // address of the value being initialised, and `data` above
+                // is already initialised when `open` can first run.
+                let raw = unsafe {
+                    helpers::cxlf_misc_register(
+                        opts.name.as_char_ptr(),
+                        opts.mode,
+                        &VtableHelper::<T>::VTABLE,
+                        crate::THIS_MODULE.as_ptr(),
+                        this.as_ptr().cast::<c_void>(),
+                        &mut err,
+                    )
+                };
+                if raw.is_null() {
+                    pr_err!("cannot register /dev/{}: error {}\n", opts.name, err);
+                    to_result(err)?;
+                    return Err(ENOMEM);
+                }
+                raw
+            },
+            _pin: PhantomPinned,
+            _t: PhantomData,
+        })
+    }
+
+    pub(crate) fn data(&self) -> &T::RegistrationData {
+        &self.data
+    }
+
+    /// The minor number the misc core assigned.
+    pub(crate) fn minor(&self) -> i32 {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_misc_minor(self.raw) }
+    }
+}
+
+#[pinned_drop]
+impl<T: MiscDevice> PinnedDrop for MiscDeviceRegistration<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `raw` is live (invariant) and deregistered exactly once.
+        // misc_deregister takes misc_mtx, which misc_open holds across
+        // `open`, so no `open` runs on this registration after it returns.
+        unsafe { helpers::cxlf_misc_deregister(self.raw) };
+    }
+}
+
+struct VtableHelper<T: MiscDevice>(PhantomData<T>);
+
+impl<T: MiscDevice> VtableHelper<T> {
+    // The C side copies this template and sets `.owner`.
+    const VTABLE: bindings::file_operations = bindings::file_operations {
+        open: Some(fops_open::<T>),
+        release: Some(fops_release::<T>),
+        unlocked_ioctl: if T::HAS_IOCTL { Some(fops_ioctl::<T>) } else { None },
+        #[cfg(CONFIG_COMPAT)]
+        compat_ioctl: if T::HAS_IOCTL { Some(bindings::compat_ptr_ioctl) } else { None },
+        mmap: if T::HAS_MMAP { Some(fops_mmap::<T>) } else { None },
+        // SAFETY: every other field of `file_operations` is an optional
+        // callback or plain data for which zero means "not provided".
+        ..unsafe { core::mem::zeroed() }
+    };
+}
+
+/// # Safety
+///
+/// Called by `misc_open` with a valid file whose `private_data` points to
+/// a miscdevice registered by [`MiscDeviceRegistration::register`].
+unsafe extern "C" fn fops_open<T: MiscDevice>(
+    _inode: *mut bindings::inode,
+    raw_file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: `private_data` is our miscdevice (misc_open set it); its data
+    // pointer is a registration of type `T`, alive while misc_mtx is held.
+    let misc = unsafe {
+        &*helpers::cxlf_misc_data_of_open_file(raw_file).cast::<MiscDeviceRegistration<T>>()
+    };
+    // SAFETY: the VFS keeps the file valid during the callback.
+    let file = unsafe { File::from_raw(raw_file) };
+    match T::open(file, misc) {
+        Ok(ptr) => {
+            // SAFETY: the file is valid; `private_data` belongs to the
+            // driver from here on, and `release` takes it back.
+            unsafe { (*raw_file).private_data = ptr.into_foreign().cast_mut() };
+            0
+        }
+        Err(err) => err.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by the VFS once per file whose `open` succeeded.
+unsafe extern "C" fn fops_release<T: MiscDevice>(
+    _inode: *mut bindings::inode,
+    raw_file: *mut bindings::file,
+) -> c_int {
+    // SAFETY: `private_data` came from `into_foreign` in `fops_open`, and
+    // release runs once, after every other callback on this file.
+    let device = unsafe { T::Ptr::from_foreign((*raw_file).private_data) };
+    // SAFETY: the VFS keeps the file valid during the callback.
+    T::release(device, unsafe { File::from_raw(raw_file) });
+    0
+}
+
+/// # Safety
+///
+/// Called by the VFS on a file whose `open` succeeded and that has not been
+/// released.
+unsafe extern "C" fn fops_ioctl<T: MiscDevice>(
+    raw_file: *mut bindings::file,
+    cmd: c_uint,
+    arg: c_ulong,
+) -> c_long {
+    // SAFETY: `private_data` came from `into_foreign` and is not released
+    // while this callback runs.
+    let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
+    // SAFETY: the VFS keeps the file valid during the callback.
+    let file = unsafe { File::from_raw(raw_file) };
+    match T::ioctl(device, file, cmd, arg as usize) {
+        Ok(ret) => ret as c_long,
+        Err(err) => err.to_errno() as c_long,
+    }
+}
+
+/// # Safety
+///
+/// Called by `mmap_region` with the mmap lock held for writing, on a file
+/// whose `open` succeeded.
+unsafe extern "C" fn fops_mmap<T: MiscDevice>(
+    raw_file: *mut bindings::file,
+    vma: *mut bindings::vm_area_struct,
+) -> c_int {
+    // SAFETY: as in `fops_ioctl`.
+    let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
+    // SAFETY: the VFS keeps the file valid during the callback.
+    let file = unsafe { File::from_raw(raw_file) };
+    // SAFETY: `vma` is the VMA being created, valid during the callback.
+    let vma = unsafe { VmaNew::from_raw(vma) };
+    match T::mmap(device, file, vma) {
+        Ok(()) => 0,
+        Err(err) => err.to_errno(),
+    }
+}

@@ -1,0 +1,9 @@
+# Shared-memory throughput in one run: anonymous guest RAM (the anchor, first
+# line), the ivshmem BAR (RAM-backed shared region), and the CXL region
+# through QEMU's emulated fixed memory window. 8-byte volatile stores with
+# clflush write-back, and loads after clflush invalidation.
+set -e
+cxlctl create-region --ways 2 --size 512M > /dev/null
+daxio bench anon --len $((4 << 20)) --seconds 1 --label guest-ram
+daxio bench "$(daxio ivshmem)" --len $((4 << 20)) --seconds 1 --label ivshmem
+daxio bench /dev/dax0.0 --len $((1 << 20)) --seconds 2 --label cxl-window

@@ -1,0 +1,194 @@
+//! `cxlf-selftest misc`: exercises the support layer's miscdevice wrapper
+//! through `/dev/cxlfabric_misc_test` (kunit/cxlfabric_support_kunit.ko):
+//! per-file state through ioctl, unknown commands, and the mmap contract
+//! (MAP_SHARED, one page at offset 0, content from the kernel). Prints one
+//! line per check and fails on the first that does not hold.
+
+use anyhow::{bail, ensure, Context, Result};
+use clap::{Parser, Subcommand};
+use nix::errno::Errno;
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use std::fs::{File, OpenOptions};
+use std::num::NonZeroUsize;
+use std::os::fd::AsRawFd;
+use uapi::ioctl::io;
+use uapi::selftest as abi;
+
+#[derive(Parser)]
+#[command(
+    name = "cxlf-selftest",
+    about = "User-space checks of the cxlfabric support layer"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Check /dev/cxlfabric_misc_test.
+    Misc {
+        #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
+        device: String,
+    },
+}
+
+const PAGE: usize = 4096;
+
+fn ioctl_u64(file: &File, cmd: u32, value: &mut u64) -> Result<(), Errno> {
+    // SAFETY: every command of the test device takes a pointer to a u64,
+    // which `value` is, for the duration of the call.
+    let ret = unsafe { nix::libc::ioctl(file.as_raw_fd(), cmd as _, value as *mut u64) };
+    Errno::result(ret).map(drop)
+}
+
+fn map(
+    file: &File,
+    len: usize,
+    offset: i64,
+    flags: MapFlags,
+) -> Result<std::ptr::NonNull<u8>, Errno> {
+    // SAFETY: a fresh mapping at an address the kernel chooses.
+    unsafe {
+        mmap(
+            None,
+            NonZeroUsize::new(len).unwrap(),
+            ProtFlags::PROT_READ,
+            flags,
+            file,
+            offset,
+        )
+    }
+    .map(|p| p.cast())
+}
+
+fn check(name: &str, result: Result<()>) -> Result<()> {
+    match result {
+        Ok(()) => {
+            println!("ok   {name}");
+            Ok(())
+        }
+        Err(err) => bail!("FAIL {name}: {err:#}"),
+    }
+}
+
+fn misc(device: &str) -> Result<()> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(device)
+            .with_context(|| format!("opening {device}"))
+    };
+    let a = open()?;
+    let b = open()?;
+
+    check(
+        "each open file has its own value",
+        (|| {
+            ioctl_u64(&a, abi::SET_VALUE, &mut 42)?;
+            let (mut va, mut vb) = (0, 7);
+            ioctl_u64(&a, abi::GET_VALUE, &mut va)?;
+            ioctl_u64(&b, abi::GET_VALUE, &mut vb)?;
+            ensure!(va == 42 && vb == 0, "got {va} and {vb}, expected 42 and 0");
+            Ok(())
+        })(),
+    )?;
+
+    check(
+        "open count is shared by the device",
+        (|| {
+            let mut opens = 0;
+            ioctl_u64(&a, abi::GET_OPENS, &mut opens)?;
+            ensure!(opens >= 2, "{opens} opens counted, at least 2 expected");
+            Ok(())
+        })(),
+    )?;
+
+    check(
+        "unknown ioctl is ENOTTY",
+        (|| {
+            let err = ioctl_u64(&a, io(abi::IOC_TYPE, 99), &mut 0);
+            ensure!(err == Err(Errno::ENOTTY), "got {err:?}");
+            Ok(())
+        })(),
+    )?;
+
+    check(
+        "bad user pointer is EFAULT",
+        (|| {
+            // SAFETY: the kernel must reject the bad pointer without touching
+            // this process's memory.
+            let ret = unsafe {
+                nix::libc::ioctl(
+                    a.as_raw_fd(),
+                    abi::GET_VALUE as _,
+                    std::ptr::dangling_mut::<u64>(),
+                )
+            };
+            ensure!(
+                Errno::result(ret) == Err(Errno::EFAULT),
+                "got {:?}",
+                Errno::result(ret)
+            );
+            Ok(())
+        })(),
+    )?;
+
+    check(
+        "MAP_SHARED page holds the kernel's pattern",
+        (|| {
+            let p = map(&a, PAGE, 0, MapFlags::MAP_SHARED)?;
+            // SAFETY: `p` maps PAGE readable bytes until the munmap below.
+            let bytes = unsafe { std::slice::from_raw_parts(p.as_ptr(), PAGE) };
+            let bad = (0..PAGE).find(|&i| bytes[i] != abi::pattern_byte(i));
+            // SAFETY: unmapping what was mapped above; `bytes` is not used after.
+            unsafe { munmap(p.cast(), PAGE)? };
+            ensure!(bad.is_none(), "byte {bad:?} differs");
+            Ok(())
+        })(),
+    )?;
+
+    for (name, len, offset, flags) in [
+        (
+            "MAP_PRIVATE is refused with EINVAL",
+            PAGE,
+            0,
+            MapFlags::MAP_PRIVATE,
+        ),
+        (
+            "two pages are refused with EINVAL",
+            2 * PAGE,
+            0,
+            MapFlags::MAP_SHARED,
+        ),
+        (
+            "a non-zero offset is refused with EINVAL",
+            PAGE,
+            PAGE as i64,
+            MapFlags::MAP_SHARED,
+        ),
+    ] {
+        check(
+            name,
+            (|| {
+                match map(&a, len, offset, flags) {
+                    Err(Errno::EINVAL) => Ok(()),
+                    Err(e) => bail!("got {e}"),
+                    Ok(p) => {
+                        // SAFETY: unmapping the mapping that should not exist.
+                        unsafe { munmap(p.cast(), len)? };
+                        bail!("the mapping was allowed")
+                    }
+                }
+            })(),
+        )?;
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Cmd::Misc { device } => misc(&device),
+    }
+}

@@ -1,0 +1,163 @@
+//! `cargo xtask bench`: boots the testbed in bench mode, runs every
+//! `tests/vm/bench/*.sh`, and reports each series side by side with the
+//! benchmark's anchor (its first series) as ratios. Absolute numbers from
+//! an emulated machine mean little; the ratios within one run are the
+//! result. Writes `target/xtask/bench/results.json` and prints a table.
+
+use crate::util::{out_dir, Phases};
+use crate::vm::{self, Mode, VmOptions};
+use anyhow::{bail, Result};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// One `BENCH {json}` line: a series of a benchmark.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub metrics: Vec<(String, f64)>,
+}
+
+/// Parses the `BENCH {json}` lines of one benchmark's output. Numeric
+/// fields whose name ends in `_per_s` or `_ns` are metrics.
+pub fn parse_series(text: &str) -> Result<Vec<Series>> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(json) = line.trim().strip_prefix("BENCH ") else {
+            continue;
+        };
+        let value: Map<String, Value> = serde_json::from_str(json)?;
+        let label = value
+            .get("label")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
+        let metrics = value
+            .iter()
+            .filter(|(k, _)| k.ends_with("_per_s") || k.ends_with("_ns"))
+            .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+            .collect();
+        out.push(Series { label, metrics });
+    }
+    Ok(out)
+}
+
+/// Each series' metrics divided by the anchor's (the first series).
+pub fn ratios(series: &[Series]) -> Vec<Vec<Option<f64>>> {
+    let Some(anchor) = series.first() else {
+        return Vec::new();
+    };
+    series
+        .iter()
+        .map(|s| {
+            s.metrics
+                .iter()
+                .map(|(name, value)| {
+                    let base = anchor.metrics.iter().find(|(n, _)| n == name)?.1;
+                    (base > 0.0).then(|| value / base)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn human(value: f64, metric: &str) -> String {
+    if metric.ends_with("bytes_per_s") {
+        format!("{:.1} MB/s", value / 1e6)
+    } else if metric.ends_with("_ns") {
+        format!("{value:.0} ns")
+    } else {
+        format!("{value:.0}/s")
+    }
+}
+
+pub fn bench(timeout: Duration) -> Result<()> {
+    let mut phases = Phases::default();
+    let (tree, initramfs) = vm::prepare(&mut phases)?;
+    let runs = phases.time("boot", || {
+        vm::boot(
+            &tree,
+            &initramfs,
+            &VmOptions {
+                mode: Mode::Bench,
+                hosts: 1,
+                timeout,
+            },
+        )
+    })?;
+    phases.summary();
+    let run = &runs[0];
+
+    let mut results = Map::new();
+    println!(
+        "{:<18} {:<12} {:<20} {:>14} {:>9}",
+        "benchmark", "series", "metric", "value", "vs anchor"
+    );
+    for block in run.report.blocks("bench") {
+        let series = parse_series(&block.text)?;
+        let ratios = ratios(&series);
+        let mut rows = Vec::new();
+        for (s, r) in series.iter().zip(&ratios) {
+            for ((metric, value), ratio) in s.metrics.iter().zip(r) {
+                let ratio_text = ratio.map_or("-".to_string(), |x| format!("{x:.3}x"));
+                println!(
+                    "{:<18} {:<12} {:<20} {:>14} {:>9}",
+                    block.name,
+                    s.label,
+                    metric,
+                    human(*value, metric),
+                    ratio_text
+                );
+                rows.push(json!({ "series": s.label, "metric": metric, "value": value, "ratio_to_anchor": ratio }));
+            }
+        }
+        let anchor = series.first().map(|s| s.label.clone());
+        results.insert(
+            block.name.clone(),
+            json!({ "anchor": anchor, "rows": rows }),
+        );
+    }
+    let failed: Vec<&str> = run
+        .report
+        .blocks("error")
+        .map(|b| b.name.as_str())
+        .collect();
+    for block in run.report.blocks("error") {
+        eprintln!("benchmark {} failed:\n{}", block.name, block.text);
+    }
+    let dir = out_dir().join("bench");
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("results.json");
+    std::fs::write(
+        &file,
+        serde_json::to_string_pretty(&Value::Object(results))?,
+    )?;
+    println!("results: {}", file.display());
+    if !run.finished() || !failed.is_empty() {
+        bail!(
+            "bench run incomplete ({}; failed: {failed:?})",
+            run.describe_exit()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_are_relative_to_the_first_series() {
+        let text =
+            "noise\nBENCH {\"label\":\"ram\",\"write_bytes_per_s\":1000,\"path\":\"anon\"}\n\
+                    BENCH {\"label\":\"cxl\",\"write_bytes_per_s\":10}\n";
+        let series = parse_series(text).unwrap();
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[1].label, "cxl");
+        assert_eq!(ratios(&series), vec![vec![Some(1.0)], vec![Some(0.01)]]);
+    }
+
+    #[test]
+    fn malformed_bench_line_is_an_error() {
+        assert!(parse_series("BENCH {not json").is_err());
+    }
+}
