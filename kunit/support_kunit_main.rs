@@ -55,7 +55,13 @@ impl MiscDevice for TestDevice {
     fn open(_file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<OpenFile>> {
         let device = misc.data().clone();
         device.opens.fetch_add(1, Ordering::Relaxed);
-        Ok(KBox::new(OpenFile { device, value: AtomicU64::new(0) }, GFP_KERNEL)?)
+        Ok(KBox::new(
+            OpenFile {
+                device,
+                value: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     fn ioctl(file: &OpenFile, _f: &File, cmd: u32, arg: usize) -> Result<isize> {
@@ -66,7 +72,9 @@ impl MiscDevice for TestDevice {
                 file.value.store(value, Ordering::Relaxed);
             }
             abi::GET_VALUE => {
-                UserSlice::new(arg, size).writer().write(&file.value.load(Ordering::Relaxed))?;
+                UserSlice::new(arg, size)
+                    .writer()
+                    .write(&file.value.load(Ordering::Relaxed))?;
             }
             abi::GET_OPENS => {
                 let opens = file.device.opens.load(Ordering::Relaxed);
@@ -102,10 +110,18 @@ struct SupportKunit {
 
 impl kernel::Module for SupportKunit {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let state = Arc::new(DeviceState { opens: AtomicU64::new(0) }, GFP_KERNEL)?;
+        let state = Arc::new(
+            DeviceState {
+                opens: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )?;
         let misc = KBox::pin_init(
             MiscDeviceRegistration::<TestDevice>::register(
-                MiscDeviceOptions { name: kernel::c_str!("cxlfabric_misc_test"), mode: 0o600 },
+                MiscDeviceOptions {
+                    name: kernel::c_str!("cxlfabric_misc_test"),
+                    mode: 0o600,
+                },
                 state,
             ),
             GFP_KERNEL,
@@ -142,10 +158,21 @@ fn question_mark_propagates_ok() -> Result {
     Ok(())
 }
 
-fn register(name: &'static kernel::str::CStr, opens: u64) -> Result<Pin<KBox<MiscDeviceRegistration<TestDevice>>>> {
-    let state = Arc::new(DeviceState { opens: AtomicU64::new(opens) }, GFP_KERNEL)?;
+fn register(
+    name: &'static kernel::str::CStr,
+    opens: u64,
+) -> Result<Pin<KBox<MiscDeviceRegistration<TestDevice>>>> {
+    let state = Arc::new(
+        DeviceState {
+            opens: AtomicU64::new(opens),
+        },
+        GFP_KERNEL,
+    )?;
     KBox::pin_init(
-        MiscDeviceRegistration::<TestDevice>::register(MiscDeviceOptions { name, mode: 0o600 }, state),
+        MiscDeviceRegistration::<TestDevice>::register(
+            MiscDeviceOptions { name, mode: 0o600 },
+            state,
+        ),
         GFP_KERNEL,
     )
 }
@@ -156,7 +183,11 @@ const MISC_DYNAMIC_MINOR: i32 = 255;
 
 fn misc_registration_gets_a_dynamic_minor() -> Result {
     let reg = register(kernel::c_str!("cxlfabric_kunit_misc_a"), 0)?;
-    kassert!(reg.minor() >= 0 && reg.minor() != MISC_DYNAMIC_MINOR, "minor {}", reg.minor());
+    kassert!(
+        reg.minor() >= 0 && reg.minor() != MISC_DYNAMIC_MINOR,
+        "minor {}",
+        reg.minor()
+    );
     Ok(())
 }
 
@@ -176,7 +207,11 @@ fn registration_data_is_what_was_given() -> Result {
 fn misc_name_can_be_reused_after_drop() -> Result {
     drop(register(kernel::c_str!("cxlfabric_kunit_misc_e"), 0)?);
     let again = register(kernel::c_str!("cxlfabric_kunit_misc_e"), 0);
-    kassert!(again.is_ok(), "re-registering a dropped name failed: {:?}", again.err());
+    kassert!(
+        again.is_ok(),
+        "re-registering a dropped name failed: {:?}",
+        again.err()
+    );
     Ok(())
 }
 

@@ -3,6 +3,11 @@
 //! Declarations of the C helpers in `helpers.c` (see `helpers.h`). Only the
 //! wrappers in this directory call them.
 
+// The C structs are only passed by pointer. Without CONFIG_LOCKDEP they
+// contain empty `lockdep_map`s, which this lint flags even behind a
+// pointer; the kernel's bindings crate allows it for the same reason.
+#![allow(improper_ctypes)]
+
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 

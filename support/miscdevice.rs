@@ -151,10 +151,22 @@ impl<T: MiscDevice> VtableHelper<T> {
     const VTABLE: bindings::file_operations = bindings::file_operations {
         open: Some(fops_open::<T>),
         release: Some(fops_release::<T>),
-        unlocked_ioctl: if T::HAS_IOCTL { Some(fops_ioctl::<T>) } else { None },
+        unlocked_ioctl: if T::HAS_IOCTL {
+            Some(fops_ioctl::<T>)
+        } else {
+            None
+        },
         #[cfg(CONFIG_COMPAT)]
-        compat_ioctl: if T::HAS_IOCTL { Some(bindings::compat_ptr_ioctl) } else { None },
-        mmap: if T::HAS_MMAP { Some(fops_mmap::<T>) } else { None },
+        compat_ioctl: if T::HAS_IOCTL {
+            Some(bindings::compat_ptr_ioctl)
+        } else {
+            None
+        },
+        mmap: if T::HAS_MMAP {
+            Some(fops_mmap::<T>)
+        } else {
+            None
+        },
         // SAFETY: every other field of `file_operations` is an optional
         // callback or plain data for which zero means "not provided".
         ..unsafe { core::mem::zeroed() }
@@ -216,7 +228,7 @@ unsafe extern "C" fn fops_ioctl<T: MiscDevice>(
     let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
     let file = unsafe { File::from_raw(raw_file) };
-    match T::ioctl(device, file, cmd, arg as usize) {
+    match T::ioctl(device, file, cmd, arg) {
         Ok(ret) => ret as c_long,
         Err(err) => err.to_errno() as c_long,
     }

@@ -69,7 +69,7 @@ impl VmaNew {
     /// Offset into the file, in pages.
     pub(crate) fn pgoff(&self) -> usize {
         // SAFETY: valid VMA (invariant); fixed while mmap runs.
-        unsafe { (*self.as_ptr()).vm_pgoff as usize }
+        unsafe { (*self.as_ptr()).vm_pgoff }
     }
 
     pub(crate) fn flags(&self) -> usize {

@@ -20,6 +20,7 @@ const SOURCES: &[&str] = &[
     "cxlnic_drv",
     "drack_netdev",
     "kunit",
+    "uapi",
 ];
 
 fn package() -> Result<(String, String)> {
@@ -84,11 +85,23 @@ pub fn check(tree: &KernelTree) -> Result<()> {
             &mut dkms(&["add", "-m", &name, "-v", &version]),
             &log_dir.join("dkms-add.log"),
         )?;
-        run_logged(
+        let build = run_logged(
             dkms(&["build", "-m", &name, "-v", &version, "-k", &release])
                 .arg(format!("--kernelsourcedir={}", tree.dir.display())),
             &log_dir.join("dkms-build.log"),
-        )?;
+        );
+        if build.is_err() {
+            // `dkms remove` below deletes it; keep the compiler's words.
+            let make_log = Path::new("/var/lib/dkms")
+                .join(&name)
+                .join(&version)
+                .join("build/make.log");
+            let kept = log_dir.join("dkms-make.log");
+            if fs::copy(&make_log, &kept).is_ok() {
+                crate::util::print_tail(&kept, 30);
+            }
+        }
+        build?;
         let built = Path::new("/var/lib/dkms")
             .join(&name)
             .join(&version)

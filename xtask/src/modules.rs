@@ -43,7 +43,7 @@ pub fn all_modules() -> Vec<String> {
 pub fn crate_roots() -> Vec<PathBuf> {
     all_modules()
         .iter()
-        .map(|m| ko_path(m).with_extension("rs"))
+        .map(|m| repo_root().join(layout(m).1))
         .collect()
 }
 

@@ -84,6 +84,19 @@ fn cargo_test_counts(output: &str) -> Option<(usize, usize, usize)> {
     found.then_some((p, f, s))
 }
 
+fn show_output_on_failure(out: &std::process::Output) {
+    if !out.status.success() {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in text.lines().take(30) {
+            eprintln!("      | {line}");
+        }
+    }
+}
+
 fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
     let root = repo_root();
     let mut cargo_test = Command::new("cargo");
@@ -118,12 +131,14 @@ fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
         .current_dir(&root)
         .args(["fmt", "--all", "--", "--check"])
         .output()?;
+    show_output_on_failure(&fmt);
     tally.check("host: cargo fmt --check", fmt.status.success());
     let kernel_sources = crate::modules::crate_roots();
     let rustfmt = Command::new("rustfmt")
         .args(["--edition", "2021", "--check"])
         .args(&kernel_sources)
         .output()?;
+    show_output_on_failure(&rustfmt);
     tally.check("modules: rustfmt --check", rustfmt.status.success());
     let clippy = Command::new("cargo")
         .current_dir(&root)
