@@ -227,8 +227,9 @@ fn qemu_args(
     push(
         "-append",
         format!(
-            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host}",
-            opts.mode.name()
+            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host} cxlfabric.hosts={}",
+            opts.mode.name(),
+            opts.hosts
         ),
     );
     push("-device", "isa-debug-exit,iobase=0xf4,iosize=0x04".into());
