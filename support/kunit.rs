@@ -89,11 +89,9 @@ pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Argument
     let assert = bindings::kunit_fail_assert {
         assert: bindings::kunit_assert {},
     };
-    // SAFETY: `test` is the running case's `struct kunit` (non-null, from
-    // `kunit_get_current_test`). `loc` and `assert` outlive the call, which
-    // formats the message into the case log before returning. An
-    // EXPECTATION only marks the case failed; it never aborts the thread.
-    // `%pA` takes a pointer to `fmt::Arguments`, which `args` is.
+    // An EXPECTATION only marks the case failed; it never aborts the thread.
+    // SAFETY: `test` is the running case (non-null); `loc`/`assert` outlive the
+    // call, which formats into the case log; `%pA` takes `&fmt::Arguments`.
     unsafe {
         bindings::__kunit_do_failed_assertion(
             test,

@@ -97,10 +97,9 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
             data,
             raw: {
                 let mut err: c_int = 0;
-                // SAFETY: `name` is a NUL-terminated 'static string; the
-                // template is a 'static vtable; `this` is the final, pinned
-                // address of the value being initialised, and `data` above
-                // is already initialised when `open` can first run.
+                // `data` is initialised above, before `open` can first run.
+                // SAFETY: 'static NUL-terminated name and vtable; `this` is
+                // the final, pinned address of the value being initialised.
                 let raw = unsafe {
                     helpers::cxlf_misc_register(
                         opts.name.as_char_ptr(),

@@ -74,15 +74,7 @@ pub fn bench(timeout: Duration) -> Result<()> {
     let mut phases = Phases::default();
     let (tree, initramfs) = vm::prepare(&mut phases)?;
     let runs = phases.time("boot", || {
-        vm::boot(
-            &tree,
-            &initramfs,
-            &VmOptions {
-                mode: Mode::Bench,
-                hosts: 1,
-                timeout,
-            },
-        )
+        vm::boot(&tree, &initramfs, &VmOptions::new(Mode::Bench, 1, timeout))
     })?;
     phases.summary();
     let run = &runs[0];

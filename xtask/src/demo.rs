@@ -13,11 +13,7 @@ pub fn demo(hosts: usize, timeout: Duration) -> Result<()> {
         vm::boot(
             &tree,
             &initramfs,
-            &VmOptions {
-                mode: Mode::Demo,
-                hosts,
-                timeout,
-            },
+            &VmOptions::new(Mode::Demo, hosts, timeout),
         )
     })?;
     phases.summary();

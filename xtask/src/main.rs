@@ -101,11 +101,7 @@ fn main() -> Result<()> {
             let runs = vm::boot(
                 &tree,
                 &initramfs,
-                &vm::VmOptions {
-                    mode,
-                    hosts: hosts.into(),
-                    timeout: Duration::from_secs(timeout),
-                },
+                &vm::VmOptions::new(mode, hosts.into(), Duration::from_secs(timeout)),
             )?;
             for run in &runs {
                 println!(

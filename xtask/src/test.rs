@@ -187,11 +187,7 @@ fn vm_tests(
     let runs = vm::boot(
         tree,
         initramfs,
-        &VmOptions {
-            mode: Mode::Test,
-            hosts: 1,
-            timeout: opts.timeout,
-        },
+        &VmOptions::new(Mode::Test, 1, opts.timeout),
     )?;
     let run = &runs[0];
     record_boot(tally, "vm", run);
@@ -222,11 +218,7 @@ fn selftest(
     let runs = vm::boot(
         tree,
         initramfs,
-        &VmOptions {
-            mode: Mode::Selftest,
-            hosts: 1,
-            timeout: opts.timeout,
-        },
+        &VmOptions::new(Mode::Selftest, 1, opts.timeout),
     )?;
     let run = &runs[0];
     tally.check("selftest: guest init finished", run.finished());
@@ -272,11 +264,7 @@ fn multihost(
     let runs = vm::boot(
         tree,
         initramfs,
-        &VmOptions {
-            mode: Mode::Multihost,
-            hosts: 2,
-            timeout: opts.timeout,
-        },
+        &VmOptions::new(Mode::Multihost, 2, opts.timeout),
     )?;
     for run in &runs {
         let label = format!("host{}", run.host);

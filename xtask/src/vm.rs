@@ -46,6 +46,16 @@ pub struct VmOptions {
     pub timeout: Duration,
 }
 
+impl VmOptions {
+    pub fn new(mode: Mode, hosts: usize, timeout: Duration) -> VmOptions {
+        VmOptions {
+            mode,
+            hosts,
+            timeout,
+        }
+    }
+}
+
 pub struct HostRun {
     pub host: usize,
     pub exit_code: Option<i32>,
