@@ -70,9 +70,9 @@ fn human(value: f64, metric: &str) -> String {
     }
 }
 
-pub fn bench(timeout: Duration) -> Result<()> {
+pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor) -> Result<()> {
     let mut phases = Phases::default();
-    let (tree, initramfs) = vm::prepare(&mut phases)?;
+    let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
     let runs = phases.time("boot", || {
         vm::boot(&tree, &initramfs, &VmOptions::new(Mode::Bench, 1, timeout))
     })?;

@@ -6,9 +6,9 @@ use crate::vm::{self, Mode, VmOptions};
 use anyhow::{bail, Result};
 use std::time::Duration;
 
-pub fn demo(hosts: usize, timeout: Duration) -> Result<()> {
+pub fn demo(hosts: usize, timeout: Duration, flavor: crate::kernel::Flavor) -> Result<()> {
     let mut phases = Phases::default();
-    let (tree, initramfs) = vm::prepare(&mut phases)?;
+    let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
     let runs = phases.time("boot", || {
         vm::boot(
             &tree,

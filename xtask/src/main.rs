@@ -20,6 +20,10 @@ use std::time::Duration;
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "cxlfabric build, boot and test harness")]
 struct Cli {
+    /// Kernel flavor for every step: `debug` adds KASAN, lockdep,
+    /// kmemleak and KFENCE (built on first use, cached like the default).
+    #[arg(long, global = true, value_enum, default_value = "default")]
+    flavor: kernel::Flavor,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -30,8 +34,6 @@ enum Cmd {
     Setup,
     /// Build (or reuse from the cache) the Rust-enabled guest kernel.
     Kernel {
-        #[arg(long, value_enum, default_value = "default")]
-        flavor: kernel::Flavor,
         /// Print the cached tree's path (building it if missing).
         #[arg(long)]
         print_dir: bool,
@@ -76,9 +78,10 @@ enum Cmd {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    let flavor = cli.flavor;
     match cli.command {
         Cmd::Setup => setup::setup(),
-        Cmd::Kernel { flavor, print_dir } => {
+        Cmd::Kernel { print_dir } => {
             setup::setup()?;
             let tree = kernel::ensure(flavor)?;
             if print_dir {
@@ -88,7 +91,7 @@ fn main() -> Result<()> {
         }
         Cmd::Build { clippy } => {
             setup::setup()?;
-            let tree = kernel::ensure(kernel::Flavor::Default)?;
+            let tree = kernel::ensure(flavor)?;
             modules::build(&tree, clippy)
         }
         Cmd::Vm {
@@ -96,8 +99,7 @@ fn main() -> Result<()> {
             hosts,
             timeout,
         } => {
-            let tree = kernel::ensure(kernel::Flavor::Default)?;
-            let initramfs = vm::build_initramfs()?;
+            let (tree, initramfs) = vm::prepare(&mut util::Phases::default(), flavor)?;
             let runs = vm::boot(
                 &tree,
                 &initramfs,
@@ -116,8 +118,11 @@ fn main() -> Result<()> {
         Cmd::Test { only, timeout } => test::test(test::TestOptions {
             only,
             timeout: Duration::from_secs(timeout),
+            flavor,
         }),
-        Cmd::Bench { timeout } => bench::bench(Duration::from_secs(timeout)),
-        Cmd::Demo { hosts, timeout } => demo::demo(hosts.into(), Duration::from_secs(timeout)),
+        Cmd::Bench { timeout } => bench::bench(Duration::from_secs(timeout), flavor),
+        Cmd::Demo { hosts, timeout } => {
+            demo::demo(hosts.into(), Duration::from_secs(timeout), flavor)
+        }
     }
 }

@@ -56,6 +56,7 @@ impl Tally {
 pub struct TestOptions {
     pub only: Option<String>,
     pub timeout: Duration,
+    pub flavor: Flavor,
 }
 
 /// Sums the `test result:` lines of `cargo test` output.
@@ -315,7 +316,7 @@ pub fn test(opts: TestOptions) -> Result<()> {
     std::fs::create_dir_all(crate::util::out_dir())?;
 
     phases.time("setup", setup::setup)?;
-    let tree = phases.time("kernel", || kernel::ensure(Flavor::Default))?;
+    let tree = phases.time("kernel", || kernel::ensure(opts.flavor))?;
     phases.time("host tests", || {
         host_checks(&mut tally, opts.only.as_deref())
     })?;

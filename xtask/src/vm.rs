@@ -84,11 +84,12 @@ impl HostRun {
 
 /// What every boot needs, each step done only if still missing: setup,
 /// the cached kernel, the modules and the initramfs.
-pub fn prepare(phases: &mut crate::util::Phases) -> Result<(KernelTree, PathBuf)> {
+pub fn prepare(
+    phases: &mut crate::util::Phases,
+    flavor: crate::kernel::Flavor,
+) -> Result<(KernelTree, PathBuf)> {
     phases.time("setup", crate::setup::setup)?;
-    let tree = phases.time("kernel", || {
-        crate::kernel::ensure(crate::kernel::Flavor::Default)
-    })?;
+    let tree = phases.time("kernel", || crate::kernel::ensure(flavor))?;
     phases.time("module build", || crate::modules::build(&tree, false))?;
     let initramfs = phases.time("initramfs", build_initramfs)?;
     Ok((tree, initramfs))
