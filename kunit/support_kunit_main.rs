@@ -7,7 +7,9 @@
 //! `/dev/cxlfabric_misc_test` (ABI in `uapi/src/selftest.rs`) for the
 //! scenario `tests/vm/scenarios/05_support_miscdevice.sh`, which drives the
 //! miscdevice wrapper from user space: open/release, ioctl, mmap, and
-//! module unload while a file is open.
+//! module unload while a file is open. It also registers a dax bus driver
+//! (named after the module), which records what it sees at probe so that the
+//! scenario `06_support_dax_driver.sh` can check the dax wrapper.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::flags::GFP_KERNEL;
@@ -19,6 +21,7 @@ use kernel::uaccess::UserSlice;
 #[path = "../support/mod.rs"]
 mod support;
 
+use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
 use support::fs::File;
 use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
@@ -34,9 +37,65 @@ module! {
     license: "GPL",
 }
 
-/// State of the test device, shared by every open file.
+/// State of the test device, shared by every open file and by the test
+/// dax driver.
 struct DeviceState {
     opens: AtomicU64,
+    /// What the dax driver saw at probe; `dax_bound` is 0 when unbound.
+    dax_bound: AtomicU64,
+    dax_id: AtomicU64,
+    dax_start: AtomicU64,
+    dax_size: AtomicU64,
+}
+
+impl DeviceState {
+    fn new(opens: u64) -> Result<Arc<DeviceState>> {
+        let state = DeviceState {
+            opens: AtomicU64::new(opens),
+            dax_bound: AtomicU64::new(0),
+            dax_id: AtomicU64::new(0),
+            dax_start: AtomicU64::new(0),
+            dax_size: AtomicU64::new(0),
+        };
+        Ok(Arc::new(state, GFP_KERNEL)?)
+    }
+}
+
+/// The test dax driver's per-instance object.
+struct TestDaxBinding {
+    state: Arc<DeviceState>,
+}
+
+impl DaxDriver for TestDaxBinding {
+    type RegistrationData = Arc<DeviceState>;
+
+    fn probe(dev: &DevDax<'_>, state: &Arc<DeviceState>) -> Result<Pin<KBox<Self>>> {
+        let first = dev.range(0)?;
+        pr_info!(
+            "dax{}: bound, {} range(s), first {:#x}-{:#x}, {} bytes, align {}\n",
+            dev.id(),
+            dev.nr_ranges(),
+            first.start,
+            first.end,
+            dev.size(),
+            dev.align()
+        );
+        state.dax_id.store(dev.id() as u64, Ordering::Relaxed);
+        state.dax_start.store(first.start, Ordering::Relaxed);
+        state.dax_size.store(dev.size(), Ordering::Relaxed);
+        state.dax_bound.store(1, Ordering::Release);
+        Ok(KBox::pin(
+            TestDaxBinding {
+                state: state.clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn remove(self: Pin<&Self>, dev: &DevDax<'_>) {
+        pr_info!("dax{}: unbound\n", dev.id());
+        self.state.dax_bound.store(0, Ordering::Release);
+    }
 }
 
 /// State of one open file.
@@ -80,6 +139,20 @@ impl MiscDevice for TestDevice {
                 let opens = file.device.opens.load(Ordering::Relaxed);
                 UserSlice::new(arg, size).writer().write(&opens)?;
             }
+            abi::GET_DAX_BINDING => {
+                // `DaxBinding` is four u64s, in this order.
+                let d = &file.device;
+                let bound = d.dax_bound.load(Ordering::Acquire);
+                let mut out = UserSlice::new(arg, size).writer();
+                for value in [
+                    bound,
+                    d.dax_id.load(Ordering::Relaxed),
+                    d.dax_start.load(Ordering::Relaxed),
+                    d.dax_size.load(Ordering::Relaxed),
+                ] {
+                    out.write(&if bound == 0 { 0 } else { value })?;
+                }
+            }
             _ => return Err(ENOTTY),
         }
         Ok(0)
@@ -105,15 +178,17 @@ impl MiscDevice for TestDevice {
 }
 
 struct SupportKunit {
+    // Dropped in order: the misc device first, then the dax driver (which
+    // unbinds any instance still bound to it).
     _misc: Pin<KBox<MiscDeviceRegistration<TestDevice>>>,
+    _dax: Pin<KBox<DaxDriverRegistration<TestDaxBinding>>>,
 }
 
 impl kernel::Module for SupportKunit {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let state = Arc::new(
-            DeviceState {
-                opens: AtomicU64::new(0),
-            },
+        let state = DeviceState::new(0)?;
+        let dax = KBox::pin_init(
+            DaxDriverRegistration::<TestDaxBinding>::register(state.clone()),
             GFP_KERNEL,
         )?;
         let misc = KBox::pin_init(
@@ -126,7 +201,10 @@ impl kernel::Module for SupportKunit {
             ),
             GFP_KERNEL,
         )?;
-        Ok(SupportKunit { _misc: misc })
+        Ok(SupportKunit {
+            _misc: misc,
+            _dax: dax,
+        })
     }
 }
 
@@ -162,12 +240,7 @@ fn register(
     name: &'static kernel::str::CStr,
     opens: u64,
 ) -> Result<Pin<KBox<MiscDeviceRegistration<TestDevice>>>> {
-    let state = Arc::new(
-        DeviceState {
-            opens: AtomicU64::new(opens),
-        },
-        GFP_KERNEL,
-    )?;
+    let state = DeviceState::new(opens)?;
     KBox::pin_init(
         MiscDeviceRegistration::<TestDevice>::register(
             MiscDeviceOptions { name, mode: 0o600 },

@@ -29,4 +29,27 @@ unsigned long cxlf_vm_flag_shared(void);
 unsigned long cxlf_vm_flag_mayshare(void);
 unsigned long cxlf_vm_flag_write(void);
 
+/*
+ * The dax bus. struct dax_device_driver and struct dev_dax are declared in
+ * drivers/dax/bus.h and drivers/dax/dax-private.h, private to drivers/dax:
+ * building needs a full kernel source tree, not a distribution's header
+ * package (see Documentation/cxlfabric/support.rst).
+ */
+struct dev_dax;
+struct cxlf_dax_driver;
+
+struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
+						 void (*remove)(struct dev_dax *),
+						 void *data, int *err);
+void cxlf_dax_driver_unregister(struct cxlf_dax_driver *drv);
+void *cxlf_dev_dax_driver_data(struct dev_dax *dev_dax);
+struct device *cxlf_dev_dax_device(struct dev_dax *dev_dax);
+int cxlf_dev_dax_nr_ranges(const struct dev_dax *dev_dax);
+int cxlf_dev_dax_range(const struct dev_dax *dev_dax, int i, u64 *start,
+		       u64 *end, u64 *pgoff);
+unsigned int cxlf_dev_dax_align(const struct dev_dax *dev_dax);
+int cxlf_dev_dax_id(const struct dev_dax *dev_dax);
+void cxlf_dev_set_drvdata(struct device *dev, void *data);
+void *cxlf_dev_get_drvdata(const struct device *dev);
+
 #endif

@@ -17,6 +17,18 @@ pub(crate) struct CxlfMisc {
     _opaque: [u8; 0],
 }
 
+/// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
+#[repr(C)]
+pub(crate) struct CxlfDaxDriver {
+    _opaque: [u8; 0],
+}
+
+/// `struct dev_dax`, private to drivers/dax.
+#[repr(C)]
+pub(crate) struct RawDevDax {
+    _opaque: [u8; 0],
+}
+
 extern "C" {
     pub(crate) fn cxlf_misc_register(
         name: *const c_char,
@@ -35,4 +47,26 @@ extern "C" {
     pub(crate) fn cxlf_vm_flag_shared() -> c_ulong;
     pub(crate) fn cxlf_vm_flag_mayshare() -> c_ulong;
     pub(crate) fn cxlf_vm_flag_write() -> c_ulong;
+
+    pub(crate) fn cxlf_dax_driver_register(
+        probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
+        remove: unsafe extern "C" fn(*mut RawDevDax),
+        data: *mut c_void,
+        err: *mut c_int,
+    ) -> *mut CxlfDaxDriver;
+    pub(crate) fn cxlf_dax_driver_unregister(drv: *mut CxlfDaxDriver);
+    pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
+    pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
+    pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;
+    pub(crate) fn cxlf_dev_dax_range(
+        dev_dax: *const RawDevDax,
+        i: c_int,
+        start: *mut u64,
+        end: *mut u64,
+        pgoff: *mut u64,
+    ) -> c_int;
+    pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> kernel::ffi::c_uint;
+    pub(crate) fn cxlf_dev_dax_id(dev_dax: *const RawDevDax) -> c_int;
+    pub(crate) fn cxlf_dev_set_drvdata(dev: *mut bindings::device, data: *mut c_void);
+    pub(crate) fn cxlf_dev_get_drvdata(dev: *const bindings::device) -> *mut c_void;
 }

@@ -14,6 +14,7 @@
 //! | [`miscdevice`]   | `kernel::miscdevice` (6.13)              |
 //! | [`fs`]           | `kernel::fs::File` (6.13)                |
 //! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
+//! | [`dax`]          | none; shaped like `kernel::platform`     |
 //!
 //! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
 //! is reached through the C helpers in `helpers.c`, which every module
@@ -22,6 +23,7 @@
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]
 
+pub(crate) mod dax;
 pub(crate) mod fs;
 mod helpers;
 pub(crate) mod kunit;

@@ -5,6 +5,10 @@
 //! Each open file has its own value (`SET_VALUE`/`GET_VALUE`); `GET_OPENS`
 //! counts opens of the device since the module loaded. `mmap` accepts one
 //! page at offset 0, `MAP_SHARED` only, filled with [`pattern_byte`].
+//!
+//! The same module registers a dax bus driver, [`DAX_DRIVER_NAME`] (the dax
+//! bus names drivers after their module);
+//! `GET_DAX_BINDING` reports the instance bound to it, as its probe saw it.
 
 use super::ioctl::{ior, iow};
 
@@ -15,6 +19,23 @@ pub const IOC_TYPE: u8 = 0xCF;
 pub const SET_VALUE: u32 = iow::<u64>(IOC_TYPE, 1);
 pub const GET_VALUE: u32 = ior::<u64>(IOC_TYPE, 2);
 pub const GET_OPENS: u32 = ior::<u64>(IOC_TYPE, 3);
+pub const GET_DAX_BINDING: u32 = ior::<DaxBinding>(IOC_TYPE, 4);
+
+pub const DAX_DRIVER_NAME: &str = "cxlfabric_support_kunit";
+
+/// What the test dax driver saw at probe (all zero when nothing is bound).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DaxBinding {
+    /// 1 while an instance is bound.
+    pub bound: u64,
+    /// The `Y` of `daxX.Y`.
+    pub id: u64,
+    /// Physical start of the first range.
+    pub start: u64,
+    /// Total size of all ranges, in bytes.
+    pub size: u64,
+}
 
 /// Byte `i` of the mappable page.
 pub const fn pattern_byte(i: usize) -> u8 {

@@ -31,6 +31,76 @@ enum Cmd {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
         device: String,
     },
+    /// Check what the test dax driver (named after its module) saw at probe.
+    DaxBinding {
+        #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
+        device: String,
+        /// Expect nothing bound.
+        #[arg(long, conflicts_with_all = ["start", "size"])]
+        unbound: bool,
+        /// Expected physical start (e.g. the instance's sysfs `resource`).
+        #[arg(long, value_parser = parse_number)]
+        start: Option<u64>,
+        /// Expected size in bytes (the instance's sysfs `size`).
+        #[arg(long, value_parser = parse_number)]
+        size: Option<u64>,
+    },
+}
+
+fn parse_number(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    match t.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    }
+    .map_err(|e| format!("'{text}': {e}"))
+}
+
+fn dax_binding(device: &str, unbound: bool, start: Option<u64>, size: Option<u64>) -> Result<()> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(device)
+        .with_context(|| format!("opening {device}"))?;
+    let mut binding = abi::DaxBinding::default();
+    // SAFETY: GET_DAX_BINDING writes one `DaxBinding` through the pointer,
+    // which is valid for the duration of the call.
+    let ret = unsafe {
+        nix::libc::ioctl(
+            file.as_raw_fd(),
+            abi::GET_DAX_BINDING as _,
+            &mut binding as *mut abi::DaxBinding,
+        )
+    };
+    Errno::result(ret).context("GET_DAX_BINDING")?;
+    println!("{binding:?}");
+    if unbound {
+        ensure!(
+            binding == abi::DaxBinding::default(),
+            "expected nothing bound"
+        );
+        return Ok(());
+    }
+    ensure!(
+        binding.bound == 1,
+        "no dax instance is bound to {}",
+        abi::DAX_DRIVER_NAME
+    );
+    if let Some(start) = start {
+        ensure!(
+            binding.start == start,
+            "probe saw start {:#x}, expected {start:#x}",
+            binding.start
+        );
+    }
+    if let Some(size) = size {
+        ensure!(
+            binding.size == size,
+            "probe saw size {:#x}, expected {size:#x}",
+            binding.size
+        );
+    }
+    Ok(())
 }
 
 const PAGE: usize = 4096;
@@ -190,5 +260,11 @@ fn misc(device: &str) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Misc { device } => misc(&device),
+        Cmd::DaxBinding {
+            device,
+            unbound,
+            start,
+            size,
+        } => dax_binding(&device, unbound, start, size),
     }
 }

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Drivers on the dax bus. Upstream has no Rust dax abstraction; this is
+//! shaped like the upstream bus drivers (`kernel::platform`,
+//! `kernel::pci`): `probe` returns the per-device object, which lives in
+//! the device's drvdata until the device is unbound, when it is dropped.
+//!
+//! The driver has the device type: it matches device-mode dax instances but
+//! binds only to unbound ones, so loading it takes nothing from
+//! `device_dax`. Operators move an instance with
+//! `echo daxX.Y > /sys/bus/dax/drivers/device_dax/unbind` and
+//! `echo daxX.Y > /sys/bus/dax/drivers/<module>/bind`: the dax bus names
+//! each driver after its module, so a module registers at most one.
+
+use super::helpers::{self, RawDevDax};
+use core::marker::{PhantomData, PhantomPinned};
+use kernel::error::to_result;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::types::ForeignOwnable;
+
+/// One physical range of a dax instance, in bytes (`end` inclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DaxRange {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// Offset of this range within the instance, in pages.
+    pub(crate) pgoff: u64,
+}
+
+impl DaxRange {
+    pub(crate) fn len(&self) -> u64 {
+        self.end - self.start + 1
+    }
+}
+
+/// A dax instance, borrowed during `probe` and `remove`.
+///
+/// # Invariants
+///
+/// `raw` is a live `struct dev_dax` bound (or being bound) to our driver
+/// for the lifetime `'a`.
+pub(crate) struct DevDax<'a> {
+    raw: *mut RawDevDax,
+    _life: PhantomData<&'a RawDevDax>,
+}
+
+impl DevDax<'_> {
+    /// The `Y` of `daxX.Y`.
+    pub(crate) fn id(&self) -> i32 {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_dev_dax_id(self.raw) }
+    }
+
+    /// Mapping alignment of the instance (2 MiB by default).
+    pub(crate) fn align(&self) -> u32 {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_dev_dax_align(self.raw) }
+    }
+
+    pub(crate) fn nr_ranges(&self) -> usize {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_dev_dax_nr_ranges(self.raw) }.max(0) as usize
+    }
+
+    pub(crate) fn range(&self, i: usize) -> Result<DaxRange> {
+        let (mut start, mut end, mut pgoff) = (0u64, 0u64, 0u64);
+        let i = c_int::try_from(i).map_err(|_| EINVAL)?;
+        // SAFETY: `raw` is live (invariant); the helper bounds-checks `i`
+        // and writes only through the three valid pointers.
+        to_result(unsafe {
+            helpers::cxlf_dev_dax_range(self.raw, i, &mut start, &mut end, &mut pgoff)
+        })?;
+        Ok(DaxRange { start, end, pgoff })
+    }
+
+    /// Total size of all ranges, in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        (0..self.nr_ranges())
+            .filter_map(|i| self.range(i).ok())
+            .map(|r| r.len())
+            .sum()
+    }
+
+    fn device(&self) -> *mut kernel::bindings::device {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_dev_dax_device(self.raw) }
+    }
+}
+
+/// A driver for dax instances.
+pub(crate) trait DaxDriver: Sized + Send + Sync + 'static {
+    /// Per-driver state, visible to `probe`.
+    type RegistrationData: Send + Sync;
+
+    /// Binds an instance; the returned object lives until it is unbound.
+    fn probe(dev: &DevDax<'_>, data: &Self::RegistrationData) -> Result<Pin<KBox<Self>>>;
+
+    /// Called at unbind, just before the per-device object is dropped.
+    fn remove(self: Pin<&Self>, _dev: &DevDax<'_>) {}
+}
+
+/// A registered dax driver; unregistered (unbinding its devices) on drop.
+///
+/// # Invariants
+///
+/// `raw` is a live registration from `cxlf_dax_driver_register` whose data
+/// pointer is the address of this (pinned) value.
+#[pin_data(PinnedDrop)]
+pub(crate) struct DaxDriverRegistration<T: DaxDriver> {
+    data: T::RegistrationData,
+    raw: *mut helpers::CxlfDaxDriver,
+    #[pin]
+    _pin: PhantomPinned,
+    _t: PhantomData<T>,
+}
+
+// SAFETY: a handle; `data` is `Send + Sync`; unregistering works from any
+// thread.
+unsafe impl<T: DaxDriver> Send for DaxDriverRegistration<T> {}
+// SAFETY: `&self` gives shared access to `data` only, which is `Sync`.
+unsafe impl<T: DaxDriver> Sync for DaxDriverRegistration<T> {}
+
+impl<T: DaxDriver> DaxDriverRegistration<T> {
+    /// Registers the driver `/sys/bus/dax/drivers/<this module's name>`.
+    pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
+        try_pin_init!(&this in Self {
+            data,
+            raw: {
+                let mut err: c_int = 0;
+                // `data` is initialised above: registering may probe at once.
+                // SAFETY: `this` is the final, pinned address of the value
+                // being initialised; the callbacks match `T`.
+                let raw = unsafe {
+                    helpers::cxlf_dax_driver_register(
+                        probe_callback::<T>,
+                        remove_callback::<T>,
+                        this.as_ptr().cast::<c_void>(),
+                        &mut err,
+                    )
+                };
+                if raw.is_null() {
+                    pr_err!("cannot register the dax driver: error {}\n", err);
+                    to_result(err)?;
+                    return Err(ENOMEM);
+                }
+                raw
+            },
+            _pin: PhantomPinned,
+            _t: PhantomData,
+        })
+    }
+
+    pub(crate) fn data(&self) -> &T::RegistrationData {
+        &self.data
+    }
+}
+
+#[pinned_drop]
+impl<T: DaxDriver> PinnedDrop for DaxDriverRegistration<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // Unregistering unbinds every device first (running `remove`), while
+        // `data` is still alive.
+        // SAFETY: `raw` is live (invariant) and unregistered exactly once.
+        unsafe { helpers::cxlf_dax_driver_unregister(self.raw) };
+    }
+}
+
+/// # Safety
+///
+/// Called by the dax bus with a live `dev_dax` being bound to a driver
+/// registered by [`DaxDriverRegistration::register`] for `T`.
+unsafe extern "C" fn probe_callback<T: DaxDriver>(raw: *mut RawDevDax) -> c_int {
+    // SAFETY: the device is being bound to our driver, whose data pointer
+    // is the live registration for `T` (unregistering waits for probes).
+    let reg =
+        unsafe { &*helpers::cxlf_dev_dax_driver_data(raw).cast::<DaxDriverRegistration<T>>() };
+    let dev = DevDax {
+        raw,
+        _life: PhantomData,
+    };
+    match T::probe(&dev, &reg.data) {
+        Ok(object) => {
+            // SAFETY: the device is live; drvdata is ours while bound.
+            unsafe {
+                helpers::cxlf_dev_set_drvdata(dev.device(), object.into_foreign().cast_mut())
+            };
+            0
+        }
+        Err(err) => err.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by the dax bus once per successful probe, when unbinding.
+unsafe extern "C" fn remove_callback<T: DaxDriver>(raw: *mut RawDevDax) {
+    let dev = DevDax {
+        raw,
+        _life: PhantomData,
+    };
+    // SAFETY: drvdata holds what `probe_callback` stored with
+    // `into_foreign`, and remove runs once per probe.
+    let object =
+        unsafe { Pin::<KBox<T>>::from_foreign(helpers::cxlf_dev_get_drvdata(dev.device())) };
+    object.as_ref().remove(&dev);
+    drop(object);
+    // SAFETY: the device is live; clear the stale pointer.
+    unsafe { helpers::cxlf_dev_set_drvdata(dev.device(), core::ptr::null_mut()) };
+}
