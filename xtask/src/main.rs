@@ -59,7 +59,7 @@ enum Cmd {
         #[arg(long)]
         only: Option<String>,
         /// Per-boot timeout in seconds.
-        #[arg(long, default_value_t = 600)]
+        #[arg(long, default_value_t = 300)]
         timeout: u64,
     },
     /// Benchmarks, each side by side with its anchor (JSON + table).

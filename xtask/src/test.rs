@@ -98,16 +98,54 @@ fn show_output_on_failure(out: &std::process::Output) {
     }
 }
 
-fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
+/// Workspace crates that belong to `only`: those whose name contains it,
+/// or its first word (`beluga_dax` selects `beluga-*` crates), with `-`
+/// and `_` taken as the same.
+fn crates_for(only: &str) -> Result<Vec<String>> {
+    let metadata = crate::util::output(Command::new("cargo").current_dir(repo_root()).args([
+        "metadata",
+        "--no-deps",
+        "--format-version",
+        "1",
+    ]))?;
+    let metadata: serde_json::Value = serde_json::from_str(&metadata)?;
+    let norm = |s: &str| s.replace('-', "_");
+    let only = norm(only);
+    let first_word = only.split('_').next().unwrap_or_default().to_string();
+    Ok(metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .filter(|name| {
+            let name = norm(name);
+            name.contains(&only)
+                || (!first_word.is_empty() && name.split('_').next() == Some(first_word.as_str()))
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+fn cargo_tests(tally: &mut Tally, only: Option<&str>) -> Result<()> {
     let root = repo_root();
     let mut cargo_test = Command::new("cargo");
     cargo_test
         .current_dir(&root)
-        .args(["test", "--workspace", "--color", "never"]);
-    if let Some(only) = only {
-        cargo_test
-            .args(["--exclude", "xtask"])
-            .env("CXLFABRIC_ONLY", only);
+        .args(["test", "--color", "never"]);
+    match only {
+        None => {
+            cargo_test.arg("--workspace");
+        }
+        Some(only) => {
+            let crates = crates_for(only)?;
+            if crates.is_empty() {
+                eprintln!("  host cargo test: no workspace crate matches '{only}'");
+                return Ok(());
+            }
+            for name in &crates {
+                cargo_test.args(["-p", name]);
+            }
+        }
     }
     let out = cargo_test.output()?;
     let text = format!(
@@ -128,6 +166,12 @@ fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
             tally.check("host cargo test builds", false);
         }
     }
+    Ok(())
+}
+
+fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
+    let root = repo_root();
+    cargo_tests(tally, only)?;
     let fmt = Command::new("cargo")
         .current_dir(&root)
         .args(["fmt", "--all", "--", "--check"])
@@ -155,6 +199,24 @@ fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
         .status()?;
     tally.check("host: cargo clippy -D warnings", clippy.success());
     Ok(())
+}
+
+/// Boots, or records the failure to boot as a failed check.
+fn boot_or_record(
+    tally: &mut Tally,
+    label: &str,
+    tree: &kernel::KernelTree,
+    initramfs: &std::path::Path,
+    opts: VmOptions,
+) -> Option<Vec<HostRun>> {
+    match vm::boot(tree, initramfs, &opts) {
+        Ok(runs) => Some(runs),
+        Err(err) => {
+            eprintln!("    {err:#}");
+            tally.check(&format!("{label}: boot"), false);
+            None
+        }
+    }
 }
 
 fn record_boot(tally: &mut Tally, label: &str, run: &HostRun) {
@@ -185,11 +247,15 @@ fn vm_tests(
     initramfs: &std::path::Path,
     opts: &TestOptions,
 ) -> Result<()> {
-    let runs = vm::boot(
+    let Some(runs) = boot_or_record(
+        tally,
+        "vm",
         tree,
         initramfs,
-        &VmOptions::new(Mode::Test, 1, opts.timeout),
-    )?;
+        VmOptions::new(Mode::Test, 1, opts.timeout),
+    ) else {
+        return Ok(());
+    };
     let run = &runs[0];
     record_boot(tally, "vm", run);
     let wanted = |name: &str| opts.only.as_deref().is_none_or(|only| name.contains(only));
@@ -216,11 +282,15 @@ fn selftest(
     initramfs: &std::path::Path,
     opts: &TestOptions,
 ) -> Result<()> {
-    let runs = vm::boot(
+    let Some(runs) = boot_or_record(
+        tally,
+        "selftest",
         tree,
         initramfs,
-        &VmOptions::new(Mode::Selftest, 1, opts.timeout),
-    )?;
+        VmOptions::new(Mode::Selftest, 1, opts.timeout),
+    ) else {
+        return Ok(());
+    };
     let run = &runs[0];
     tally.check("selftest: guest init finished", run.finished());
     let cases = kunit_cases(run);
@@ -262,11 +332,15 @@ fn multihost(
     initramfs: &std::path::Path,
     opts: &TestOptions,
 ) -> Result<()> {
-    let runs = vm::boot(
+    let Some(runs) = boot_or_record(
+        tally,
+        "two hosts",
         tree,
         initramfs,
-        &VmOptions::new(Mode::Multihost, 2, opts.timeout),
-    )?;
+        VmOptions::new(Mode::Multihost, 2, opts.timeout),
+    ) else {
+        return Ok(());
+    };
     for run in &runs {
         let label = format!("host{}", run.host);
         record_boot(tally, &label, run);
