@@ -10,8 +10,10 @@ use std::process::Command;
 /// Product modules, in load order.
 pub const PRODUCT_MODULES: &[&str] =
     &["beluga_dax", "mchannel_sched", "cxlnic_drv", "drack_netdev"];
-/// KUnit suites and test device of the support layer; loaded in every test boot.
-pub const SUPPORT_KUNIT_MODULE: &str = "cxlfabric_support_kunit";
+/// KUnit modules, loaded in every test boot (the first also carries the
+/// support layer's test device).
+pub const KUNIT_MODULES: &[&str] = &["cxlfabric_support_kunit", "beluga_dax_kunit"];
+const SUPPORT_KUNIT_MODULE: &str = "cxlfabric_support_kunit";
 /// Fails on purpose; loaded only in the self-test boot.
 pub const SELFTEST_MODULE: &str = "cxlfabric_selftest";
 
@@ -21,6 +23,9 @@ fn layout(module: &str) -> (String, String) {
     match module {
         SUPPORT_KUNIT_MODULE => ("kunit".into(), "kunit/support_kunit_main.rs".into()),
         SELFTEST_MODULE => ("kunit".into(), "kunit/selftest_main.rs".into()),
+        kunit if KUNIT_MODULES.contains(&kunit) => {
+            ("kunit".into(), format!("kunit/{kunit}_main.rs"))
+        }
         product => (product.into(), format!("{product}/{product}_main.rs")),
     }
 }
@@ -34,7 +39,8 @@ pub fn ko_path(module: &str) -> PathBuf {
 pub fn all_modules() -> Vec<String> {
     PRODUCT_MODULES
         .iter()
-        .chain([SUPPORT_KUNIT_MODULE, SELFTEST_MODULE].iter())
+        .chain(KUNIT_MODULES.iter())
+        .chain([SELFTEST_MODULE].iter())
         .map(|m| m.to_string())
         .collect()
 }

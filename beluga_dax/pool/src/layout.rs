@@ -1,0 +1,392 @@
+//! On-pool format, version 1 (documented in
+//! `Documentation/cxlfabric/beluga.rst`).
+//!
+//! ```text
+//! 0                 superblock (128 bytes used, 4 KiB reserved)
+//! host_table_off    max_hosts x 256-byte host slots (one writer each)
+//! section_table_off one 16-byte entry per 2 MiB section (manager writes)
+//! object_table_off  max_objects x 128-byte object entries (manager writes)
+//! data_off          the sections, 2 MiB aligned, to the end of the pool
+//! ```
+//!
+//! Integers are little-endian. Decoding never trusts a stored offset or
+//! count: it recomputes the geometry from the pool size and the table sizes
+//! and requires the stored values to match.
+
+use super::checksum::crc32c;
+
+/// "BELUGAPL" read as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"BELUGAPL");
+pub const VERSION: u32 = 1;
+pub const SECTION_SIZE: u64 = 2 << 20;
+pub const SUPERBLOCK_BYTES: usize = 128;
+pub const SUPERBLOCK_RESERVED: u64 = 4096;
+pub const HOST_SLOT_BYTES: u64 = 256;
+pub const SECTION_ENTRY_BYTES: u64 = 16;
+pub const OBJECT_ENTRY_BYTES: u64 = 128;
+pub const MAX_HOSTS: u32 = 64;
+pub const MAX_OBJECTS: u32 = 1 << 16;
+const TABLE_ALIGN: u64 = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutError {
+    /// Not a Beluga pool (or not formatted).
+    BadMagic,
+    UnsupportedVersion(u32),
+    BadChecksum {
+        stored: u32,
+        computed: u32,
+    },
+    /// The pool claims more bytes than the device has.
+    LargerThanDevice {
+        pool: u64,
+        device: u64,
+    },
+    /// A field is out of range or disagrees with the recomputed geometry.
+    Geometry(&'static str),
+    /// The buffer is too short to hold the record.
+    Truncated,
+}
+
+/// Where everything is, derived from the pool size and table sizes only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub pool_size: u64,
+    pub max_hosts: u32,
+    pub max_objects: u32,
+    pub host_table_off: u64,
+    pub section_table_off: u64,
+    pub object_table_off: u64,
+    pub data_off: u64,
+    pub section_count: u32,
+}
+
+const fn align_up(value: u64, align: u64) -> Option<u64> {
+    match value.checked_add(align - 1) {
+        Some(v) => Some(v / align * align),
+        None => None,
+    }
+}
+
+impl Geometry {
+    pub fn new(pool_size: u64, max_hosts: u32, max_objects: u32) -> Result<Geometry, LayoutError> {
+        if max_hosts == 0 || max_hosts > MAX_HOSTS {
+            return Err(LayoutError::Geometry("max_hosts must be 1..=64"));
+        }
+        if max_objects == 0 || max_objects > MAX_OBJECTS {
+            return Err(LayoutError::Geometry("max_objects must be 1..=65536"));
+        }
+        let overflow = LayoutError::Geometry("pool size overflows the layout");
+        let host_table_off = SUPERBLOCK_RESERVED;
+        let section_table_off = align_up(
+            host_table_off + max_hosts as u64 * HOST_SLOT_BYTES,
+            TABLE_ALIGN,
+        )
+        .ok_or(overflow)?;
+        // The section table is sized for every section the pool could hold;
+        // the metadata then takes a few of them.
+        let section_capacity = pool_size / SECTION_SIZE;
+        let object_table_off = section_capacity
+            .checked_mul(SECTION_ENTRY_BYTES)
+            .and_then(|b| align_up(section_table_off + b, TABLE_ALIGN))
+            .ok_or(overflow)?;
+        let data_off = align_up(
+            object_table_off + max_objects as u64 * OBJECT_ENTRY_BYTES,
+            SECTION_SIZE,
+        )
+        .ok_or(overflow)?;
+        if data_off >= pool_size {
+            return Err(LayoutError::Geometry(
+                "pool too small for its metadata and one section",
+            ));
+        }
+        let sections = (pool_size - data_off) / SECTION_SIZE;
+        let section_count =
+            u32::try_from(sections).map_err(|_| LayoutError::Geometry("too many sections"))?;
+        if section_count == 0 {
+            return Err(LayoutError::Geometry(
+                "pool too small for its metadata and one section",
+            ));
+        }
+        Ok(Geometry {
+            pool_size,
+            max_hosts,
+            max_objects,
+            host_table_off,
+            section_table_off,
+            object_table_off,
+            data_off,
+            section_count,
+        })
+    }
+
+    /// Byte offset of section `index` in the pool.
+    pub fn section_offset(&self, index: u32) -> Option<u64> {
+        (index < self.section_count).then(|| self.data_off + index as u64 * SECTION_SIZE)
+    }
+}
+
+/// The superblock, as it is laid out at offset 0 (little-endian).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superblock {
+    pub magic: u64,
+    pub version: u32,
+    pub superblock_bytes: u32,
+    pub uuid: [u8; 16],
+    pub pool_size: u64,
+    pub section_size: u64,
+    pub section_count: u32,
+    pub max_hosts: u32,
+    pub max_objects: u32,
+    pub flags: u32,
+    pub host_table_off: u64,
+    pub section_table_off: u64,
+    pub object_table_off: u64,
+    pub data_off: u64,
+    /// Bumped by every format, so that references taken under an earlier
+    /// format can be told apart.
+    pub generation: u64,
+    pub reserved: [u8; 20],
+    /// CRC32C of the 124 bytes before it.
+    pub checksum: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<Superblock>() == SUPERBLOCK_BYTES);
+
+/// Little-endian field writer/reader over a fixed buffer.
+struct Cursor<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+}
+
+fn take<const N: usize>(buf: &[u8], at: &mut usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&buf[*at..*at + N]);
+    *at += N;
+    out
+}
+
+impl Superblock {
+    /// A fresh superblock for `geometry`.
+    pub fn new(geometry: &Geometry, uuid: [u8; 16], generation: u64) -> Superblock {
+        let mut sb = Superblock {
+            magic: MAGIC,
+            version: VERSION,
+            superblock_bytes: SUPERBLOCK_BYTES as u32,
+            uuid,
+            pool_size: geometry.pool_size,
+            section_size: SECTION_SIZE,
+            section_count: geometry.section_count,
+            max_hosts: geometry.max_hosts,
+            max_objects: geometry.max_objects,
+            flags: 0,
+            host_table_off: geometry.host_table_off,
+            section_table_off: geometry.section_table_off,
+            object_table_off: geometry.object_table_off,
+            data_off: geometry.data_off,
+            generation,
+            reserved: [0; 20],
+            checksum: 0,
+        };
+        sb.checksum = crc32c(&sb.encode()[..SUPERBLOCK_BYTES - 4]);
+        sb
+    }
+
+    pub fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
+        let mut buf = [0u8; SUPERBLOCK_BYTES];
+        let mut c = Cursor {
+            buf: &mut buf,
+            at: 0,
+        };
+        c.put(&self.magic.to_le_bytes());
+        c.put(&self.version.to_le_bytes());
+        c.put(&self.superblock_bytes.to_le_bytes());
+        c.put(&self.uuid);
+        c.put(&self.pool_size.to_le_bytes());
+        c.put(&self.section_size.to_le_bytes());
+        c.put(&self.section_count.to_le_bytes());
+        c.put(&self.max_hosts.to_le_bytes());
+        c.put(&self.max_objects.to_le_bytes());
+        c.put(&self.flags.to_le_bytes());
+        c.put(&self.host_table_off.to_le_bytes());
+        c.put(&self.section_table_off.to_le_bytes());
+        c.put(&self.object_table_off.to_le_bytes());
+        c.put(&self.data_off.to_le_bytes());
+        c.put(&self.generation.to_le_bytes());
+        c.put(&self.reserved);
+        c.put(&self.checksum.to_le_bytes());
+        buf
+    }
+
+    /// Decodes and validates a superblock read from a device of
+    /// `device_size` bytes. Every field is checked before it is returned.
+    pub fn decode(bytes: &[u8], device_size: u64) -> Result<Superblock, LayoutError> {
+        let bytes = bytes
+            .get(..SUPERBLOCK_BYTES)
+            .ok_or(LayoutError::Truncated)?;
+        let at = &mut 0usize;
+        let sb = Superblock {
+            magic: u64::from_le_bytes(take(bytes, at)),
+            version: u32::from_le_bytes(take(bytes, at)),
+            superblock_bytes: u32::from_le_bytes(take(bytes, at)),
+            uuid: take(bytes, at),
+            pool_size: u64::from_le_bytes(take(bytes, at)),
+            section_size: u64::from_le_bytes(take(bytes, at)),
+            section_count: u32::from_le_bytes(take(bytes, at)),
+            max_hosts: u32::from_le_bytes(take(bytes, at)),
+            max_objects: u32::from_le_bytes(take(bytes, at)),
+            flags: u32::from_le_bytes(take(bytes, at)),
+            host_table_off: u64::from_le_bytes(take(bytes, at)),
+            section_table_off: u64::from_le_bytes(take(bytes, at)),
+            object_table_off: u64::from_le_bytes(take(bytes, at)),
+            data_off: u64::from_le_bytes(take(bytes, at)),
+            generation: u64::from_le_bytes(take(bytes, at)),
+            reserved: take(bytes, at),
+            checksum: u32::from_le_bytes(take(bytes, at)),
+        };
+        if sb.magic != MAGIC {
+            return Err(LayoutError::BadMagic);
+        }
+        if sb.version != VERSION {
+            return Err(LayoutError::UnsupportedVersion(sb.version));
+        }
+        let computed = crc32c(&bytes[..SUPERBLOCK_BYTES - 4]);
+        if sb.checksum != computed {
+            return Err(LayoutError::BadChecksum {
+                stored: sb.checksum,
+                computed,
+            });
+        }
+        if sb.superblock_bytes as usize != SUPERBLOCK_BYTES
+            || sb.section_size != SECTION_SIZE
+            || sb.flags != 0
+        {
+            return Err(LayoutError::Geometry(
+                "superblock size, section size or flags",
+            ));
+        }
+        if sb.pool_size > device_size {
+            return Err(LayoutError::LargerThanDevice {
+                pool: sb.pool_size,
+                device: device_size,
+            });
+        }
+        let expected = Geometry::new(sb.pool_size, sb.max_hosts, sb.max_objects)?;
+        if sb.geometry() != expected {
+            return Err(LayoutError::Geometry(
+                "stored offsets disagree with the pool size",
+            ));
+        }
+        Ok(sb)
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        Geometry {
+            pool_size: self.pool_size,
+            max_hosts: self.max_hosts,
+            max_objects: self.max_objects,
+            host_table_off: self.host_table_off,
+            section_table_off: self.section_table_off,
+            object_table_off: self.object_table_off,
+            data_off: self.data_off,
+            section_count: self.section_count,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn sample() -> Superblock {
+        let g = Geometry::new(512 * MIB, 8, 1024).unwrap();
+        Superblock::new(&g, [7; 16], 1)
+    }
+
+    #[test]
+    fn geometry_of_the_testbed_pool() {
+        let g = Geometry::new(512 * MIB, 8, 1024).unwrap();
+        // Hosts: 8 x 256 B after the superblock; sections: 256 x 16 B;
+        // objects: 1024 x 128 B; data from the next 2 MiB boundary.
+        assert_eq!(g.host_table_off, 4096);
+        assert_eq!(g.section_table_off, 8192);
+        assert_eq!(g.object_table_off, 12288);
+        assert_eq!(g.data_off, 2 * MIB);
+        assert_eq!(g.section_count, 255);
+        assert_eq!(g.section_offset(0), Some(g.data_off));
+        assert_eq!(g.section_offset(g.section_count), None);
+    }
+
+    #[test]
+    fn round_trip() {
+        let sb = sample();
+        assert_eq!(Superblock::decode(&sb.encode(), 512 * MIB), Ok(sb));
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_refused() {
+        let bytes = sample().encode();
+        for bit in 0..SUPERBLOCK_BYTES * 8 {
+            let mut bad = bytes;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(
+                Superblock::decode(&bad, 512 * MIB).is_err(),
+                "bit {bit} flipped was accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let sb = sample();
+        assert_eq!(
+            Superblock::decode(&[0u8; 128], 512 * MIB),
+            Err(LayoutError::BadMagic)
+        );
+        assert_eq!(
+            Superblock::decode(&sb.encode()[..64], 512 * MIB),
+            Err(LayoutError::Truncated)
+        );
+        assert_eq!(
+            Superblock::decode(&sb.encode(), 256 * MIB),
+            Err(LayoutError::LargerThanDevice {
+                pool: 512 * MIB,
+                device: 256 * MIB
+            })
+        );
+        let mut v2 = sb;
+        v2.version = 2;
+        assert_eq!(
+            Superblock::decode(&v2.encode(), 512 * MIB),
+            Err(LayoutError::UnsupportedVersion(2))
+        );
+        // A consistent checksum over inconsistent offsets is still refused.
+        let mut shifted = sb;
+        shifted.data_off += SECTION_SIZE;
+        shifted.checksum = crc32c(&shifted.encode()[..SUPERBLOCK_BYTES - 4]);
+        assert!(matches!(
+            Superblock::decode(&shifted.encode(), 512 * MIB),
+            Err(LayoutError::Geometry(_))
+        ));
+    }
+
+    #[test]
+    fn impossible_geometries_are_refused() {
+        assert!(Geometry::new(2 * MIB, 8, 1024).is_err());
+        assert_eq!(Geometry::new(4 * MIB, 8, 1024).unwrap().section_count, 1);
+        assert!(Geometry::new(512 * MIB, 0, 1024).is_err());
+        assert!(Geometry::new(512 * MIB, 65, 1024).is_err());
+        assert!(Geometry::new(512 * MIB, 8, 0).is_err());
+        assert!(Geometry::new(u64::MAX, 8, 1024).is_err());
+    }
+}

@@ -1,0 +1,15 @@
+//! The Beluga pool: its on-pool format and its section allocator.
+//!
+//! Plain `no_std` Rust with no dependencies. `beluga_dax` compiles these
+//! files in (`beluga_dax/pool.rs`), the tools link this crate, and the host
+//! tests run here: one source of truth. Files refer to each other only as
+//! `super::<file>` so that both ways of building see the same tree.
+//!
+//! Everything read from the pool is untrusted: decoding validates every
+//! field before use and returns an error, never panics.
+
+#![no_std]
+
+pub mod checksum;
+pub mod layout;
+pub mod sections;

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit suites of the beluga_dax pool core (format and section
+//! allocator), run in the kernel on the same source the host tests use.
+
+use kernel::prelude::*;
+
+#[path = "../support/mod.rs"]
+mod support;
+
+#[path = "../beluga_dax/pool.rs"]
+mod pool;
+
+use pool::checksum::crc32c;
+use pool::layout::{Geometry, LayoutError, Superblock, SUPERBLOCK_BYTES};
+use pool::sections::{AllocError, Extent, SectionMap};
+
+module! {
+    type: BelugaDaxKunit,
+    name: "beluga_dax_kunit",
+    author: "cxlfabric developers",
+    description: "KUnit suites of the beluga_dax pool core",
+    license: "GPL",
+}
+
+struct BelugaDaxKunit;
+
+impl kernel::Module for BelugaDaxKunit {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        Ok(BelugaDaxKunit)
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+fn crc32c_check_value() -> Result {
+    kassert_eq!(crc32c(b"123456789"), 0xE306_9283);
+    Ok(())
+}
+
+fn superblock_round_trip() -> Result {
+    let geometry = Geometry::new(512 * MIB, 8, 1024).map_err(|_| EINVAL)?;
+    let sb = Superblock::new(&geometry, [3; 16], 9);
+    kassert_eq!(Superblock::decode(&sb.encode(), 512 * MIB), Ok(sb));
+    kassert_eq!(geometry.section_count, 255);
+    Ok(())
+}
+
+fn superblock_bit_flips_are_refused() -> Result {
+    let geometry = Geometry::new(512 * MIB, 8, 1024).map_err(|_| EINVAL)?;
+    let bytes = Superblock::new(&geometry, [3; 16], 9).encode();
+    for bit in 0..SUPERBLOCK_BYTES * 8 {
+        let mut bad = bytes;
+        bad[bit / 8] ^= 1 << (bit % 8);
+        kassert!(
+            Superblock::decode(&bad, 512 * MIB).is_err(),
+            "bit {} accepted",
+            bit
+        );
+    }
+    Ok(())
+}
+
+fn superblock_larger_than_device_is_refused() -> Result {
+    let geometry = Geometry::new(512 * MIB, 8, 1024).map_err(|_| EINVAL)?;
+    let bytes = Superblock::new(&geometry, [3; 16], 9).encode();
+    kassert_eq!(
+        Superblock::decode(&bytes, 256 * MIB),
+        Err(LayoutError::LargerThanDevice {
+            pool: 512 * MIB,
+            device: 256 * MIB
+        })
+    );
+    Ok(())
+}
+
+fn sections_allocate_free_and_merge() -> Result {
+    let mut table = [0u32; 8];
+    let mut map = SectionMap::new(&mut table, 16).map_err(|_| EINVAL)?;
+    let a = map.allocate(3, 0).map_err(|_| ENOSPC)?;
+    let b = map.allocate(5, 1).map_err(|_| ENOSPC)?;
+    kassert_eq!(map.allocate(1, 2), Err(AllocError::NoSpace { largest: 0 }));
+    map.free(a, 0).map_err(|_| EINVAL)?;
+    map.free(b, 1).map_err(|_| EINVAL)?;
+    kassert_eq!(map.largest_free_run(), 8);
+    Ok(())
+}
+
+fn sections_wrong_owner_and_corruption_are_refused() -> Result {
+    let mut table = [0u32; 8];
+    let mut map = SectionMap::new(&mut table, 16).map_err(|_| EINVAL)?;
+    let a = map.allocate(2, 4).map_err(|_| ENOSPC)?;
+    kassert_eq!(map.free(a, 5), Err(AllocError::NotOwner));
+    kassert_eq!(
+        map.free(
+            Extent {
+                first: 7,
+                count: u32::MAX
+            },
+            4
+        ),
+        Err(AllocError::NotOwner)
+    );
+    let mut corrupt = [0u32, 99, 0];
+    kassert_eq!(
+        SectionMap::new(&mut corrupt, 16).err(),
+        Some(AllocError::Corrupt { section: 1 })
+    );
+    Ok(())
+}
+
+kunit_tests!(
+    beluga_dax_layout,
+    [
+        crc32c_check_value,
+        superblock_round_trip,
+        superblock_bit_flips_are_refused,
+        superblock_larger_than_device_is_refused,
+    ]
+);
+
+kunit_tests!(
+    beluga_dax_sections,
+    [
+        sections_allocate_free_and_merge,
+        sections_wrong_owner_and_corruption_are_refused,
+    ]
+);
