@@ -15,5 +15,8 @@ pub(crate) mod checksum;
 #[path = "pool/src/layout.rs"]
 pub(crate) mod layout;
 #[allow(unreachable_pub)]
+#[path = "pool/src/leases.rs"]
+pub(crate) mod leases;
+#[allow(unreachable_pub)]
 #[path = "pool/src/sections.rs"]
 pub(crate) mod sections;

@@ -13,6 +13,7 @@ mod pool;
 
 use pool::checksum::crc32c;
 use pool::layout::{Geometry, LayoutError, Superblock, SUPERBLOCK_BYTES};
+use pool::leases::{manager, HostSlot, LeaseTracker, Liveness, SlotError, SlotState};
 use pool::sections::{AllocError, Extent, SectionMap};
 
 module! {
@@ -108,6 +109,52 @@ fn sections_wrong_owner_and_corruption_are_refused() -> Result {
     );
     Ok(())
 }
+
+const MS: u64 = 1_000_000;
+
+fn attached(heartbeat: u64) -> HostSlot {
+    HostSlot {
+        state: SlotState::Attached,
+        host_index: 0,
+        boot_id: [5; 16],
+        heartbeat,
+        lease_ms: 1000,
+        generation: 1,
+    }
+}
+
+fn lease_expires_after_lease_plus_margin() -> Result {
+    let mut tracker = LeaseTracker::default();
+    tracker.observe(&attached(1), 0);
+    kassert_eq!(tracker.liveness(1500 * MS), Liveness::Live);
+    kassert_eq!(tracker.liveness(1500 * MS + 1), Liveness::Expired);
+    tracker.observe(&attached(2), 1600 * MS);
+    kassert_eq!(tracker.liveness(2000 * MS), Liveness::Live);
+    Ok(())
+}
+
+fn torn_host_slot_is_detected() -> Result {
+    let mut bytes = attached(77).encode();
+    kassert_eq!(HostSlot::decode(&bytes, 0, 4), Ok(attached(77)));
+    bytes[33] ^= 0x10;
+    kassert_eq!(HostSlot::decode(&bytes, 0, 4), Err(SlotError::BadChecksum));
+    Ok(())
+}
+
+fn lowest_live_host_is_manager() -> Result {
+    let views = [Liveness::Expired, Liveness::Live, Liveness::Live];
+    kassert_eq!(manager(&views), Some(1));
+    Ok(())
+}
+
+kunit_tests!(
+    beluga_dax_leases,
+    [
+        lease_expires_after_lease_plus_margin,
+        torn_host_slot_is_detected,
+        lowest_live_host_is_manager,
+    ]
+);
 
 kunit_tests!(
     beluga_dax_layout,

@@ -12,4 +12,5 @@
 
 pub mod checksum;
 pub mod layout;
+pub mod leases;
 pub mod sections;

@@ -1,0 +1,317 @@
+//! Host slots and leases.
+//!
+//! Each host writes only its own 256-byte slot in the host table: a
+//! heartbeat counter it advances periodically, its lease period, and a
+//! boot id that is new at every attach. Other hosts never compare clocks:
+//! an observer notes, by its own monotonic clock, when it last saw a
+//! host's counter change, and declares the lease expired after the lease
+//! period plus a margin without change. The manager is the live host with
+//! the lowest slot index.
+//!
+//! Slots are read without cross-host coherence, so a reader can see a slot
+//! half written: the CRC32C over the record turns that into a retry.
+
+use super::checksum::crc32c;
+
+pub const SLOT_BYTES: usize = 256;
+pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"BHST");
+pub const SLOT_VERSION: u32 = 1;
+/// Bytes covered by the checksum (everything before it).
+const COVERED: usize = 52;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    Free = 0,
+    Attached = 1,
+    /// Detached cleanly: its private objects may be reclaimed at once.
+    Detached = 2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotError {
+    /// Never written (all zero or another magic).
+    Empty,
+    UnsupportedVersion(u32),
+    /// Torn or corrupted; read it again.
+    BadChecksum,
+    /// A field is out of range.
+    Invalid(&'static str),
+}
+
+/// One host's slot, as laid out at `host_table_off + index * 256`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSlot {
+    pub state: SlotState,
+    pub host_index: u32,
+    /// New at every attach, so a restarted host is a new incarnation.
+    pub boot_id: [u8; 16],
+    /// Advanced by the host at least every `lease_ms / 4`.
+    pub heartbeat: u64,
+    pub lease_ms: u32,
+    /// Pool generation (superblock) this host attached to.
+    pub generation: u64,
+}
+
+/// Lease periods a slot may declare, in milliseconds.
+pub const LEASE_MS_RANGE: core::ops::RangeInclusive<u32> = 100..=600_000;
+
+impl HostSlot {
+    pub fn encode(&self) -> [u8; SLOT_BYTES] {
+        let mut buf = [0u8; SLOT_BYTES];
+        buf[0..4].copy_from_slice(&SLOT_MAGIC.to_le_bytes());
+        buf[4..8].copy_from_slice(&SLOT_VERSION.to_le_bytes());
+        buf[8..12].copy_from_slice(&(self.state as u32).to_le_bytes());
+        buf[12..16].copy_from_slice(&self.host_index.to_le_bytes());
+        buf[16..32].copy_from_slice(&self.boot_id);
+        buf[32..40].copy_from_slice(&self.heartbeat.to_le_bytes());
+        buf[40..44].copy_from_slice(&self.lease_ms.to_le_bytes());
+        buf[44..52].copy_from_slice(&self.generation.to_le_bytes());
+        let crc = crc32c(&buf[..COVERED]);
+        buf[COVERED..COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+        buf
+    }
+
+    /// Decodes the slot at `index` of a table with `max_hosts` slots.
+    pub fn decode(bytes: &[u8], index: u32, max_hosts: u32) -> Result<HostSlot, SlotError> {
+        let b = bytes
+            .get(..SLOT_BYTES)
+            .ok_or(SlotError::Invalid("truncated"))?;
+        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let u64_at = |at: usize| u64::from(u32_at(at)) | u64::from(u32_at(at + 4)) << 32;
+        if u32_at(0) != SLOT_MAGIC {
+            return Err(SlotError::Empty);
+        }
+        if u32_at(4) != SLOT_VERSION {
+            return Err(SlotError::UnsupportedVersion(u32_at(4)));
+        }
+        if u32_at(COVERED) != crc32c(&b[..COVERED]) {
+            return Err(SlotError::BadChecksum);
+        }
+        let state = match u32_at(8) {
+            0 => SlotState::Free,
+            1 => SlotState::Attached,
+            2 => SlotState::Detached,
+            _ => return Err(SlotError::Invalid("state")),
+        };
+        let host_index = u32_at(12);
+        if index >= max_hosts || host_index != index {
+            return Err(SlotError::Invalid("slot index"));
+        }
+        let lease_ms = u32_at(40);
+        if !LEASE_MS_RANGE.contains(&lease_ms) {
+            return Err(SlotError::Invalid("lease period"));
+        }
+        let mut boot_id = [0u8; 16];
+        boot_id.copy_from_slice(&b[16..32]);
+        Ok(HostSlot {
+            state,
+            host_index,
+            boot_id,
+            heartbeat: u64_at(32),
+            lease_ms,
+            generation: u64_at(44),
+        })
+    }
+}
+
+/// What an observer concludes about one host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    Live,
+    /// No heartbeat change for longer than lease + margin.
+    Expired,
+    Detached,
+    /// No valid attached slot.
+    Absent,
+}
+
+/// An observer's view of one host's lease, kept with the observer's own
+/// monotonic clock (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseTracker {
+    boot_id: [u8; 16],
+    heartbeat: u64,
+    changed_at_ns: u64,
+    lease_ms: u32,
+    state: SlotState,
+    seen: bool,
+}
+
+impl Default for LeaseTracker {
+    fn default() -> Self {
+        LeaseTracker {
+            boot_id: [0; 16],
+            heartbeat: 0,
+            changed_at_ns: 0,
+            lease_ms: 0,
+            state: SlotState::Free,
+            seen: false,
+        }
+    }
+}
+
+impl LeaseTracker {
+    /// Margin added to a lease before it is called expired, in per mille of
+    /// the lease (covers scheduling delay of the heartbeat writer).
+    pub const MARGIN_PERMILLE: u64 = 500;
+
+    /// Records a valid read of the slot at `now_ns`.
+    pub fn observe(&mut self, slot: &HostSlot, now_ns: u64) {
+        let new_incarnation = !self.seen || slot.boot_id != self.boot_id;
+        if new_incarnation || slot.heartbeat != self.heartbeat {
+            self.changed_at_ns = now_ns;
+        }
+        self.boot_id = slot.boot_id;
+        self.heartbeat = slot.heartbeat;
+        self.lease_ms = slot.lease_ms;
+        self.state = slot.state;
+        self.seen = true;
+    }
+
+    /// The time after the last change at which the lease is expired.
+    pub fn expiry_ns(&self) -> u64 {
+        let lease_ns = self.lease_ms as u64 * 1_000_000;
+        lease_ns + lease_ns * Self::MARGIN_PERMILLE / 1000
+    }
+
+    pub fn liveness(&self, now_ns: u64) -> Liveness {
+        match (self.seen, self.state) {
+            (false, _) | (true, SlotState::Free) => Liveness::Absent,
+            (true, SlotState::Detached) => Liveness::Detached,
+            (true, SlotState::Attached) => {
+                if now_ns.saturating_sub(self.changed_at_ns) > self.expiry_ns() {
+                    Liveness::Expired
+                } else {
+                    Liveness::Live
+                }
+            }
+        }
+    }
+}
+
+/// The manager: the lowest-indexed live host.
+pub fn manager(liveness: &[Liveness]) -> Option<usize> {
+    liveness.iter().position(|l| *l == Liveness::Live)
+}
+
+/// Whether a manager may still write, given when its own last heartbeat
+/// write completed: only within the part of its lease that no observer can
+/// have expired yet (half the lease, leaving the margin for the write).
+pub fn manager_may_write(last_own_heartbeat_ns: u64, now_ns: u64, lease_ms: u32) -> bool {
+    now_ns.saturating_sub(last_own_heartbeat_ns) < lease_ms as u64 * 1_000_000 / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn slot(heartbeat: u64) -> HostSlot {
+        HostSlot {
+            state: SlotState::Attached,
+            host_index: 1,
+            boot_id: [9; 16],
+            heartbeat,
+            lease_ms: 1000,
+            generation: 4,
+        }
+    }
+
+    #[test]
+    fn slot_round_trip_and_torn_reads() {
+        let s = slot(42);
+        let bytes = s.encode();
+        assert_eq!(HostSlot::decode(&bytes, 1, 8), Ok(s));
+        // A torn read: the heartbeat half updated.
+        let mut torn = bytes;
+        torn[32] ^= 0xff;
+        assert_eq!(HostSlot::decode(&torn, 1, 8), Err(SlotError::BadChecksum));
+        assert_eq!(
+            HostSlot::decode(&[0u8; SLOT_BYTES], 1, 8),
+            Err(SlotError::Empty)
+        );
+        // A valid record in the wrong slot, or beyond the table.
+        assert_eq!(
+            HostSlot::decode(&bytes, 2, 8),
+            Err(SlotError::Invalid("slot index"))
+        );
+        assert_eq!(
+            HostSlot::decode(&bytes, 1, 1),
+            Err(SlotError::Invalid("slot index"))
+        );
+        let bad_lease = HostSlot { lease_ms: 5, ..s }.encode();
+        assert_eq!(
+            HostSlot::decode(&bad_lease, 1, 8),
+            Err(SlotError::Invalid("lease period"))
+        );
+    }
+
+    #[test]
+    fn lease_expires_only_after_lease_plus_margin_without_change() {
+        let mut t = LeaseTracker::default();
+        assert_eq!(t.liveness(0), Liveness::Absent);
+        t.observe(&slot(1), 0);
+        assert_eq!(t.liveness(1400 * MS), Liveness::Live);
+        // Same counter seen again: the clock keeps running from the change.
+        t.observe(&slot(1), 1400 * MS);
+        assert_eq!(t.liveness(1500 * MS), Liveness::Live);
+        assert_eq!(t.liveness(1500 * MS + 1), Liveness::Expired);
+        // The counter moves again: live again, from now.
+        t.observe(&slot(2), 2000 * MS);
+        assert_eq!(t.liveness(3000 * MS), Liveness::Live);
+    }
+
+    #[test]
+    fn a_new_incarnation_restarts_the_lease() {
+        let mut t = LeaseTracker::default();
+        t.observe(&slot(7), 0);
+        // Same counter value, new boot id: a restarted host.
+        t.observe(
+            &HostSlot {
+                boot_id: [1; 16],
+                ..slot(7)
+            },
+            10_000 * MS,
+        );
+        assert_eq!(t.liveness(10_500 * MS), Liveness::Live);
+    }
+
+    #[test]
+    fn detached_and_free_slots() {
+        let mut t = LeaseTracker::default();
+        t.observe(
+            &HostSlot {
+                state: SlotState::Detached,
+                ..slot(1)
+            },
+            0,
+        );
+        assert_eq!(t.liveness(u64::MAX), Liveness::Detached);
+        t.observe(
+            &HostSlot {
+                state: SlotState::Free,
+                ..slot(1)
+            },
+            0,
+        );
+        assert_eq!(t.liveness(0), Liveness::Absent);
+    }
+
+    #[test]
+    fn lowest_live_host_manages() {
+        use Liveness::*;
+        assert_eq!(manager(&[Expired, Absent, Live, Live]), Some(2));
+        assert_eq!(manager(&[Detached, Expired]), None);
+    }
+
+    #[test]
+    fn manager_stops_writing_well_before_observers_expire_it() {
+        assert!(manager_may_write(0, 499 * MS, 1000));
+        assert!(!manager_may_write(0, 500 * MS, 1000));
+        // Observers wait lease + margin = 1500 ms: at least 1000 ms of slack.
+        let mut t = LeaseTracker::default();
+        t.observe(&slot(1), 0);
+        assert_eq!(t.liveness(1000 * MS), Liveness::Live);
+    }
+}
