@@ -18,5 +18,8 @@ pub(crate) mod layout;
 #[path = "pool/src/leases.rs"]
 pub(crate) mod leases;
 #[allow(unreachable_pub)]
+#[path = "pool/src/objects.rs"]
+pub(crate) mod objects;
+#[allow(unreachable_pub)]
 #[path = "pool/src/sections.rs"]
 pub(crate) mod sections;

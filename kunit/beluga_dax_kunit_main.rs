@@ -14,6 +14,9 @@ mod pool;
 use pool::checksum::crc32c;
 use pool::layout::{Geometry, LayoutError, Superblock, SUPERBLOCK_BYTES};
 use pool::leases::{manager, HostSlot, LeaseTracker, Liveness, SlotError, SlotState};
+use pool::objects::{
+    check_tables, Inconsistency, Name, ObjectEntry, ObjectError, Slot, FLAG_SHARED,
+};
 use pool::sections::{AllocError, Extent, SectionMap};
 
 module! {
@@ -146,6 +149,56 @@ fn lowest_live_host_is_manager() -> Result {
     kassert_eq!(manager(&views), Some(1));
     Ok(())
 }
+
+fn shared(first: u32, count: u32, name: &[u8]) -> Result<Slot> {
+    Ok(Slot::Live(ObjectEntry {
+        extent: Extent { first, count },
+        owner_host: 0,
+        flags: FLAG_SHARED,
+        uid: 0,
+        mode: 0o600,
+        holders: 1,
+        generation: 1,
+        serial: 1,
+        name: Some(Name::new(name).map_err(|_| EINVAL)?),
+    }))
+}
+
+fn object_entry_round_trip_and_hostile_extent() -> Result {
+    let slot = shared(1, 2, b"kv.0")?;
+    kassert_eq!(Slot::decode(&slot.encode(), 8, 4), Ok(slot));
+    // The same entry in a pool with only 2 sections points past its end.
+    kassert_eq!(
+        Slot::decode(&slot.encode(), 2, 4),
+        Err(ObjectError::Invalid("extent outside the data area"))
+    );
+    Ok(())
+}
+
+fn tables_disagreeing_are_reported() -> Result {
+    let mut table = [0u32; 4];
+    let mut map = SectionMap::new(&mut table, 4).map_err(|_| EINVAL)?;
+    map.allocate(2, 0).map_err(|_| ENOSPC)?;
+    let objects = [shared(0, 2, b"a")?, Slot::Free, Slot::Free, Slot::Free];
+    kassert_eq!(check_tables(&map, &objects), Ok(()));
+    let orphaned = [Slot::Free, Slot::Free, Slot::Free, Slot::Free];
+    kassert_eq!(
+        check_tables(&map, &orphaned),
+        Err(Inconsistency::SectionOfFreeObject {
+            section: 0,
+            object: 0
+        })
+    );
+    Ok(())
+}
+
+kunit_tests!(
+    beluga_dax_objects,
+    [
+        object_entry_round_trip_and_hostile_extent,
+        tables_disagreeing_are_reported
+    ]
+);
 
 kunit_tests!(
     beluga_dax_leases,

@@ -13,4 +13,5 @@
 pub mod checksum;
 pub mod layout;
 pub mod leases;
+pub mod objects;
 pub mod sections;

@@ -2,6 +2,7 @@
 //! sequences of allocations and frees never overlap, never leak, keep the
 //! table consistent with the model, and coalesce fully.
 
+use beluga_pool::objects::{check_tables, ObjectEntry, Slot};
 use beluga_pool::sections::{AllocError, Extent, SectionMap};
 use proptest::prelude::*;
 
@@ -30,11 +31,26 @@ fn op() -> impl Strategy<Value = Op> {
 
 const MAX_OBJECTS: u32 = 1024;
 
+fn live_slot(extent: Extent) -> Slot {
+    Slot::Live(ObjectEntry {
+        extent,
+        owner_host: 0,
+        flags: 0,
+        uid: 0,
+        mode: 0o600,
+        holders: 0,
+        generation: 1,
+        serial: 0,
+        name: None,
+    })
+}
+
 proptest! {
     #[test]
     fn random_sequences_keep_the_invariants(size in 1u32..96, ops in prop::collection::vec(op(), 1..200)) {
         let mut table = vec![0u32; size as usize];
         let mut live: Vec<(Extent, u32)> = Vec::new();
+        let mut objects = vec![Slot::Free; MAX_OBJECTS as usize];
         let mut next_object = 0u32;
         for op in ops {
             let mut map = SectionMap::new(&mut table, MAX_OBJECTS).unwrap();
@@ -50,6 +66,7 @@ proptest! {
                                 prop_assert!(!extent.overlaps(other), "{:?} overlaps {:?}", extent, other);
                             }
                             live.push((extent, object));
+                            objects[object as usize] = live_slot(extent);
                             next_object += 1;
                         }
                         // First fit fails only when no run is long enough.
@@ -63,6 +80,7 @@ proptest! {
                 Op::Free { pick } if !live.is_empty() => {
                     let (extent, object) = live.remove(pick % live.len());
                     prop_assert_eq!(map.free(extent, object), Ok(()));
+                    objects[object as usize] = Slot::Free;
                 }
                 Op::FreeWrongOwner { pick } if !live.is_empty() => {
                     let (extent, object) = live[pick % live.len()];
@@ -72,8 +90,10 @@ proptest! {
                 }
                 _ => {}
             }
-            // The table says exactly what the model says.
+            // The table says exactly what the model says, and the section
+            // and object tables agree (no section has two owners).
             let map = SectionMap::new(&mut table, MAX_OBJECTS).unwrap();
+            prop_assert_eq!(check_tables(&map, &objects), Ok(()));
             let used: u32 = live.iter().map(|(e, _)| e.count).sum();
             prop_assert_eq!(map.free_sections() + used, size, "leak or double count");
             for (extent, object) in &live {

@@ -1,0 +1,384 @@
+//! The object table: named, owned allocations of whole sections.
+//!
+//! Entry `i` (128 bytes at `object_table_off + i * 128`) describes object
+//! `i`; the section table marks its sections with `i + 1`. Only the
+//! manager writes entries. `check_tables` is the at-rest form of the
+//! allocator's central promise: every used section belongs to exactly one
+//! live object, and every live object owns exactly its extent.
+
+use super::checksum::crc32c;
+use super::sections::{Extent, SectionMap};
+
+pub const ENTRY_BYTES: usize = 128;
+pub const NAME_BYTES: usize = 48;
+/// Bytes covered by the checksum (everything before it).
+const COVERED: usize = 104;
+
+/// Shared objects can be opened by name from other hosts.
+pub const FLAG_SHARED: u32 = 1;
+const KNOWN_FLAGS: u32 = FLAG_SHARED;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectError {
+    BadChecksum,
+    Invalid(&'static str),
+}
+
+/// A validated object name: 1 to 47 bytes of `[A-Za-z0-9._-]`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Name {
+    bytes: [u8; NAME_BYTES],
+    len: u8,
+}
+
+impl core::fmt::Debug for Name {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl Name {
+    pub fn new(text: &[u8]) -> Result<Name, ObjectError> {
+        if text.is_empty() || text.len() >= NAME_BYTES {
+            return Err(ObjectError::Invalid("name length must be 1..=47"));
+        }
+        if !text
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        {
+            return Err(ObjectError::Invalid(
+                "name characters must be [A-Za-z0-9._-]",
+            ));
+        }
+        let mut bytes = [0u8; NAME_BYTES];
+        bytes[..text.len()].copy_from_slice(text);
+        Ok(Name {
+            bytes,
+            len: text.len() as u8,
+        })
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Validated ASCII in `new`.
+        core::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectEntry {
+    pub extent: Extent,
+    /// Host that allocated it (its private objects die with its lease).
+    pub owner_host: u32,
+    pub flags: u32,
+    /// Owner and permission bits, as for a file (`0o600` by default).
+    pub uid: u32,
+    pub mode: u32,
+    /// Hosts holding a shared object open (bit per host slot).
+    pub holders: u64,
+    /// Pool generation at creation.
+    pub generation: u64,
+    /// Unique per allocation, so a stale handle never names a reused slot.
+    pub serial: u64,
+    pub name: Option<Name>,
+}
+
+/// What an entry slot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    Free,
+    Live(ObjectEntry),
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from(u32_at(b, at)) | u64::from(u32_at(b, at + 4)) << 32
+}
+
+impl Slot {
+    pub fn encode(&self) -> [u8; ENTRY_BYTES] {
+        let mut b = [0u8; ENTRY_BYTES];
+        if let Slot::Live(e) = self {
+            b[0..4].copy_from_slice(&1u32.to_le_bytes());
+            b[4..8].copy_from_slice(&e.extent.first.to_le_bytes());
+            b[8..12].copy_from_slice(&e.extent.count.to_le_bytes());
+            b[12..16].copy_from_slice(&e.owner_host.to_le_bytes());
+            b[16..20].copy_from_slice(&e.flags.to_le_bytes());
+            b[20..24].copy_from_slice(&e.uid.to_le_bytes());
+            b[24..28].copy_from_slice(&e.mode.to_le_bytes());
+            b[32..40].copy_from_slice(&e.holders.to_le_bytes());
+            b[40..48].copy_from_slice(&e.generation.to_le_bytes());
+            b[48..56].copy_from_slice(&e.serial.to_le_bytes());
+            if let Some(name) = &e.name {
+                b[56..56 + NAME_BYTES].copy_from_slice(&name.bytes);
+            }
+        }
+        let crc = crc32c(&b[..COVERED]);
+        b[COVERED..COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes an entry of a pool with `section_count` sections and
+    /// `max_hosts` host slots, validating every field.
+    pub fn decode(bytes: &[u8], section_count: u32, max_hosts: u32) -> Result<Slot, ObjectError> {
+        let b = bytes
+            .get(..ENTRY_BYTES)
+            .ok_or(ObjectError::Invalid("truncated"))?;
+        if u32_at(b, COVERED) != crc32c(&b[..COVERED]) {
+            return Err(ObjectError::BadChecksum);
+        }
+        match u32_at(b, 0) {
+            0 => return Ok(Slot::Free),
+            1 => {}
+            _ => return Err(ObjectError::Invalid("state")),
+        }
+        let extent = Extent {
+            first: u32_at(b, 4),
+            count: u32_at(b, 8),
+        };
+        let end = extent.first.checked_add(extent.count);
+        if extent.count == 0 || !matches!(end, Some(end) if end <= section_count) {
+            return Err(ObjectError::Invalid("extent outside the data area"));
+        }
+        let owner_host = u32_at(b, 12);
+        if owner_host >= max_hosts {
+            return Err(ObjectError::Invalid("owner host"));
+        }
+        let flags = u32_at(b, 16);
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(ObjectError::Invalid("flags"));
+        }
+        let mode = u32_at(b, 24);
+        if mode > 0o777 {
+            return Err(ObjectError::Invalid("mode"));
+        }
+        let holders = u64_at(b, 32);
+        if max_hosts < 64 && holders >> max_hosts != 0 {
+            return Err(ObjectError::Invalid("holders beyond the host table"));
+        }
+        let raw_name = &b[56..56 + NAME_BYTES];
+        let len = raw_name.iter().position(|&c| c == 0).unwrap_or(NAME_BYTES);
+        if raw_name[len..].iter().any(|&c| c != 0) {
+            return Err(ObjectError::Invalid("name padding"));
+        }
+        let name = if len == 0 {
+            None
+        } else {
+            Some(Name::new(&raw_name[..len])?)
+        };
+        if flags & FLAG_SHARED != 0 && name.is_none() {
+            return Err(ObjectError::Invalid("shared object without a name"));
+        }
+        Ok(Slot::Live(ObjectEntry {
+            extent,
+            owner_host,
+            flags,
+            uid: u32_at(b, 20),
+            mode,
+            holders,
+            generation: u64_at(b, 40),
+            serial: u64_at(b, 48),
+            name,
+        }))
+    }
+}
+
+impl ObjectEntry {
+    /// Permission to map (`write` for read-write), for a caller with `uid`
+    /// that is not privileged: owner bits for the owner, other bits for
+    /// everyone else.
+    pub fn may_map(&self, uid: u32, write: bool) -> bool {
+        let bits = if uid == self.uid {
+            (self.mode >> 6) & 0o7
+        } else {
+            self.mode & 0o7
+        };
+        let need = if write { 0o6 } else { 0o4 };
+        bits & need == need
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inconsistency {
+    /// Section `section` is marked for an object that is free.
+    SectionOfFreeObject { section: u32, object: u32 },
+    /// A live object's extent has a section marked for someone else.
+    ExtentNotOwned { object: u32, section: u32 },
+    /// Two live objects share a name.
+    DuplicateName { first: u32, second: u32 },
+}
+
+/// Checks the section table against the object table.
+pub fn check_tables(sections: &SectionMap<'_>, objects: &[Slot]) -> Result<(), Inconsistency> {
+    for section in 0..sections.len() {
+        if let Some(object) = sections.owner(section) {
+            if !matches!(objects.get(object as usize), Some(Slot::Live(_))) {
+                return Err(Inconsistency::SectionOfFreeObject { section, object });
+            }
+        }
+    }
+    for (i, slot) in objects.iter().enumerate() {
+        let Slot::Live(entry) = slot else { continue };
+        for section in entry.extent.first..entry.extent.end() {
+            if sections.owner(section) != Some(i as u32) {
+                return Err(Inconsistency::ExtentNotOwned {
+                    object: i as u32,
+                    section,
+                });
+            }
+        }
+        if let Some(name) = &entry.name {
+            let duplicate = objects[i + 1..].iter().position(|other| match other {
+                Slot::Live(o) => o.name.as_ref() == Some(name),
+                Slot::Free => false,
+            });
+            if let Some(j) = duplicate {
+                return Err(Inconsistency::DuplicateName {
+                    first: i as u32,
+                    second: (i + 1 + j) as u32,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(first: u32, count: u32, name: Option<&[u8]>, flags: u32) -> ObjectEntry {
+        ObjectEntry {
+            extent: Extent { first, count },
+            owner_host: 1,
+            flags,
+            uid: 1000,
+            mode: 0o640,
+            holders: 0b10,
+            generation: 3,
+            serial: 99,
+            name: name.map(|n| Name::new(n).unwrap()),
+        }
+    }
+
+    #[test]
+    fn round_trip_live_and_free() {
+        let live = Slot::Live(entry(4, 2, Some(b"kv-cache.0"), FLAG_SHARED));
+        assert_eq!(Slot::decode(&live.encode(), 10, 8), Ok(live));
+        assert_eq!(Slot::decode(&Slot::Free.encode(), 10, 8), Ok(Slot::Free));
+    }
+
+    #[test]
+    fn hostile_entries_are_refused() {
+        let check =
+            |e: ObjectEntry, sections: u32| Slot::decode(&Slot::Live(e).encode(), sections, 8);
+        assert!(
+            check(entry(9, 2, None, 0), 10).is_err(),
+            "extent past the end"
+        );
+        assert!(
+            check(entry(u32::MAX, 2, None, 0), 10).is_err(),
+            "extent overflow"
+        );
+        assert!(check(entry(0, 0, None, 0), 10).is_err(), "empty extent");
+        assert!(check(
+            ObjectEntry {
+                owner_host: 8,
+                ..entry(0, 1, None, 0)
+            },
+            10
+        )
+        .is_err());
+        assert!(check(
+            ObjectEntry {
+                mode: 0o1777,
+                ..entry(0, 1, None, 0)
+            },
+            10
+        )
+        .is_err());
+        assert!(check(
+            ObjectEntry {
+                holders: 1 << 8,
+                ..entry(0, 1, None, 0)
+            },
+            10
+        )
+        .is_err());
+        assert!(
+            check(entry(0, 1, None, FLAG_SHARED), 10).is_err(),
+            "shared without a name"
+        );
+        assert!(check(entry(0, 1, None, 4), 10).is_err(), "unknown flag");
+        let mut torn = Slot::Live(entry(0, 1, None, 0)).encode();
+        torn[5] ^= 1;
+        assert_eq!(Slot::decode(&torn, 10, 8), Err(ObjectError::BadChecksum));
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(Name::new(b"").is_err());
+        assert!(Name::new(&[b'a'; 48]).is_err());
+        assert!(Name::new(b"has space").is_err());
+        assert!(Name::new(b"../etc").is_err());
+        assert_eq!(Name::new(b"ok.name-1_x").unwrap().as_str(), "ok.name-1_x");
+    }
+
+    #[test]
+    fn permissions_follow_owner_and_other_bits() {
+        let e = entry(0, 1, None, 0); // uid 1000, mode 0640
+        assert!(e.may_map(1000, true));
+        assert!(!e.may_map(1001, false), "group bits do not apply");
+        let world_readable = ObjectEntry { mode: 0o604, ..e };
+        assert!(world_readable.may_map(1001, false));
+        assert!(!world_readable.may_map(1001, true));
+    }
+
+    #[test]
+    fn tables_must_agree() {
+        let mut table = [0u32; 6];
+        let mut map = SectionMap::new(&mut table, 4).unwrap();
+        map.allocate(2, 0).unwrap();
+        map.allocate(1, 2).unwrap();
+        let objects = [
+            Slot::Live(entry(0, 2, Some(b"a"), FLAG_SHARED)),
+            Slot::Free,
+            Slot::Live(entry(2, 1, Some(b"b"), FLAG_SHARED)),
+            Slot::Free,
+        ];
+        assert_eq!(check_tables(&map, &objects), Ok(()));
+        let mut orphan = objects;
+        orphan[2] = Slot::Free;
+        assert_eq!(
+            check_tables(&map, &orphan),
+            Err(Inconsistency::SectionOfFreeObject {
+                section: 2,
+                object: 2
+            })
+        );
+        let mut overlap = objects;
+        overlap[2] = Slot::Live(entry(1, 2, Some(b"b"), FLAG_SHARED));
+        assert_eq!(
+            check_tables(&map, &overlap),
+            Err(Inconsistency::ExtentNotOwned {
+                object: 2,
+                section: 1
+            })
+        );
+        let mut dup = objects;
+        dup[2] = Slot::Live(entry(2, 1, Some(b"a"), FLAG_SHARED));
+        assert_eq!(
+            check_tables(&map, &dup),
+            Err(Inconsistency::DuplicateName {
+                first: 0,
+                second: 2
+            })
+        );
+    }
+}
