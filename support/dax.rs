@@ -126,26 +126,19 @@ impl<T: DaxDriver> DaxDriverRegistration<T> {
     pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             data,
-            raw: {
-                let mut err: c_int = 0;
-                // `data` is initialised above: registering may probe at once.
+            // `data` is initialised above: registering may probe at once.
+            raw: helpers::register_with("the dax driver", |err| {
                 // SAFETY: `this` is the final, pinned address of the value
                 // being initialised; the callbacks match `T`.
-                let raw = unsafe {
+                unsafe {
                     helpers::cxlf_dax_driver_register(
                         probe_callback::<T>,
                         remove_callback::<T>,
                         this.as_ptr().cast::<c_void>(),
-                        &mut err,
+                        err,
                     )
-                };
-                if raw.is_null() {
-                    pr_err!("cannot register the dax driver: error {}\n", err);
-                    to_result(err)?;
-                    return Err(ENOMEM);
                 }
-                raw
-            },
+            })?,
             _pin: PhantomPinned,
             _t: PhantomData,
         })

@@ -11,6 +11,22 @@
 use kernel::bindings;
 use kernel::ffi::{c_char, c_int, c_ulong, c_void};
 
+/// Runs a C registration that returns a handle, or NULL with an errno in
+/// its out-parameter; turns that into a `Result` and logs the failure.
+pub(crate) fn register_with<T>(
+    what: &str,
+    register: impl FnOnce(*mut c_int) -> *mut T,
+) -> kernel::error::Result<*mut T> {
+    let mut err: c_int = 0;
+    let raw = register(&mut err);
+    if raw.is_null() {
+        kernel::pr_err!("cannot register {}: error {}\n", what, err);
+        kernel::error::to_result(err)?;
+        return Err(kernel::error::code::ENOMEM);
+    }
+    Ok(raw)
+}
+
 /// `struct cxlf_misc`: a miscdevice and its file operations, owned by C.
 #[repr(C)]
 pub(crate) struct CxlfMisc {

@@ -18,7 +18,6 @@ use super::helpers;
 use super::mm::VmaNew;
 use core::marker::{PhantomData, PhantomPinned};
 use kernel::bindings;
-use kernel::error::to_result;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -95,28 +94,21 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(&this in Self {
             data,
-            raw: {
-                let mut err: c_int = 0;
-                // `data` is initialised above, before `open` can first run.
+            // `data` is initialised above, before `open` can first run.
+            raw: helpers::register_with("a misc device", |err| {
                 // SAFETY: 'static NUL-terminated name and vtable; `this` is
                 // the final, pinned address of the value being initialised.
-                let raw = unsafe {
+                unsafe {
                     helpers::cxlf_misc_register(
                         opts.name.as_char_ptr(),
                         opts.mode,
                         &VtableHelper::<T>::VTABLE,
                         crate::THIS_MODULE.as_ptr(),
                         this.as_ptr().cast::<c_void>(),
-                        &mut err,
+                        err,
                     )
-                };
-                if raw.is_null() {
-                    pr_err!("cannot register /dev/{}: error {}\n", opts.name, err);
-                    to_result(err)?;
-                    return Err(ENOMEM);
                 }
-                raw
-            },
+            })?,
             _pin: PhantomPinned,
             _t: PhantomData,
         })
