@@ -15,6 +15,7 @@
 //! | [`fs`]           | `kernel::fs::File` (6.13)                |
 //! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
 //! | [`dax`]          | none; shaped like `kernel::platform`     |
+//! | [`sharedmem`]    | `kernel::io::mem::ExclusiveIoMem` (6.16) |
 //!
 //! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
 //! is reached through the C helpers in `helpers.c`, which every module
@@ -30,4 +31,5 @@ pub(crate) mod kunit;
 pub(crate) mod miscdevice;
 pub(crate) mod mm;
 pub(crate) mod page;
+pub(crate) mod sharedmem;
 pub(crate) mod uapi;

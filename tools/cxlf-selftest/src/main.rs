@@ -31,6 +31,22 @@ enum Cmd {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
         device: String,
     },
+    /// Write a pool superblock (format v1) through a device-dax instance,
+    /// optionally with one bit flipped, for beluga_dax's probe to judge.
+    WriteSuperblock {
+        #[arg(long, default_value = "/dev/dax0.0")]
+        device: String,
+        /// Pool size in bytes (the instance's sysfs `size`).
+        #[arg(long, value_parser = parse_number)]
+        size: u64,
+        #[arg(long, default_value_t = 8)]
+        max_hosts: u32,
+        #[arg(long, default_value_t = 1024)]
+        max_objects: u32,
+        /// Flip this bit of the encoded superblock.
+        #[arg(long)]
+        flip_bit: Option<usize>,
+    },
     /// Check what the test dax driver (named after its module) saw at probe.
     DaxBinding {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
@@ -45,6 +61,60 @@ enum Cmd {
         #[arg(long, value_parser = parse_number)]
         size: Option<u64>,
     },
+}
+
+fn write_superblock(
+    device: &str,
+    size: u64,
+    max_hosts: u32,
+    max_objects: u32,
+    flip_bit: Option<usize>,
+) -> Result<()> {
+    use beluga_pool::layout::{Geometry, Superblock, SUPERBLOCK_BYTES};
+    let geometry =
+        Geometry::new(size, max_hosts, max_objects).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let mut bytes = Superblock::new(&geometry, *b"cxlf-selftest-01", 1).encode();
+    if let Some(bit) = flip_bit {
+        ensure!(
+            bit < SUPERBLOCK_BYTES * 8,
+            "bit {bit} is outside the superblock"
+        );
+        bytes[bit / 8] ^= 1 << (bit % 8);
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(device)
+        .with_context(|| format!("opening {device}"))?;
+    // device-dax maps in 2 MiB units.
+    let len = 2 << 20;
+    // SAFETY: a fresh shared read-write mapping of the device at an
+    // address the kernel chooses.
+    let p = unsafe {
+        mmap(
+            None,
+            NonZeroUsize::new(len).unwrap(),
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &file,
+            0,
+        )
+    }
+    .context("mmap")?
+    .cast::<u8>();
+    for (i, byte) in bytes.iter().enumerate() {
+        // SAFETY: `i < 128 < len`, inside the mapping.
+        unsafe { p.as_ptr().add(i).write_volatile(*byte) };
+    }
+    // SAFETY: unmapping the mapping made above; nothing refers to it after.
+    unsafe { munmap(p.cast(), len)? };
+    println!(
+        "superblock written to {device}{}",
+        flip_bit
+            .map(|b| format!(" with bit {b} flipped"))
+            .unwrap_or_default()
+    );
+    Ok(())
 }
 
 fn parse_number(text: &str) -> Result<u64, String> {
@@ -260,6 +330,13 @@ fn misc(device: &str) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Misc { device } => misc(&device),
+        Cmd::WriteSuperblock {
+            device,
+            size,
+            max_hosts,
+            max_objects,
+            flip_bit,
+        } => write_superblock(&device, size, max_hosts, max_objects, flip_bit),
         Cmd::DaxBinding {
             device,
             unbound,

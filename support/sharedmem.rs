@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory shared with other hosts (a CXL pool range), mapped write-back.
+//! Shaped like upstream's `kernel::io::mem::ExclusiveIoMem` (6.16): the
+//! physical range is requested for exclusive use, then mapped.
+//!
+//! CXL 2.0 pools keep no coherence across hosts, so every access goes
+//! through [`SharedMem::read`] and [`SharedMem::write`]: a reader
+//! invalidates the lines before it reads (another host may have written
+//! them), a writer stores, then writes the lines back and fences.
+
+use kernel::bindings;
+use kernel::ffi::{c_uint, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+
+/// # Invariants
+///
+/// `ptr` maps `len` bytes of physical `[start, start + len)` write-back,
+/// owned by this value (unmapped on drop), and that physical range is
+/// requested from `iomem_resource` (released on drop).
+pub(crate) struct SharedMem {
+    start: u64,
+    len: usize,
+    ptr: *mut u8,
+}
+
+// SAFETY: the mapping is plain memory; every access is a bounds-checked
+// volatile copy, and concurrent users coordinate through the pool protocol
+// exactly as other hosts do.
+unsafe impl Send for SharedMem {}
+// SAFETY: as above; `&self` methods only do volatile copies.
+unsafe impl Sync for SharedMem {}
+
+impl SharedMem {
+    /// Claims and maps `[start, start + len)`. `EBUSY` if another driver
+    /// holds the range.
+    pub(crate) fn new(start: u64, len: usize, name: &'static CStr) -> Result<SharedMem> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `iomem_resource` is the kernel's root resource; `name`
+        // is 'static and NUL-terminated, as the resource keeps the pointer.
+        let res = unsafe {
+            bindings::__request_region(
+                core::ptr::addr_of_mut!(bindings::iomem_resource),
+                start,
+                len as _,
+                name.as_char_ptr(),
+                0,
+            )
+        };
+        if res.is_null() {
+            pr_err!("{:#x}+{:#x} is in use by another driver\n", start, len);
+            return Err(EBUSY);
+        }
+        // SAFETY: the range was just claimed for us; write-back mapping of
+        // memory that is not System RAM.
+        let ptr = unsafe { bindings::memremap(start, len, bindings::MEMREMAP_WB as _) };
+        if ptr.is_null() {
+            // SAFETY: releasing exactly the range requested above.
+            unsafe {
+                bindings::__release_region(
+                    core::ptr::addr_of_mut!(bindings::iomem_resource),
+                    start,
+                    len as _,
+                )
+            };
+            return Err(ENOMEM);
+        }
+        Ok(SharedMem {
+            start,
+            len,
+            ptr: ptr.cast(),
+        })
+    }
+
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn check(&self, offset: usize, count: usize) -> Result {
+        match offset.checked_add(count) {
+            Some(end) if end <= self.len && count <= c_uint::MAX as usize => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Reads `out.len()` bytes at `offset`, after invalidating those lines.
+    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        self.check(offset, out.len())?;
+        // SAFETY: `offset + out.len() <= len` (checked), inside the mapping
+        // (invariant).
+        let src = unsafe { self.ptr.add(offset) };
+        // SAFETY: a valid kernel mapping of that many bytes; the call
+        // fences before and after flushing.
+        unsafe { bindings::clflush_cache_range(src.cast::<c_void>(), out.len() as c_uint) };
+        for (i, byte) in out.iter_mut().enumerate() {
+            // SAFETY: `i < out.len()`, inside the checked range.
+            *byte = unsafe { src.add(i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at `offset`, then writes the lines back and fences.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.check(offset, data.len())?;
+        // SAFETY: as in `read`.
+        let dst = unsafe { self.ptr.add(offset) };
+        for (i, byte) in data.iter().enumerate() {
+            // SAFETY: `i < data.len()`, inside the checked range.
+            unsafe { dst.add(i).write_volatile(*byte) };
+        }
+        // SAFETY: as in `read`; the trailing fence orders the write-back.
+        unsafe { bindings::clflush_cache_range(dst.cast::<c_void>(), data.len() as c_uint) };
+        Ok(())
+    }
+}
+
+impl Drop for SharedMem {
+    fn drop(&mut self) {
+        // SAFETY: the mapping and the claim are this value's own
+        // (invariant), undone once, in reverse order.
+        unsafe {
+            bindings::memunmap(self.ptr.cast());
+            bindings::__release_region(
+                core::ptr::addr_of_mut!(bindings::iomem_resource),
+                self.start,
+                self.len as _,
+            );
+        }
+    }
+}
