@@ -160,6 +160,7 @@ fn shared(first: u32, count: u32, name: &[u8]) -> Result<Slot> {
         holders: 1,
         generation: 1,
         serial: 1,
+        request_seq: 0,
         name: Some(Name::new(name).map_err(|_| EINVAL)?),
     }))
 }

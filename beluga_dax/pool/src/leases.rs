@@ -168,6 +168,11 @@ impl LeaseTracker {
         self.seen = true;
     }
 
+    /// The boot id last seen (zero if never).
+    pub fn boot_id(&self) -> [u8; 16] {
+        self.boot_id
+    }
+
     /// The time after the last change at which the lease is expired.
     pub fn expiry_ns(&self) -> u64 {
         let lease_ns = self.lease_ms as u64 * 1_000_000;

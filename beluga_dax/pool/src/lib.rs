@@ -11,7 +11,9 @@
 #![no_std]
 
 pub mod checksum;
+pub mod engine;
 pub mod layout;
 pub mod leases;
+pub mod mailbox;
 pub mod objects;
 pub mod sections;

@@ -83,6 +83,9 @@ pub struct ObjectEntry {
     pub generation: u64,
     /// Unique per allocation, so a stale handle never names a reused slot.
     pub serial: u64,
+    /// Sequence number of the owner's request that created it, so that a
+    /// request served again after a manager change finds its object.
+    pub request_seq: u32,
     pub name: Option<Name>,
 }
 
@@ -112,6 +115,7 @@ impl Slot {
             b[16..20].copy_from_slice(&e.flags.to_le_bytes());
             b[20..24].copy_from_slice(&e.uid.to_le_bytes());
             b[24..28].copy_from_slice(&e.mode.to_le_bytes());
+            b[28..32].copy_from_slice(&e.request_seq.to_le_bytes());
             b[32..40].copy_from_slice(&e.holders.to_le_bytes());
             b[40..48].copy_from_slice(&e.generation.to_le_bytes());
             b[48..56].copy_from_slice(&e.serial.to_le_bytes());
@@ -184,6 +188,7 @@ impl Slot {
             holders,
             generation: u64_at(b, 40),
             serial: u64_at(b, 48),
+            request_seq: u32_at(b, 28),
             name,
         }))
     }
@@ -263,6 +268,7 @@ mod tests {
             holders: 0b10,
             generation: 3,
             serial: 99,
+            request_seq: 0,
             name: name.map(|n| Name::new(n).unwrap()),
         }
     }

@@ -41,6 +41,7 @@ fn live_slot(extent: Extent) -> Slot {
         holders: 0,
         generation: 1,
         serial: 0,
+        request_seq: 0,
         name: None,
     })
 }

@@ -1,0 +1,293 @@
+//! Request and reply records: the CXL-RPC pattern of the paper, in the
+//! host slots.
+//!
+//! A host slot is four 64-byte lines, each with one writer, so that a line
+//! written back by one host never carries stale bytes of another's:
+//!
+//! ```text
+//! +0    lease record (leases.rs)       the host
+//! +64   request, 128 bytes             the host
+//! +192  reply, 64 bytes                the manager
+//! ```
+//!
+//! A host has at most one request outstanding. It writes the request with
+//! the next sequence number; the manager serves it and writes a reply that
+//! echoes the sequence number and the requester's boot id. A record read
+//! half written fails its CRC32C and is read again later; nothing is ever
+//! read-modify-written across hosts.
+
+use super::checksum::crc32c;
+use super::objects::{Name, NAME_BYTES};
+use super::sections::Extent;
+
+pub const REQUEST_OFF: u64 = 64;
+pub const REQUEST_BYTES: usize = 128;
+pub const REPLY_OFF: u64 = 192;
+pub const REPLY_BYTES: usize = 64;
+
+const REQUEST_MAGIC: u32 = u32::from_le_bytes(*b"BREQ");
+const REPLY_MAGIC: u32 = u32::from_le_bytes(*b"BREP");
+const REQUEST_COVERED: usize = 112;
+const REPLY_COVERED: usize = 60;
+
+/// The requester holds CAP_SYS_ADMIN (asserted by its kernel).
+pub const REQ_ADMIN: u32 = 1 << 31;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// First request of an incarnation: the manager reclaims what the
+    /// slot's previous incarnation left before it answers.
+    Attach = 1,
+    Alloc = 2,
+    Open = 3,
+    Free = 4,
+    /// Reclaim the host in `object` now (admin; the host must not be live).
+    Reclaim = 5,
+}
+
+impl Op {
+    fn from_u32(v: u32) -> Option<Op> {
+        Some(match v {
+            1 => Op::Attach,
+            2 => Op::Alloc,
+            3 => Op::Open,
+            4 => Op::Free,
+            5 => Op::Reclaim,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    pub op: Op,
+    pub seq: u64,
+    pub boot_id: [u8; 16],
+    /// Object index (free), or host index (reclaim).
+    pub object: u32,
+    /// Sections (alloc).
+    pub sections: u32,
+    /// Object serial (free).
+    pub serial: u64,
+    /// Object flags (alloc) and `REQ_ADMIN`.
+    pub flags: u32,
+    /// The calling process's uid, and the mode of a new object.
+    pub uid: u32,
+    pub mode: u32,
+    pub name: Option<Name>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordError {
+    /// Never written, or not this kind of record.
+    Empty,
+    /// Torn or corrupted: read again.
+    BadChecksum,
+    Invalid(&'static str),
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from(u32_at(b, at)) | u64::from(u32_at(b, at + 4)) << 32
+}
+
+impl Request {
+    pub fn encode(&self) -> [u8; REQUEST_BYTES] {
+        let mut b = [0u8; REQUEST_BYTES];
+        b[0..4].copy_from_slice(&REQUEST_MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&(self.op as u32).to_le_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..32].copy_from_slice(&self.boot_id);
+        b[32..36].copy_from_slice(&self.object.to_le_bytes());
+        b[36..40].copy_from_slice(&self.sections.to_le_bytes());
+        b[40..48].copy_from_slice(&self.serial.to_le_bytes());
+        b[48..52].copy_from_slice(&self.flags.to_le_bytes());
+        b[52..56].copy_from_slice(&self.uid.to_le_bytes());
+        b[56..60].copy_from_slice(&self.mode.to_le_bytes());
+        if let Some(name) = &self.name {
+            let bytes = name.as_bytes();
+            b[64..64 + bytes.len()].copy_from_slice(bytes);
+        }
+        let crc = crc32c(&b[..REQUEST_COVERED]);
+        b[REQUEST_COVERED..REQUEST_COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a request; only the framing and the name are checked here,
+    /// the manager checks the rest against its tables.
+    pub fn decode(bytes: &[u8]) -> Result<Request, RecordError> {
+        let b = bytes
+            .get(..REQUEST_BYTES)
+            .ok_or(RecordError::Invalid("truncated"))?;
+        if u32_at(b, 0) != REQUEST_MAGIC {
+            return Err(RecordError::Empty);
+        }
+        if u32_at(b, REQUEST_COVERED) != crc32c(&b[..REQUEST_COVERED]) {
+            return Err(RecordError::BadChecksum);
+        }
+        let op = Op::from_u32(u32_at(b, 4)).ok_or(RecordError::Invalid("op"))?;
+        let raw_name = &b[64..64 + NAME_BYTES];
+        let len = raw_name.iter().position(|&c| c == 0).unwrap_or(NAME_BYTES);
+        if raw_name[len..].iter().any(|&c| c != 0) {
+            return Err(RecordError::Invalid("name padding"));
+        }
+        let name = if len == 0 {
+            None
+        } else {
+            Some(Name::new(&raw_name[..len]).map_err(|_| RecordError::Invalid("name"))?)
+        };
+        let mut boot_id = [0u8; 16];
+        boot_id.copy_from_slice(&b[16..32]);
+        Ok(Request {
+            op,
+            seq: u64_at(b, 8),
+            boot_id,
+            object: u32_at(b, 32),
+            sections: u32_at(b, 36),
+            serial: u64_at(b, 40),
+            flags: u32_at(b, 48),
+            uid: u32_at(b, 52),
+            mode: u32_at(b, 56),
+            name,
+        })
+    }
+}
+
+/// The manager's answer. `status` is 0 or a positive errno value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    pub seq: u64,
+    /// First 8 bytes of the requester's boot id.
+    pub boot_tag: [u8; 8],
+    pub status: u32,
+    pub object: u32,
+    pub extent: Extent,
+    pub flags: u32,
+    pub serial: u64,
+    pub uid: u32,
+    pub mode: u32,
+}
+
+pub fn boot_tag(boot_id: &[u8; 16]) -> [u8; 8] {
+    let mut tag = [0u8; 8];
+    tag.copy_from_slice(&boot_id[..8]);
+    tag
+}
+
+impl Reply {
+    pub fn encode(&self) -> [u8; REPLY_BYTES] {
+        let mut b = [0u8; REPLY_BYTES];
+        b[0..4].copy_from_slice(&REPLY_MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&self.status.to_le_bytes());
+        b[8..16].copy_from_slice(&self.seq.to_le_bytes());
+        b[16..24].copy_from_slice(&self.boot_tag);
+        b[24..28].copy_from_slice(&self.object.to_le_bytes());
+        b[28..32].copy_from_slice(&self.extent.first.to_le_bytes());
+        b[32..36].copy_from_slice(&self.extent.count.to_le_bytes());
+        b[36..40].copy_from_slice(&self.flags.to_le_bytes());
+        b[40..48].copy_from_slice(&self.serial.to_le_bytes());
+        b[48..52].copy_from_slice(&self.uid.to_le_bytes());
+        b[52..56].copy_from_slice(&self.mode.to_le_bytes());
+        let crc = crc32c(&b[..REPLY_COVERED]);
+        b[REPLY_COVERED..REPLY_COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a reply; the requester checks the extent against the pool
+    /// geometry before it maps anything (`Engine::poll`).
+    pub fn decode(bytes: &[u8]) -> Result<Reply, RecordError> {
+        let b = bytes
+            .get(..REPLY_BYTES)
+            .ok_or(RecordError::Invalid("truncated"))?;
+        if u32_at(b, 0) != REPLY_MAGIC {
+            return Err(RecordError::Empty);
+        }
+        if u32_at(b, REPLY_COVERED) != crc32c(&b[..REPLY_COVERED]) {
+            return Err(RecordError::BadChecksum);
+        }
+        let mut boot_tag = [0u8; 8];
+        boot_tag.copy_from_slice(&b[16..24]);
+        Ok(Reply {
+            status: u32_at(b, 4),
+            seq: u64_at(b, 8),
+            boot_tag,
+            object: u32_at(b, 24),
+            extent: Extent {
+                first: u32_at(b, 28),
+                count: u32_at(b, 32),
+            },
+            flags: u32_at(b, 36),
+            serial: u64_at(b, 40),
+            uid: u32_at(b, 48),
+            mode: u32_at(b, 52),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> Request {
+        Request {
+            op: Op::Alloc,
+            seq: 7,
+            boot_id: [3; 16],
+            object: 0,
+            sections: 4,
+            serial: 0,
+            flags: 1,
+            uid: 1000,
+            mode: 0o640,
+            name: Some(Name::new(b"kv.cache-0").unwrap()),
+        }
+    }
+
+    #[test]
+    fn request_round_trip_and_every_bit_flip_is_caught() {
+        let req = request();
+        let bytes = req.encode();
+        assert_eq!(Request::decode(&bytes), Ok(req));
+        for bit in 0..(REQUEST_COVERED + 4) * 8 {
+            let mut bad = bytes;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Request::decode(&bad).is_err(), "bit {bit} accepted");
+        }
+    }
+
+    #[test]
+    fn reply_round_trip_and_every_bit_flip_is_caught() {
+        let reply = Reply {
+            seq: 9,
+            boot_tag: [1, 2, 3, 4, 5, 6, 7, 8],
+            status: 0,
+            object: 5,
+            extent: Extent { first: 3, count: 2 },
+            flags: 1,
+            serial: 77,
+            uid: 1000,
+            mode: 0o600,
+        };
+        let bytes = reply.encode();
+        assert_eq!(Reply::decode(&bytes), Ok(reply));
+        for bit in 0..(REPLY_COVERED + 4) * 8 {
+            let mut bad = bytes;
+            bad[bit / 8] ^= 1 << (bit % 8);
+            assert!(Reply::decode(&bad).is_err(), "bit {bit} accepted");
+        }
+    }
+
+    #[test]
+    fn hostile_requests_are_refused() {
+        let mut bytes = request().encode();
+        bytes[64] = b'/';
+        let crc = crc32c(&bytes[..REQUEST_COVERED]);
+        bytes[REQUEST_COVERED..REQUEST_COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(Request::decode(&bytes), Err(RecordError::Invalid("name")));
+        assert_eq!(Request::decode(&[0u8; 128]), Err(RecordError::Empty));
+        assert!(Request::decode(&[0u8; 10]).is_err());
+    }
+}
