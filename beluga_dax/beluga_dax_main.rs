@@ -1,25 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! beluga_dax: a multi-host CXL pool allocator on the dax bus (Beluga,
-//! SIGMOD '26). Design and format: `Documentation/cxlfabric/beluga.rst`.
+//! SIGMOD '26). Design, format and protocol:
+//! `Documentation/cxlfabric/beluga.rst`.
 //!
-//! So far: a driver on the dax bus (`/sys/bus/dax/drivers/beluga_dax`)
-//! that takes a device-dax instance moved to it, claims and maps its range
-//! through the shared-memory accessor, and reports the pool it finds
-//! (formatted, unformatted, or refused with the reason). Unbinding returns
-//! the instance to the bus untouched. The allocator protocol, the char
-//! device and mmap are the next steps of issue #3.
+//! Bound to a device-dax instance `daxX.Y`, the driver claims and maps its
+//! range, joins the pool as host `host_index` (when it is formatted), and
+//! registers `/dev/belugaX.Y` with the ioctls of `uapi/src/beluga.rs`.
+//! Unbinding revokes every mapping, leaves the pool cleanly and returns the
+//! instance to the bus untouched.
 
 use kernel::prelude::*;
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod chardev;
+mod device;
+mod mapping;
 mod pool;
 
-use pool::layout::{LayoutError, Superblock, SUPERBLOCK_BYTES};
+use chardev::PoolFile;
+use device::{Config, PoolDevice};
+use kernel::str::CString;
+use kernel::sync::Arc;
 use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
+use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
+use support::params::module_param_uint;
 use support::sharedmem::SharedMem;
+use support::workqueue::Periodic;
 
 module! {
     type: BelugaDax,
@@ -29,88 +38,94 @@ module! {
     license: "GPL",
 }
 
-/// What the superblock says about the pool.
-#[derive(Debug)]
-enum PoolState {
-    Formatted(Superblock),
-    Unformatted,
-    Refused(LayoutError),
-}
+module_param_uint!(
+    /// This host's slot in the pools it joins (unique per host).
+    host_index
+);
+module_param_uint!(
+    /// Lease period in milliseconds.
+    lease_ms
+);
 
-/// One bound pool.
+/// How often the lease is kept and the mailboxes are served.
+const TICK_MS: u32 = 5;
+
+/// One bound pool. Dropped at unbind: the device node goes first (no new
+/// opens, no sysfs reads), then the tick, then the pool itself.
 struct BelugaPool {
-    dax_id: i32,
-    /// Holds the claim on the range and its mapping until unbind.
-    _mem: SharedMem,
-    state: PoolState,
-}
-
-impl BelugaPool {
-    fn read_state(mem: &SharedMem) -> Result<PoolState> {
-        let mut bytes = [0u8; SUPERBLOCK_BYTES];
-        mem.read(0, &mut bytes)?;
-        Ok(match Superblock::decode(&bytes, mem.len() as u64) {
-            Ok(sb) => PoolState::Formatted(sb),
-            Err(LayoutError::BadMagic) => PoolState::Unformatted,
-            Err(err) => PoolState::Refused(err),
-        })
-    }
+    misc: Option<Pin<KBox<MiscDeviceRegistration<PoolFile>>>>,
+    tick: Option<Periodic<PoolDevice>>,
+    dev: Arc<PoolDevice>,
 }
 
 impl DaxDriver for BelugaPool {
     type RegistrationData = ();
 
-    fn probe(dev: &DevDax<'_>, _data: &()) -> Result<Pin<KBox<Self>>> {
-        if dev.nr_ranges() != 1 {
+    fn probe(dax: &DevDax<'_>, _data: &()) -> Result<Pin<KBox<Self>>> {
+        let name = CString::try_from_fmt(kernel::fmt!("beluga{}.{}", dax.region_id(), dax.id()))?;
+        if dax.nr_ranges() != 1 {
             pr_err!(
-                "dax{}: {} ranges; only single-range instances are supported\n",
-                dev.id(),
-                dev.nr_ranges()
+                "{}: {} ranges; only single-range instances are supported\n",
+                &*name,
+                dax.nr_ranges()
             );
             return Err(EINVAL);
         }
-        let range = dev.range(0)?;
+        let range = dax.range(0)?;
         let len = usize::try_from(range.len()).map_err(|_| EINVAL)?;
         let mem = SharedMem::new(range.start, len, kernel::c_str!("beluga_dax"))?;
-        let state = Self::read_state(&mem)?;
-        match &state {
-            PoolState::Formatted(sb) => pr_info!(
-                "dax{}: pool generation {}, {} sections of 2 MiB, up to {} hosts\n",
-                dev.id(),
-                sb.generation,
-                sb.section_count,
-                sb.max_hosts
+        let config = Config {
+            name,
+            host_index: host_index(),
+            lease_ms: lease_ms(),
+        };
+        let dev = PoolDevice::new(config, mem)?;
+        let misc = KBox::pin_init(
+            MiscDeviceRegistration::register(
+                MiscDeviceOptions {
+                    name: dev.name(),
+                    mode: 0o660,
+                },
+                dev.clone(),
             ),
-            PoolState::Unformatted => {
-                pr_info!(
-                    "dax{}: not formatted ({} bytes at {:#x})\n",
-                    dev.id(),
-                    len,
-                    mem.start()
-                )
+            GFP_KERNEL,
+        );
+        let misc = match misc {
+            Ok(misc) => misc,
+            Err(e) => {
+                dev.shutdown();
+                return Err(e);
             }
-            // Bound anyway, so an administrator can inspect or reformat it.
-            PoolState::Refused(err) => {
-                pr_err!("dax{}: superblock refused: {:?}\n", dev.id(), err)
+        };
+        let tick = match Periodic::start(dev.clone(), TICK_MS) {
+            Ok(tick) => tick,
+            Err(e) => {
+                drop(misc);
+                dev.shutdown();
+                return Err(e);
             }
-        }
+        };
         Ok(KBox::pin(
             BelugaPool {
-                dax_id: dev.id(),
-                _mem: mem,
-                state,
+                misc: Some(misc),
+                tick: Some(tick),
+                dev,
             },
             GFP_KERNEL,
         )?)
     }
 
-    fn remove(self: Pin<&Self>, _dev: &DevDax<'_>) {
-        let state = match self.state {
-            PoolState::Formatted(_) => "formatted",
-            PoolState::Unformatted => "unformatted",
-            PoolState::Refused(_) => "refused",
-        };
-        pr_info!("dax{}: released ({} pool)\n", self.dax_id, state);
+    fn remove(self: Pin<&Self>, _dax: &DevDax<'_>) {
+        pr_info!("{}: unbinding\n", self.dev.name());
+    }
+}
+
+impl Drop for BelugaPool {
+    fn drop(&mut self) {
+        drop(self.misc.take());
+        drop(self.tick.take());
+        self.dev.shutdown();
+        pr_info!("{}: released\n", self.dev.name());
     }
 }
 
@@ -120,6 +135,11 @@ struct BelugaDax {
 
 impl kernel::Module for BelugaDax {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let lease = lease_ms();
+        if !(100..=600_000).contains(&lease) {
+            pr_err!("lease_ms={} is outside 100..=600000\n", lease);
+            return Err(EINVAL);
+        }
         let driver = KBox::pin_init(DaxDriverRegistration::register(()), GFP_KERNEL)?;
         Ok(BelugaDax { _driver: driver })
     }

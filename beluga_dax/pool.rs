@@ -12,11 +12,17 @@
 #[path = "pool/src/checksum.rs"]
 pub(crate) mod checksum;
 #[allow(unreachable_pub)]
+#[path = "pool/src/engine.rs"]
+pub(crate) mod engine;
+#[allow(unreachable_pub)]
 #[path = "pool/src/layout.rs"]
 pub(crate) mod layout;
 #[allow(unreachable_pub)]
 #[path = "pool/src/leases.rs"]
 pub(crate) mod leases;
+#[allow(unreachable_pub)]
+#[path = "pool/src/mailbox.rs"]
+pub(crate) mod mailbox;
 #[allow(unreachable_pub)]
 #[path = "pool/src/objects.rs"]
 pub(crate) mod objects;

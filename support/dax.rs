@@ -52,6 +52,12 @@ impl DevDax<'_> {
         unsafe { helpers::cxlf_dev_dax_id(self.raw) }
     }
 
+    /// The `X` of `daxX.Y`: the dax region.
+    pub(crate) fn region_id(&self) -> i32 {
+        // SAFETY: `raw` is live (invariant); a bound instance has a region.
+        unsafe { helpers::cxlf_dev_dax_region_id(self.raw) }
+    }
+
     /// Mapping alignment of the instance (2 MiB by default).
     pub(crate) fn align(&self) -> u32 {
         // SAFETY: `raw` is live (invariant).

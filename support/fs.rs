@@ -3,6 +3,7 @@
 //! Open files (upstream: `kernel::fs::File`, 6.13+), as much as the
 //! file-operation callbacks need.
 
+use super::helpers;
 use kernel::bindings;
 use kernel::types::Opaque;
 
@@ -34,5 +35,54 @@ impl File {
         // SAFETY: the file is valid (invariant); `f_flags` is set at open and
         // read without a lock throughout the kernel.
         unsafe { (*self.as_ptr()).f_flags }
+    }
+}
+
+impl File {
+    /// A counted reference to the file's inode.
+    pub(crate) fn inode(&self) -> InodeRef {
+        // SAFETY: the file is valid (invariant); the helper takes a
+        // reference (`ihold`) that `InodeRef` owns.
+        InodeRef(unsafe { helpers::cxlf_file_inode_get(self.as_ptr()) })
+    }
+
+    /// Makes `inode`'s address space the one this file's mappings live
+    /// in, so that [`InodeRef::unmap_range`] reaches them. Only from
+    /// `open`, before the file can be mapped.
+    pub(crate) fn share_mappings_of(&self, inode: &InodeRef) {
+        // SAFETY: the file is valid (invariant) and not yet visible to
+        // user space while `open` runs; the inode outlives the file's
+        // mappings because its owner keeps the `InodeRef` until they are
+        // gone (the device keeps it until it is freed, after the last file).
+        unsafe { helpers::cxlf_file_set_mapping(self.as_ptr(), inode.0) };
+    }
+}
+
+/// A counted reference to an inode.
+///
+/// # Invariants
+///
+/// `self.0` is a valid inode on which this value holds a reference.
+pub(crate) struct InodeRef(*mut bindings::inode);
+
+// SAFETY: inode references may be taken and dropped on any thread.
+unsafe impl Send for InodeRef {}
+// SAFETY: `&self` only unmaps ranges, which is thread safe.
+unsafe impl Sync for InodeRef {}
+
+impl InodeRef {
+    /// Removes every user mapping of `[start, start + len)` of the
+    /// address space; later accesses fault again.
+    pub(crate) fn unmap_range(&self, start: u64, len: u64) {
+        // SAFETY: the inode is valid (invariant); `unmap_mapping_range`
+        // takes its own locks and may sleep, which callers allow.
+        unsafe { helpers::cxlf_inode_unmap_range(self.0, start, len) };
+    }
+}
+
+impl Drop for InodeRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference is ours (invariant), dropped once.
+        unsafe { helpers::cxlf_inode_put(self.0) };
     }
 }

@@ -3,9 +3,14 @@
  * Each module compiles this file once, through its own <dir>/helpers.c
  * (an object linked into two modules is a kbuild error).
  */
-#include <linux/slab.h>
-
 #include "helpers.h"
+
+#include <linux/cred.h>
+#include <linux/pfn_t.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 
 /* Private to drivers/dax; found through -I$(srctree)/drivers/dax. */
 #include "bus.h"
@@ -21,38 +26,94 @@ struct cxlf_misc {
 	struct miscdevice misc;
 	struct file_operations fops;
 	void *data;
+	char name[32];
+	/* Read-only sysfs attributes of the device, all shown by `show`. */
+	ssize_t (*show)(void *data, unsigned int index, char *buf);
+	struct device_attribute *dattrs;
+	struct attribute **attrs;
+	struct attribute_group group;
+	const struct attribute_group *groups[2];
 };
+
+static ssize_t cxlf_misc_attr_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	/* misc_register() makes the miscdevice the device's drvdata. */
+	struct miscdevice *misc = dev_get_drvdata(dev);
+	struct cxlf_misc *m = container_of(misc, struct cxlf_misc, misc);
+
+	return m->show(m->data, attr - m->dattrs, buf);
+}
+
+static void cxlf_misc_free(struct cxlf_misc *m)
+{
+	kfree(m->attrs);
+	kfree(m->dattrs);
+	kfree(m);
+}
 
 struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 				     const struct file_operations *template,
 				     struct module *owner, void *data,
+				     const char *const *attr_names,
+				     unsigned int nr_attrs,
+				     ssize_t (*show)(void *data,
+						     unsigned int index,
+						     char *buf),
 				     int *err)
 {
 	struct cxlf_misc *m = kzalloc(sizeof(*m), GFP_KERNEL);
+	unsigned int i;
 
 	if (!m) {
 		*err = -ENOMEM;
 		return NULL;
 	}
+	if (strscpy(m->name, name, sizeof(m->name)) < 0) {
+		kfree(m);
+		*err = -ENAMETOOLONG;
+		return NULL;
+	}
+	if (nr_attrs) {
+		m->dattrs = kcalloc(nr_attrs, sizeof(*m->dattrs), GFP_KERNEL);
+		m->attrs = kcalloc(nr_attrs + 1, sizeof(*m->attrs), GFP_KERNEL);
+		if (!m->dattrs || !m->attrs) {
+			cxlf_misc_free(m);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		for (i = 0; i < nr_attrs; i++) {
+			sysfs_attr_init(&m->dattrs[i].attr);
+			m->dattrs[i].attr.name = attr_names[i];
+			m->dattrs[i].attr.mode = 0444;
+			m->dattrs[i].show = cxlf_misc_attr_show;
+			m->attrs[i] = &m->dattrs[i].attr;
+		}
+		m->show = show;
+		m->group.attrs = m->attrs;
+		m->groups[0] = &m->group;
+		m->misc.groups = m->groups;
+	}
 	m->fops = *template;
 	m->fops.owner = owner;
 	m->data = data;
 	m->misc.minor = MISC_DYNAMIC_MINOR;
-	m->misc.name = name;
+	m->misc.name = m->name;
 	m->misc.mode = mode;
 	m->misc.fops = &m->fops;
 	*err = misc_register(&m->misc);
 	if (*err) {
-		kfree(m);
+		cxlf_misc_free(m);
 		return NULL;
 	}
 	return m;
 }
 
+/* device_destroy() drains running sysfs callbacks before it returns. */
 void cxlf_misc_deregister(struct cxlf_misc *m)
 {
 	misc_deregister(&m->misc);
-	kfree(m);
+	cxlf_misc_free(m);
 }
 
 int cxlf_misc_minor(const struct cxlf_misc *m)
@@ -176,6 +237,11 @@ int cxlf_dev_dax_id(const struct dev_dax *dev_dax)
 	return dev_dax->id;
 }
 
+int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax)
+{
+	return dev_dax->region->id;
+}
+
 void cxlf_dev_set_drvdata(struct device *dev, void *data)
 {
 	dev_set_drvdata(dev, data);
@@ -184,4 +250,152 @@ void cxlf_dev_set_drvdata(struct device *dev, void *data)
 void *cxlf_dev_get_drvdata(const struct device *dev)
 {
 	return dev_get_drvdata(dev);
+}
+
+void cxlf_vma_setup_pfnmap(struct vm_area_struct *vma, unsigned int cache_mode,
+			   bool writable,
+			   const struct vm_operations_struct *ops,
+			   void *private)
+{
+	vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	if (!writable)
+		vm_flags_clear(vma, VM_MAYWRITE);
+	if (cache_mode == 1)
+		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+	else if (cache_mode == 2)
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	vma->vm_ops = ops;
+	vma->vm_private_data = private;
+}
+
+void *cxlf_vma_private(const struct vm_area_struct *vma)
+{
+	return vma->vm_private_data;
+}
+
+struct vm_area_struct *cxlf_vmf_vma(const struct vm_fault *vmf)
+{
+	return vmf->vma;
+}
+
+unsigned long cxlf_vmf_address(const struct vm_fault *vmf)
+{
+	return vmf->address;
+}
+
+bool cxlf_vmf_is_write(const struct vm_fault *vmf)
+{
+	return vmf->flags & FAULT_FLAG_WRITE;
+}
+
+/* Special (struct-page-less) entries: PFN_DEV without PFN_MAP. */
+vm_fault_t cxlf_vmf_insert_pfn(struct vm_fault *vmf, unsigned long pfn)
+{
+	return vmf_insert_pfn(vmf->vma, vmf->address & PAGE_MASK, pfn);
+}
+
+vm_fault_t cxlf_vmf_insert_pfn_pmd(struct vm_fault *vmf, unsigned long pfn)
+{
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+	return vmf_insert_pfn_pmd(vmf, __pfn_to_pfn_t(pfn, PFN_DEV),
+				  vmf->flags & FAULT_FLAG_WRITE);
+#else
+	return VM_FAULT_FALLBACK;
+#endif
+}
+
+unsigned int cxlf_pmd_order(void)
+{
+	return PMD_ORDER;
+}
+
+struct inode *cxlf_file_inode_get(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	ihold(inode);
+	return inode;
+}
+
+/*
+ * All files of a device share one address space (as device-dax does), so
+ * that unmap_mapping_range() reaches every mapping of a range.
+ */
+void cxlf_file_set_mapping(struct file *file, struct inode *inode)
+{
+	file->f_mapping = inode->i_mapping;
+}
+
+void cxlf_inode_put(struct inode *inode)
+{
+	iput(inode);
+}
+
+void cxlf_inode_unmap_range(struct inode *inode, u64 start, u64 len)
+{
+	unmap_mapping_range(inode->i_mapping, start, len, 1);
+}
+
+bool cxlf_capable_sys_admin(void)
+{
+	return capable(CAP_SYS_ADMIN);
+}
+
+u32 cxlf_current_euid(void)
+{
+	return from_kuid_munged(&init_user_ns, current_euid());
+}
+
+bool cxlf_signal_pending(void)
+{
+	return signal_pending(current);
+}
+
+u64 cxlf_ktime_boottime_ns(void)
+{
+	return ktime_get_boottime_ns();
+}
+
+struct cxlf_periodic {
+	struct delayed_work dwork;
+	void (*fn)(void *ctx);
+	void *ctx;
+	unsigned long period;
+	bool stopping;
+};
+
+static void cxlf_periodic_run(struct work_struct *work)
+{
+	struct cxlf_periodic *p =
+		container_of(to_delayed_work(work), struct cxlf_periodic, dwork);
+
+	p->fn(p->ctx);
+	if (!READ_ONCE(p->stopping))
+		queue_delayed_work(system_highpri_wq, &p->dwork, p->period);
+}
+
+struct cxlf_periodic *cxlf_periodic_start(void (*fn)(void *ctx), void *ctx,
+					  unsigned int period_ms, int *err)
+{
+	struct cxlf_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	INIT_DELAYED_WORK(&p->dwork, cxlf_periodic_run);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->period = max(1UL, msecs_to_jiffies(period_ms));
+	queue_delayed_work(system_highpri_wq, &p->dwork, 0);
+	return p;
+}
+
+/* Returns after the last run has finished; the work re-queues itself, which
+ * cancel_delayed_work_sync() is documented to handle. */
+void cxlf_periodic_stop(struct cxlf_periodic *p)
+{
+	WRITE_ONCE(p->stopping, true);
+	cancel_delayed_work_sync(&p->dwork);
+	kfree(p);
 }

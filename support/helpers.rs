@@ -9,7 +9,7 @@
 #![allow(improper_ctypes)]
 
 use kernel::bindings;
-use kernel::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 /// Runs a C registration that returns a handle, or NULL with an errno in
 /// its out-parameter; turns that into a `Result` and logs the failure.
@@ -39,6 +39,12 @@ pub(crate) struct CxlfDaxDriver {
     _opaque: [u8; 0],
 }
 
+/// `struct cxlf_periodic`: a self-requeueing delayed work, owned by C.
+#[repr(C)]
+pub(crate) struct CxlfPeriodic {
+    _opaque: [u8; 0],
+}
+
 /// `struct dev_dax`, private to drivers/dax.
 #[repr(C)]
 pub(crate) struct RawDevDax {
@@ -52,11 +58,47 @@ extern "C" {
         template: *const bindings::file_operations,
         owner: *mut bindings::module,
         data: *mut c_void,
+        attr_names: *const *const c_char,
+        nr_attrs: c_uint,
+        show: Option<unsafe extern "C" fn(*mut c_void, c_uint, *mut c_char) -> isize>,
         err: *mut c_int,
     ) -> *mut CxlfMisc;
     pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
     pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
     pub(crate) fn cxlf_misc_data_of_open_file(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn cxlf_vma_setup_pfnmap(
+        vma: *mut bindings::vm_area_struct,
+        cache_mode: c_uint,
+        writable: bool,
+        ops: *const bindings::vm_operations_struct,
+        private: *mut c_void,
+    );
+    pub(crate) fn cxlf_vma_private(vma: *const bindings::vm_area_struct) -> *mut c_void;
+    pub(crate) fn cxlf_vmf_vma(vmf: *const bindings::vm_fault) -> *mut bindings::vm_area_struct;
+    pub(crate) fn cxlf_vmf_address(vmf: *const bindings::vm_fault) -> c_ulong;
+    pub(crate) fn cxlf_vmf_is_write(vmf: *const bindings::vm_fault) -> bool;
+    pub(crate) fn cxlf_vmf_insert_pfn(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
+    pub(crate) fn cxlf_vmf_insert_pfn_pmd(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
+    pub(crate) fn cxlf_pmd_order() -> c_uint;
+
+    pub(crate) fn cxlf_file_inode_get(file: *mut bindings::file) -> *mut bindings::inode;
+    pub(crate) fn cxlf_file_set_mapping(file: *mut bindings::file, inode: *mut bindings::inode);
+    pub(crate) fn cxlf_inode_put(inode: *mut bindings::inode);
+    pub(crate) fn cxlf_inode_unmap_range(inode: *mut bindings::inode, start: u64, len: u64);
+
+    pub(crate) fn cxlf_capable_sys_admin() -> bool;
+    pub(crate) fn cxlf_current_euid() -> u32;
+    pub(crate) fn cxlf_signal_pending() -> bool;
+    pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
+
+    pub(crate) fn cxlf_periodic_start(
+        func: unsafe extern "C" fn(*mut c_void),
+        ctx: *mut c_void,
+        period_ms: c_uint,
+        err: *mut c_int,
+    ) -> *mut CxlfPeriodic;
+    pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
+
     pub(crate) fn cxlf_vma_start(vma: *const bindings::vm_area_struct) -> c_ulong;
     pub(crate) fn cxlf_vma_end(vma: *const bindings::vm_area_struct) -> c_ulong;
     pub(crate) fn cxlf_vma_flags(vma: *const bindings::vm_area_struct) -> c_ulong;
@@ -83,6 +125,7 @@ extern "C" {
     ) -> c_int;
     pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> kernel::ffi::c_uint;
     pub(crate) fn cxlf_dev_dax_id(dev_dax: *const RawDevDax) -> c_int;
+    pub(crate) fn cxlf_dev_dax_region_id(dev_dax: *const RawDevDax) -> c_int;
     pub(crate) fn cxlf_dev_set_drvdata(dev: *mut bindings::device, data: *mut c_void);
     pub(crate) fn cxlf_dev_get_drvdata(dev: *const bindings::device) -> *mut c_void;
 }

@@ -18,15 +18,16 @@ use super::helpers;
 use super::mm::VmaNew;
 use core::marker::{PhantomData, PhantomPinned};
 use kernel::bindings;
-use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::ForeignOwnable;
 
 /// What `/dev/<name>` looks like.
 #[derive(Clone, Copy)]
-pub(crate) struct MiscDeviceOptions {
-    pub(crate) name: &'static CStr,
+pub(crate) struct MiscDeviceOptions<'a> {
+    /// Copied at registration (up to 31 bytes).
+    pub(crate) name: &'a CStr,
     /// Permission bits of the device node (e.g. `0o600`).
     pub(crate) mode: u16,
 }
@@ -40,7 +41,20 @@ pub(crate) trait MiscDevice: Sized {
     /// Per-device state, visible to `open`.
     type RegistrationData: Send + Sync;
 
+    /// Names of read-only sysfs attributes of the device
+    /// (`/sys/class/misc/<name>/<attribute>`), shown by `show_attribute`.
+    const ATTRIBUTES: &'static [&'static CStr] = &[];
+
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Self::Ptr>;
+
+    /// Writes the value of attribute `ATTRIBUTES[index]`.
+    fn show_attribute(
+        _data: &Self::RegistrationData,
+        _index: usize,
+        _out: &mut AttributeBuffer<'_>,
+    ) -> Result {
+        Err(EIO)
+    }
 
     fn release(device: Self::Ptr, _file: &File) {
         drop(device);
@@ -89,22 +103,46 @@ unsafe impl<T: MiscDevice> Sync for MiscDeviceRegistration<T> {}
 impl<T: MiscDevice> MiscDeviceRegistration<T> {
     /// Registers `/dev/<opts.name>`; the node appears before this returns.
     pub(crate) fn register(
-        opts: MiscDeviceOptions,
+        opts: MiscDeviceOptions<'_>,
         data: T::RegistrationData,
     ) -> impl PinInit<Self, Error> {
+        // Copied now: the registration runs when the value is initialised.
+        let mut name = [0u8; NAME_BYTES];
+        let wanted = opts.name.as_bytes_with_nul();
+        let name_fits = wanted.len() <= NAME_BYTES;
+        if name_fits {
+            name[..wanted.len()].copy_from_slice(wanted);
+        }
+        let mode = opts.mode;
+        let mut names = [core::ptr::null::<c_char>(); MAX_ATTRIBUTES];
+        for (name, attr) in names.iter_mut().zip(T::ATTRIBUTES) {
+            *name = attr.as_char_ptr();
+        }
+        let nr_attrs = T::ATTRIBUTES.len();
         try_pin_init!(&this in Self {
             data,
-            // `data` is initialised above, before `open` can first run.
+            // `data` is initialised above, before `open` or a sysfs read
+            // can first run.
             raw: helpers::register_with("a misc device", |err| {
-                // SAFETY: 'static NUL-terminated name and vtable; `this` is
-                // the final, pinned address of the value being initialised.
+                if nr_attrs > MAX_ATTRIBUTES || !name_fits {
+                    // SAFETY: `err` is the helper's valid out-parameter.
+                    unsafe { *err = EINVAL.to_errno() };
+                    return core::ptr::null_mut();
+                }
+                // SAFETY: the name is NUL-terminated and copied; the vtable
+                // and attribute names are 'static (C keeps the name
+                // pointers, not the array); `this` is the final, pinned
+                // address of the value being initialised.
                 unsafe {
                     helpers::cxlf_misc_register(
-                        opts.name.as_char_ptr(),
-                        opts.mode,
+                        name.as_ptr().cast::<c_char>(),
+                        mode,
                         &VtableHelper::<T>::VTABLE,
                         crate::THIS_MODULE.as_ptr(),
                         this.as_ptr().cast::<c_void>(),
+                        names.as_ptr(),
+                        nr_attrs as c_uint,
+                        Some(show_attribute::<T>),
                         err,
                     )
                 }
@@ -135,6 +173,48 @@ impl<T: MiscDevice> PinnedDrop for MiscDeviceRegistration<T> {
     }
 }
 
+const MAX_ATTRIBUTES: usize = 16;
+/// Device names, with their NUL, fit the C side's buffer.
+const NAME_BYTES: usize = 32;
+
+/// The page a sysfs `show` fills.
+pub(crate) struct AttributeBuffer<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl core::fmt::Write for AttributeBuffer<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
+        let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// # Safety
+///
+/// Called by the C side's sysfs `show` with the registration's data
+/// pointer (alive: deregistration drains running callbacks), an index
+/// below `T::ATTRIBUTES.len()`, and a page-sized buffer.
+unsafe extern "C" fn show_attribute<T: MiscDevice>(
+    data: *mut c_void,
+    index: c_uint,
+    buf: *mut c_char,
+) -> isize {
+    // SAFETY: see the function's safety section.
+    let misc = unsafe { &*data.cast::<MiscDeviceRegistration<T>>() };
+    // SAFETY: sysfs passes a zeroed page we own during the callback.
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let mut out = AttributeBuffer { buf: page, len: 0 };
+    match T::show_attribute(&misc.data, index as usize, &mut out) {
+        Ok(()) => out.len as isize,
+        Err(err) => err.to_errno() as isize,
+    }
+}
+
 struct VtableHelper<T: MiscDevice>(PhantomData<T>);
 
 impl<T: MiscDevice> VtableHelper<T> {
@@ -155,6 +235,13 @@ impl<T: MiscDevice> VtableHelper<T> {
         },
         mmap: if T::HAS_MMAP {
             Some(fops_mmap::<T>)
+        } else {
+            None
+        },
+        // Places mappings so that PMD-aligned offsets get PMD-aligned
+        // addresses, which huge mappings need.
+        get_unmapped_area: if T::HAS_MMAP {
+            Some(bindings::thp_get_unmapped_area)
         } else {
             None
         },

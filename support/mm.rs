@@ -4,11 +4,14 @@
 //! `kernel::mm::virt::VmaNew`, 6.16), as much as the drivers use.
 
 use super::helpers;
+use core::marker::PhantomData;
 use kernel::bindings;
 use kernel::error::to_result;
+use kernel::ffi::{c_uint, c_ulong};
 use kernel::page::Page;
 use kernel::prelude::*;
-use kernel::types::Opaque;
+use kernel::sync::Arc;
+use kernel::types::{ForeignOwnable, Opaque};
 
 /// VM flag bits, read from C so they cannot drift from the kernel's.
 pub(crate) mod flags {
@@ -92,4 +95,200 @@ impl VmaNew {
         // own reference to.
         to_result(unsafe { bindings::vm_insert_page(self.as_ptr(), address as _, page.as_ptr()) })
     }
+}
+
+impl VmaNew {
+    /// Makes this a mapping of device memory without struct pages
+    /// (`VM_PFNMAP`, never expanded by mremap, not in core dumps) in cache
+    /// mode `mode`, whose faults `T` serves; the VMA and every copy of it
+    /// (split, fork) hold a reference to `mapping`. Read-only unless
+    /// `writable` (then `mprotect` cannot add write access either).
+    pub(crate) fn set_pfn_mapping<T: PfnMapping>(
+        &self,
+        mode: CacheMode,
+        writable: bool,
+        mapping: Arc<T>,
+    ) -> Result {
+        if !writable && self.flags() & flags::write() != 0 {
+            return Err(EACCES);
+        }
+        let private = mapping.into_foreign();
+        // SAFETY: valid VMA under the mmap write lock (invariant). The
+        // vtable is 'static; `private` is an `Arc<T>` that `pfn_close`
+        // gives back, once per VMA that `pfn_open` counted.
+        unsafe {
+            helpers::cxlf_vma_setup_pfnmap(
+                self.as_ptr(),
+                mode as c_uint,
+                writable,
+                &PfnVtable::<T>::OPS,
+                private.cast_mut(),
+            )
+        };
+        Ok(())
+    }
+}
+
+/// Cache mode of a mapping (the values of the beluga ABI).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CacheMode {
+    WriteBack = 0,
+    Uncached = 1,
+    WriteCombining = 2,
+}
+
+/// The fault handler of a [`VmaNew::set_pfn_mapping`] mapping.
+pub(crate) trait PfnMapping: Send + Sync + Sized + 'static {
+    /// A fault at `fault.address()` of a page (`order == 0`) or of a whole
+    /// PMD (`order == pmd_order()`); other orders should fall back.
+    fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult;
+}
+
+/// The outcome of a fault (`vm_fault_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FaultResult(u32);
+
+impl FaultResult {
+    /// The access is not allowed: the process gets SIGBUS.
+    pub(crate) const SIGBUS: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_SIGBUS);
+    /// Retry with a smaller page size.
+    pub(crate) const FALLBACK: FaultResult =
+        FaultResult(bindings::vm_fault_reason_VM_FAULT_FALLBACK);
+
+    pub(crate) fn is_mapped(self) -> bool {
+        self.0 == bindings::vm_fault_reason_VM_FAULT_NOPAGE
+    }
+}
+
+/// The order of a PMD mapping (9 on x86-64: 2 MiB).
+pub(crate) fn pmd_order() -> u32 {
+    // SAFETY: returns a constant.
+    unsafe { helpers::cxlf_pmd_order() }
+}
+
+/// A page fault being handled.
+///
+/// # Invariants
+///
+/// `raw` is the fault passed to a fault callback, valid for `'a`, on a VMA
+/// set up by [`VmaNew::set_pfn_mapping`].
+pub(crate) struct VmFault<'a> {
+    raw: *mut bindings::vm_fault,
+    vma: *mut bindings::vm_area_struct,
+    _p: PhantomData<&'a ()>,
+}
+
+impl VmFault<'_> {
+    pub(crate) fn address(&self) -> usize {
+        // SAFETY: valid fault (invariant).
+        unsafe { helpers::cxlf_vmf_address(self.raw) as usize }
+    }
+
+    pub(crate) fn is_write(&self) -> bool {
+        // SAFETY: valid fault (invariant).
+        unsafe { helpers::cxlf_vmf_is_write(self.raw) }
+    }
+
+    pub(crate) fn vma_start(&self) -> usize {
+        // SAFETY: the faulting VMA is valid and stable under the mmap
+        // (or VMA) read lock held during the fault.
+        unsafe { helpers::cxlf_vma_start(self.vma) as usize }
+    }
+
+    pub(crate) fn vma_end(&self) -> usize {
+        // SAFETY: as in `vma_start`.
+        unsafe { helpers::cxlf_vma_end(self.vma) as usize }
+    }
+
+    /// The VMA's offset into the file, in pages.
+    pub(crate) fn vma_pgoff(&self) -> usize {
+        // SAFETY: as in `vma_start`.
+        unsafe { (*self.vma).vm_pgoff }
+    }
+
+    /// Maps page frame `pfn` at the faulting page.
+    pub(crate) fn insert_pfn(&self, pfn: usize) -> FaultResult {
+        // SAFETY: valid fault on a `VM_PFNMAP` VMA (invariant); the caller
+        // (the mapping's owner) vouches that `pfn` is its memory.
+        FaultResult(unsafe { helpers::cxlf_vmf_insert_pfn(self.raw, pfn as c_ulong) })
+    }
+
+    /// Maps the PMD-sized, PMD-aligned block at page frame `pfn` over the
+    /// faulting PMD.
+    pub(crate) fn insert_pfn_pmd(&self, pfn: usize) -> FaultResult {
+        let pmd = (1usize << pmd_order()) * kernel::page::PAGE_SIZE;
+        let start = self.address() & !(pmd - 1);
+        if pfn & ((1 << pmd_order()) - 1) != 0
+            || start < self.vma_start()
+            || start + pmd > self.vma_end()
+        {
+            return FaultResult::FALLBACK;
+        }
+        // SAFETY: as in `insert_pfn`; the block lies inside the VMA.
+        FaultResult(unsafe { helpers::cxlf_vmf_insert_pfn_pmd(self.raw, pfn as c_ulong) })
+    }
+}
+
+struct PfnVtable<T: PfnMapping>(PhantomData<T>);
+
+impl<T: PfnMapping> PfnVtable<T> {
+    const OPS: bindings::vm_operations_struct = bindings::vm_operations_struct {
+        open: Some(pfn_open::<T>),
+        close: Some(pfn_close::<T>),
+        fault: Some(pfn_fault::<T>),
+        huge_fault: Some(pfn_huge_fault::<T>),
+        // SAFETY: every other field is an optional callback for which zero
+        // means "not provided".
+        ..unsafe { core::mem::zeroed() }
+    };
+}
+
+/// # Safety
+///
+/// Called by the mm for a new copy (split, fork) of a VMA set up by
+/// `set_pfn_mapping::<T>`; its private data is that VMA's `Arc<T>`.
+unsafe extern "C" fn pfn_open<T: PfnMapping>(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: the private data is a live `Arc<T>` (the original VMA's).
+    let borrowed = unsafe { Arc::<T>::borrow(helpers::cxlf_vma_private(vma)) };
+    // The copy holds its own reference; `pfn_close` drops it.
+    let _ = Arc::<T>::from(borrowed).into_foreign();
+}
+
+/// # Safety
+///
+/// Called once per VMA when it goes away.
+unsafe extern "C" fn pfn_close<T: PfnMapping>(vma: *mut bindings::vm_area_struct) {
+    // SAFETY: this VMA's reference, taken in `set_pfn_mapping` or
+    // `pfn_open`, released once.
+    drop(unsafe { Arc::<T>::from_foreign(helpers::cxlf_vma_private(vma)) });
+}
+
+/// # Safety
+///
+/// Called by the mm with a valid fault on a VMA set up by
+/// `set_pfn_mapping::<T>`.
+unsafe extern "C" fn pfn_huge_fault<T: PfnMapping>(
+    vmf: *mut bindings::vm_fault,
+    order: c_uint,
+) -> bindings::vm_fault_t {
+    // SAFETY: valid fault (caller).
+    let vma = unsafe { helpers::cxlf_vmf_vma(vmf) };
+    // SAFETY: the VMA holds its `Arc<T>` for as long as it exists.
+    let mapping = unsafe { Arc::<T>::borrow(helpers::cxlf_vma_private(vma)) };
+    let fault = VmFault {
+        raw: vmf,
+        vma,
+        _p: PhantomData,
+    };
+    mapping.fault(&fault, order).0 as bindings::vm_fault_t
+}
+
+/// # Safety
+///
+/// As for `pfn_huge_fault`.
+unsafe extern "C" fn pfn_fault<T: PfnMapping>(
+    vmf: *mut bindings::vm_fault,
+) -> bindings::vm_fault_t {
+    // SAFETY: forwarded as is.
+    unsafe { pfn_huge_fault::<T>(vmf, 0) }
 }

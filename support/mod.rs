@@ -16,6 +16,10 @@
 //! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
 //! | [`dax`]          | none; shaped like `kernel::platform`     |
 //! | [`sharedmem`]    | `kernel::io::mem::ExclusiveIoMem` (6.16) |
+//! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)   |
+//! | [`time`]         | `kernel::time`, `kernel::delay`          |
+//! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)  |
+//! | [`params`]       | `module!` parameters (6.15)              |
 //!
 //! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
 //! is reached through the C helpers in `helpers.c`, which every module
@@ -24,6 +28,7 @@
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]
 
+pub(crate) mod cred;
 pub(crate) mod dax;
 pub(crate) mod fs;
 mod helpers;
@@ -31,5 +36,8 @@ pub(crate) mod kunit;
 pub(crate) mod miscdevice;
 pub(crate) mod mm;
 pub(crate) mod page;
+pub(crate) mod params;
 pub(crate) mod sharedmem;
+pub(crate) mod time;
 pub(crate) mod uapi;
+pub(crate) mod workqueue;

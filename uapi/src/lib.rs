@@ -5,5 +5,6 @@
 
 #![no_std]
 
+pub mod beluga;
 pub mod ioctl;
 pub mod selftest;

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/belugaX.Y`: the ioctls of `uapi/src/beluga.rs`, `mmap` of held
+//! objects, and the sysfs attributes of the device.
+
+use crate::device::{PoolDevice, Status};
+use crate::pool::leases::Liveness;
+use crate::pool::objects::{Name, Slot, FLAG_SHARED};
+use crate::support::cred;
+use crate::support::fs::File;
+use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
+use crate::support::mm::{CacheMode, VmaNew};
+use crate::support::uapi::beluga as abi;
+use crate::support::uapi::ioctl::size_of_cmd;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::c_str;
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::uaccess::UserSlice;
+
+/// One open file of a pool device.
+pub(crate) struct PoolFile {
+    dev: Arc<PoolDevice>,
+    /// `abi::MAP_*` for the next mappings.
+    map_mode: AtomicU32,
+}
+
+const ATTRIBUTES: &[&CStr] = &[
+    c_str!("state"),
+    c_str!("host_index"),
+    c_str!("manager"),
+    c_str!("size"),
+    c_str!("sections"),
+    c_str!("free_sections"),
+    c_str!("objects"),
+    c_str!("fragmentation_permille"),
+    c_str!("used_by_host"),
+    c_str!("lease_state"),
+];
+
+fn status_name(info: &crate::device::Info) -> &'static str {
+    match info.status {
+        Status::Unformatted => "unformatted",
+        Status::Refused(_) => "refused",
+        Status::Corrupt(_) => "corrupt",
+        Status::Gone => "gone",
+        Status::Attached if info.lease_lost => "lease-lost",
+        Status::Attached if info.ready => "ready",
+        Status::Attached => "attaching",
+    }
+}
+
+fn state_code(info: &crate::device::Info) -> u32 {
+    match info.status {
+        Status::Unformatted | Status::Gone => abi::STATE_UNFORMATTED,
+        Status::Refused(_) => abi::STATE_REFUSED,
+        Status::Corrupt(_) => abi::STATE_CORRUPT,
+        Status::Attached if info.lease_lost => abi::STATE_LEASE_LOST,
+        Status::Attached if info.ready => abi::STATE_READY,
+        Status::Attached => abi::STATE_ATTACHING,
+    }
+}
+
+fn lease_code(l: Liveness) -> u8 {
+    match l {
+        Liveness::Live => abi::LEASE_LIVE,
+        Liveness::Expired => abi::LEASE_EXPIRED,
+        Liveness::Detached => abi::LEASE_DETACHED,
+        Liveness::Absent => abi::LEASE_ABSENT,
+    }
+}
+
+fn handle_out(h: &crate::mapping::Holding) -> abi::ObjectHandle {
+    abi::ObjectHandle {
+        index: h.handle.object,
+        flags: h.handle.flags,
+        serial: h.handle.serial,
+        size: h.size,
+        map_offset: h.offset,
+        uid: h.handle.uid,
+        mode: h.handle.mode,
+    }
+}
+
+fn parse_name(field: &[u8; abi::NAME_BYTES]) -> Result<Option<Name>> {
+    let bytes = abi::field_name(field);
+    if field[bytes.len()..].iter().any(|&c| c != 0) {
+        return Err(EINVAL);
+    }
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Name::new(bytes).map(Some).map_err(|_| EINVAL)
+}
+
+fn require_admin(what: &str) -> Result {
+    if cred::capable_sys_admin() {
+        Ok(())
+    } else {
+        pr_info!("beluga: {} needs CAP_SYS_ADMIN\n", what);
+        Err(EPERM)
+    }
+}
+
+#[vtable]
+impl MiscDevice for PoolFile {
+    type Ptr = KBox<PoolFile>;
+    type RegistrationData = Arc<PoolDevice>;
+
+    const ATTRIBUTES: &'static [&'static CStr] = ATTRIBUTES;
+
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<PoolFile>> {
+        let dev = misc.data().clone();
+        dev.adopt_file(file);
+        Ok(KBox::new(
+            PoolFile {
+                dev,
+                map_mode: AtomicU32::new(abi::MAP_WRITE_BACK),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn ioctl(this: &PoolFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let size = size_of_cmd(cmd);
+        let user = UserSlice::new(arg, size);
+        let dev = &this.dev;
+        match cmd {
+            abi::GET_INFO => {
+                let info = pool_info(dev);
+                user.writer().write(&info)?;
+            }
+            abi::WAIT_READY => dev.wait_ready()?,
+            abi::ALLOC => {
+                let (mut reader, mut writer) = user.reader_writer();
+                let mut args: abi::AllocArgs = reader.read()?;
+                if args.flags & !abi::FLAG_SHARED != 0 || args.mode > 0o777 {
+                    return Err(EINVAL);
+                }
+                let name = parse_name(&args.name)?;
+                if args.flags & FLAG_SHARED != 0 && name.is_none() {
+                    return Err(EINVAL);
+                }
+                let held =
+                    dev.alloc(args.size, args.flags, args.mode, name, cred::current_euid())?;
+                args.handle = handle_out(&held);
+                writer.write(&args)?;
+            }
+            abi::OPEN => {
+                let (mut reader, mut writer) = user.reader_writer();
+                let mut args: abi::OpenArgs = reader.read()?;
+                let name = parse_name(&args.name)?.ok_or(EINVAL)?;
+                let uid = cred::current_euid();
+                let held = match dev.open(name, uid, false) {
+                    // Root may open what its mode hides from it.
+                    Err(e) if e == EACCES && cred::capable_sys_admin() => {
+                        dev.open(name, uid, true)?
+                    }
+                    other => other?,
+                };
+                args.handle = handle_out(&held);
+                writer.write(&args)?;
+            }
+            abi::FREE => {
+                let args: abi::FreeArgs = user.reader().read()?;
+                let uid = cred::current_euid();
+                match dev.free(args.index, args.serial, uid, false) {
+                    Err(e) if e == EPERM && cred::capable_sys_admin() => {
+                        dev.free(args.index, args.serial, uid, true)?
+                    }
+                    other => other?,
+                }
+            }
+            abi::LIST => {
+                let (mut reader, mut writer) = user.reader_writer();
+                let mut args: abi::ListArgs = reader.read()?;
+                let entry = core::mem::size_of::<abi::ObjectInfo>();
+                let capacity = (args.capacity as usize).min(4096);
+                let (objects, next) = dev.list(args.start, capacity)?;
+                let bytes = objects.len().checked_mul(entry).ok_or(EINVAL)?;
+                let mut out = UserSlice::new(args.entries as usize, bytes).writer();
+                let data_off = dev.info().superblock.map_or(0, |sb| sb.data_off);
+                for (index, slot) in objects.iter() {
+                    let Slot::Live(e) = slot else { continue };
+                    let mut name = [0u8; abi::NAME_BYTES];
+                    if let Some(n) = &e.name {
+                        name[..n.as_bytes().len()].copy_from_slice(n.as_bytes());
+                    }
+                    out.write(&abi::ObjectInfo {
+                        index: *index,
+                        flags: e.flags,
+                        serial: e.serial,
+                        size: e.extent.count as u64 * abi::SECTION_SIZE,
+                        map_offset: data_off + e.extent.first as u64 * abi::SECTION_SIZE,
+                        uid: e.uid,
+                        mode: e.mode,
+                        owner_host: e.owner_host,
+                        pad: 0,
+                        holders: e.holders,
+                        name,
+                    })?;
+                }
+                args.count = objects.len() as u32;
+                args.next = next;
+                writer.write(&args)?;
+            }
+            abi::FORMAT => {
+                require_admin("format")?;
+                let args: abi::FormatArgs = user.reader().read()?;
+                let hosts = if args.max_hosts == 0 {
+                    8
+                } else {
+                    args.max_hosts
+                };
+                let objects = if args.max_objects == 0 {
+                    1024
+                } else {
+                    args.max_objects
+                };
+                dev.format(hosts, objects)?;
+            }
+            abi::FORCE_RECLAIM => {
+                require_admin("force-reclaim")?;
+                let (mut reader, mut writer) = user.reader_writer();
+                let mut args: abi::ReclaimArgs = reader.read()?;
+                args.reclaimed = dev.force_reclaim(args.host)?;
+                writer.write(&args)?;
+            }
+            abi::SET_MAP_MODE => {
+                let mode: u32 = user.reader().read()?;
+                if mode > abi::MAP_WRITE_COMBINING {
+                    return Err(EINVAL);
+                }
+                this.map_mode.store(mode, Ordering::Relaxed);
+            }
+            _ => return Err(ENOTTY),
+        }
+        Ok(0)
+    }
+
+    fn mmap(this: &PoolFile, _file: &File, vma: &VmaNew) -> Result {
+        // Private copies of shared pool memory make no sense, and would
+        // outlive a revocation.
+        if !vma.is_shared() {
+            return Err(EINVAL);
+        }
+        let offset = (vma.pgoff() as u64)
+            .checked_mul(PAGE_SIZE as u64)
+            .ok_or(EINVAL)?;
+        let len = vma.len() as u64;
+        let Some(holding) = this.dev.find_holding(offset, len) else {
+            return Err(EINVAL);
+        };
+        let uid = cred::current_euid();
+        let entry_mode = holding.handle.mode;
+        let bits = if uid == holding.handle.uid {
+            (entry_mode >> 6) & 0o7
+        } else {
+            entry_mode & 0o7
+        };
+        let readable = bits & 0o4 != 0 || cred::capable_sys_admin();
+        let writable = bits & 0o2 != 0 || cred::capable_sys_admin();
+        if !readable {
+            return Err(EACCES);
+        }
+        let mode = match this.map_mode.load(Ordering::Relaxed) {
+            abi::MAP_UNCACHED => CacheMode::Uncached,
+            abi::MAP_WRITE_COMBINING => CacheMode::WriteCombining,
+            _ => CacheMode::WriteBack,
+        };
+        vma.set_pfn_mapping(mode, writable, holding)
+    }
+
+    fn show_attribute(
+        dev: &Arc<PoolDevice>,
+        index: usize,
+        out: &mut AttributeBuffer<'_>,
+    ) -> Result {
+        let info = dev.info();
+        let stats = info.stats;
+        let hosts = info.superblock.map_or(0, |sb| sb.max_hosts as usize);
+        let r = match index {
+            0 => writeln!(out, "{}", status_name(&info)),
+            1 => writeln!(out, "{}", dev.config.host_index),
+            2 => match info.manager {
+                Some(m) => writeln!(out, "{}", m),
+                None => writeln!(out, "none"),
+            },
+            3 => writeln!(out, "{}", dev.size),
+            4 => writeln!(out, "{}", stats.map_or(0, |s| s.sections)),
+            5 => writeln!(out, "{}", stats.map_or(0, |s| s.free_sections)),
+            6 => writeln!(out, "{}", stats.map_or(0, |s| s.objects)),
+            7 => writeln!(out, "{}", stats.map_or(0, |s| s.fragmentation_permille)),
+            8 => {
+                let mut r = Ok(());
+                if let Some(s) = stats {
+                    for (host, used) in s.used_by_host.iter().enumerate().take(hosts) {
+                        r = r.and(writeln!(out, "{} {}", host, used));
+                    }
+                }
+                r
+            }
+            9 => {
+                let mut r = Ok(());
+                for (host, l) in info.lease.iter().enumerate().take(hosts) {
+                    let name = match l {
+                        Liveness::Live => "live",
+                        Liveness::Expired => "expired",
+                        Liveness::Detached => "detached",
+                        Liveness::Absent => "absent",
+                    };
+                    r = r.and(writeln!(out, "{} {}", host, name));
+                }
+                r
+            }
+            _ => return Err(EINVAL),
+        };
+        r.map_err(|_| EINVAL)
+    }
+}
+
+fn pool_info(dev: &PoolDevice) -> abi::PoolInfo {
+    let info = dev.info();
+    let mut out = abi::PoolInfo {
+        abi_version: abi::ABI_VERSION,
+        state: state_code(&info),
+        host_index: dev.config.host_index,
+        manager: info.manager.unwrap_or(u32::MAX),
+        max_hosts: 0,
+        max_objects: 0,
+        lease_ms: dev.config.lease_ms,
+        sections: 0,
+        free_sections: 0,
+        largest_free_run: 0,
+        fragmentation_permille: 0,
+        objects: 0,
+        device_size: dev.size,
+        section_size: abi::SECTION_SIZE,
+        generation: 0,
+        uuid: [0; 16],
+        used_by_host: [0; abi::MAX_HOSTS],
+        lease: [abi::LEASE_ABSENT; abi::MAX_HOSTS],
+    };
+    if let Some(sb) = info.superblock {
+        out.max_hosts = sb.max_hosts;
+        out.max_objects = sb.max_objects;
+        out.generation = sb.generation;
+        out.uuid = sb.uuid;
+        out.sections = sb.section_count;
+    }
+    if let Some(s) = info.stats {
+        out.free_sections = s.free_sections;
+        out.largest_free_run = s.largest_free_run;
+        out.fragmentation_permille = s.fragmentation_permille;
+        out.objects = s.objects;
+        out.used_by_host = s.used_by_host;
+    }
+    for (o, l) in out.lease.iter_mut().zip(info.lease.iter()) {
+        *o = lease_code(*l);
+    }
+    out
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Objects this host holds, and their user mappings.
+//!
+//! Every `mmap` of an object holds an `Arc<Holding>`. Faults map the
+//! object's physical memory, with a PMD where the 2 MiB block lies inside
+//! both the VMA and the object. When the host lets go of the object (free,
+//! lost lease, unbind) the holding is revoked: faults from then on raise
+//! SIGBUS, and the device's address space is unmapped over the object, so
+//! no mapping can reach the sections once another owner may get them.
+
+use crate::pool::engine::Handle;
+use crate::pool::layout::SECTION_SIZE;
+use crate::support::mm::{pmd_order, FaultResult, PfnMapping, VmFault};
+use kernel::new_mutex;
+use kernel::page::PAGE_SIZE;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// One object held by this host.
+#[pin_data]
+pub(crate) struct Holding {
+    pub(crate) handle: Handle,
+    /// Offset of the object in the pool, also its `mmap` offset.
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
+    /// Physical address of the object.
+    phys: u64,
+    /// Set once, under the lock, before the object's mappings are torn
+    /// down: a fault that sees `false` has inserted its entry before the
+    /// teardown, which then removes it.
+    #[pin]
+    revoked: Mutex<bool>,
+}
+
+impl Holding {
+    pub(crate) fn new(handle: Handle, data_off: u64, pool_phys: u64) -> Result<Arc<Holding>> {
+        let offset = (handle.extent.first as u64)
+            .checked_mul(SECTION_SIZE)
+            .and_then(|o| o.checked_add(data_off))
+            .ok_or(EINVAL)?;
+        let size = handle.extent.count as u64 * SECTION_SIZE;
+        let phys = pool_phys.checked_add(offset).ok_or(EINVAL)?;
+        Arc::pin_init(
+            pin_init!(Holding {
+                handle,
+                offset,
+                size,
+                phys,
+                revoked <- new_mutex!(false),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Whether `[offset, offset + len)` of the pool lies inside the object.
+    pub(crate) fn covers(&self, offset: u64, len: u64) -> bool {
+        matches!(offset.checked_add(len), Some(end) if offset >= self.offset && end <= self.offset + self.size)
+    }
+
+    pub(crate) fn same_object(&self, handle: &Handle) -> bool {
+        self.handle.object == handle.object && self.handle.serial == handle.serial
+    }
+
+    /// Faults from now on raise SIGBUS. The caller then unmaps the range.
+    pub(crate) fn revoke(&self) {
+        *self.revoked.lock() = true;
+    }
+
+    /// Offset in the object of the user address `address` of the fault's
+    /// VMA, or `None` outside the object.
+    fn object_offset(&self, fault: &VmFault<'_>, address: usize) -> Option<u64> {
+        let vma_offset = (fault.vma_pgoff() as u64).checked_mul(PAGE_SIZE as u64)?;
+        let in_vma = address.checked_sub(fault.vma_start())? as u64;
+        let pool_offset = vma_offset.checked_add(in_vma)?;
+        let offset = pool_offset.checked_sub(self.offset)?;
+        (offset < self.size).then_some(offset)
+    }
+}
+
+impl PfnMapping for Holding {
+    fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult {
+        let pmd = order == pmd_order();
+        if order != 0 && !pmd {
+            return FaultResult::FALLBACK;
+        }
+        let revoked = self.revoked.lock();
+        if *revoked {
+            return FaultResult::SIGBUS;
+        }
+        if pmd {
+            let block = PAGE_SIZE << order;
+            let start = fault.address() & !(block - 1);
+            let end_ok = self
+                .object_offset(fault, start)
+                .and_then(|o| o.checked_add(block as u64))
+                .is_some_and(|end| end <= self.size);
+            let Some(offset) = self.object_offset(fault, start).filter(|_| end_ok) else {
+                return FaultResult::FALLBACK;
+            };
+            return fault.insert_pfn_pmd(((self.phys + offset) / PAGE_SIZE as u64) as usize);
+        }
+        match self.object_offset(fault, fault.address() & !(PAGE_SIZE - 1)) {
+            Some(offset) => fault.insert_pfn(((self.phys + offset) / PAGE_SIZE as u64) as usize),
+            None => FaultResult::SIGBUS,
+        }
+    }
+}

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Module parameters. The 6.12 `module!` macro has none, so a module
+//! defines each in its own `helpers.c` with `CXLF_PARAM_UINT(name, default,
+//! description)` and reads it with [`module_param_uint!`], which defines
+//! `fn name() -> u32` in the calling module.
+
+// Not every module has parameters.
+#[allow(unused_macros)]
+/// Defines `fn $name() -> u32` returning the current value of the module
+/// parameter `$name` (declared in the module's `helpers.c`).
+macro_rules! module_param_uint {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        pub(crate) fn $name() -> u32 {
+            extern "C" {
+                #[link_name = concat!("cxlf_param_", stringify!($name))]
+                fn read_param() -> u32;
+            }
+            // SAFETY: `CXLF_PARAM_UINT` defines this reader in the module's
+            // own C object; it only reads the parameter.
+            unsafe { read_param() }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use module_param_uint;

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Clocks and sleeping (upstream: `kernel::time`, `kernel::delay`).
+
+use super::helpers;
+use kernel::bindings;
+use kernel::prelude::*;
+
+/// Nanoseconds since boot, counting time suspended: a monotonic clock
+/// that also advances while a VM is paused, which lease expiry relies on.
+pub(crate) fn boottime_ns() -> u64 {
+    // SAFETY: no preconditions.
+    unsafe { helpers::cxlf_ktime_boottime_ns() }
+}
+
+/// Sleeps about `ms` milliseconds; `ERESTARTSYS` if a signal arrives.
+pub(crate) fn sleep_ms_interruptible(ms: u32) -> Result {
+    // SAFETY: sleeps in process context, which callers are in.
+    unsafe { bindings::msleep_interruptible(ms) };
+    // SAFETY: no preconditions; reads `current`.
+    if unsafe { helpers::cxlf_signal_pending() } {
+        return Err(ERESTARTSYS);
+    }
+    Ok(())
+}
+
+/// Fills `buf` from the kernel's random number generator.
+pub(crate) fn random_bytes(buf: &mut [u8]) {
+    // SAFETY: `buf` is valid for writes of its length.
+    unsafe { bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
+}

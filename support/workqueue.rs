@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Periodic work (upstream: `kernel::workqueue` with delayed work, 6.16):
+//! `T::run` every period on the high-priority system workqueue, until the
+//! [`Periodic`] is dropped.
+
+use super::helpers::{self, CxlfPeriodic};
+use core::marker::PhantomData;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::types::ForeignOwnable;
+
+pub(crate) trait PeriodicWork: Send + Sync {
+    fn run(&self);
+}
+
+/// A running periodic work item; stops (and waits for a running `run` to
+/// return) on drop.
+///
+/// # Invariants
+///
+/// `raw` is a live `cxlf_periodic` whose context is an `Arc<T>` turned
+/// into a foreign pointer, owned by this value.
+pub(crate) struct Periodic<T: PeriodicWork + 'static> {
+    raw: *mut CxlfPeriodic,
+    ctx: *const c_void,
+    _t: PhantomData<Arc<T>>,
+}
+
+// SAFETY: the handle only stops the work, which C allows from any thread;
+// `T` is `Send + Sync`.
+unsafe impl<T: PeriodicWork> Send for Periodic<T> {}
+// SAFETY: `&self` exposes nothing.
+unsafe impl<T: PeriodicWork> Sync for Periodic<T> {}
+
+impl<T: PeriodicWork + 'static> Periodic<T> {
+    /// Starts running `item.run()` now and then every `period_ms`.
+    pub(crate) fn start(item: Arc<T>, period_ms: u32) -> Result<Self> {
+        let ctx = item.into_foreign();
+        let raw = helpers::register_with("periodic work", |err| {
+            // SAFETY: `run_trampoline::<T>` matches the context, which
+            // stays valid until `cxlf_periodic_stop` returns in `drop`.
+            unsafe {
+                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), period_ms, err)
+            }
+        });
+        match raw {
+            Ok(raw) => Ok(Periodic {
+                raw,
+                ctx,
+                _t: PhantomData,
+            }),
+            Err(e) => {
+                // SAFETY: `ctx` came from `into_foreign` above and C did
+                // not keep it.
+                drop(unsafe { Arc::<T>::from_foreign(ctx) });
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<T: PeriodicWork + 'static> Drop for Periodic<T> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live (invariant); after this returns no run is
+        // in progress or queued.
+        unsafe { helpers::cxlf_periodic_stop(self.raw) };
+        // SAFETY: the context came from `into_foreign` in `start`, and C no
+        // longer uses it.
+        drop(unsafe { Arc::<T>::from_foreign(self.ctx) });
+    }
+}
+
+/// # Safety
+///
+/// `ctx` is the context of a live [`Periodic<T>`].
+unsafe extern "C" fn run_trampoline<T: PeriodicWork + 'static>(ctx: *mut c_void) {
+    // SAFETY: the `Arc<T>` behind `ctx` lives until the work is stopped,
+    // which waits for this call to return.
+    let item = unsafe { Arc::<T>::borrow(ctx) };
+    item.run();
+}

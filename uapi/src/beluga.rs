@@ -1,0 +1,208 @@
+//! ABI of `/dev/belugaN`, one device per pool bound to `beluga_dax` (`N` is
+//! the `Y` of the `daxX.Y` instance).
+//!
+//! Objects are whole 2 MiB sections. A handle is `(index, serial)`: the
+//! serial is unique per allocation, so a stale handle never names a reused
+//! entry. `map_offset` is the `mmap` offset of an object (its place in the
+//! pool); a mapping must lie inside one object this host holds and be
+//! `MAP_SHARED`. Every structure is `#[repr(C)]` with explicit padding and
+//! only integer fields, so the kernel copies it as bytes.
+
+use super::ioctl::{io, ior, iow, iowr};
+
+pub const DEVICE_PREFIX: &str = "beluga";
+pub const DAX_DRIVER_NAME: &str = "beluga_dax";
+pub const IOC_TYPE: u8 = 0xBE;
+/// Raised when a structure changes incompatibly.
+pub const ABI_VERSION: u32 = 1;
+pub const NAME_BYTES: usize = 48;
+pub const MAX_HOSTS: usize = 64;
+pub const SECTION_SIZE: u64 = 2 << 20;
+
+/// `PoolInfo::state`.
+pub const STATE_UNFORMATTED: u32 = 0;
+/// Attached, waiting for the manager to acknowledge this host.
+pub const STATE_ATTACHING: u32 = 1;
+pub const STATE_READY: u32 = 2;
+/// The superblock was refused (see the kernel log); only `FORMAT` works.
+pub const STATE_REFUSED: u32 = 3;
+/// This host's lease ran out; it is rejoining as a new incarnation.
+pub const STATE_LEASE_LOST: u32 = 4;
+/// The tables failed validation; the pool needs an administrator.
+pub const STATE_CORRUPT: u32 = 5;
+
+/// `PoolInfo::lease`, per host.
+pub const LEASE_ABSENT: u8 = 0;
+pub const LEASE_LIVE: u8 = 1;
+pub const LEASE_EXPIRED: u8 = 2;
+pub const LEASE_DETACHED: u8 = 3;
+
+/// Object flag: can be opened by name from other hosts.
+pub const FLAG_SHARED: u32 = 1;
+
+/// Cache mode of the mappings a file makes from now on (`SET_MAP_MODE`).
+pub const MAP_WRITE_BACK: u32 = 0;
+pub const MAP_UNCACHED: u32 = 1;
+pub const MAP_WRITE_COMBINING: u32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolInfo {
+    pub abi_version: u32,
+    pub state: u32,
+    pub host_index: u32,
+    /// Index of the manager as this host sees it, or `u32::MAX`.
+    pub manager: u32,
+    pub max_hosts: u32,
+    pub max_objects: u32,
+    pub lease_ms: u32,
+    pub sections: u32,
+    pub free_sections: u32,
+    pub largest_free_run: u32,
+    pub fragmentation_permille: u32,
+    pub objects: u32,
+    pub device_size: u64,
+    pub section_size: u64,
+    pub generation: u64,
+    pub uuid: [u8; 16],
+    /// Sections of the objects each host owns.
+    pub used_by_host: [u32; MAX_HOSTS],
+    /// `LEASE_*` of each host, as this host sees it.
+    pub lease: [u8; MAX_HOSTS],
+}
+
+/// An object this host holds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectHandle {
+    pub index: u32,
+    pub flags: u32,
+    pub serial: u64,
+    pub size: u64,
+    pub map_offset: u64,
+    pub uid: u32,
+    pub mode: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocArgs {
+    /// In: bytes, rounded up to whole sections.
+    pub size: u64,
+    /// In: `FLAG_SHARED` (needs a name).
+    pub flags: u32,
+    /// In: permission bits (`0o777` at most); the owner is the caller.
+    pub mode: u32,
+    /// In: optional name, `[A-Za-z0-9._-]{1,47}`, NUL padded.
+    pub name: [u8; NAME_BYTES],
+    /// Out.
+    pub handle: ObjectHandle,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenArgs {
+    pub name: [u8; NAME_BYTES],
+    /// Out.
+    pub handle: ObjectHandle,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FreeArgs {
+    pub index: u32,
+    pub pad: u32,
+    pub serial: u64,
+}
+
+/// One entry of `LIST`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub index: u32,
+    pub flags: u32,
+    pub serial: u64,
+    pub size: u64,
+    pub map_offset: u64,
+    pub uid: u32,
+    pub mode: u32,
+    pub owner_host: u32,
+    pub pad: u32,
+    /// Bit per host holding it.
+    pub holders: u64,
+    pub name: [u8; NAME_BYTES],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListArgs {
+    /// In: first object index to report.
+    pub start: u32,
+    /// In: entries `entries` has room for.
+    pub capacity: u32,
+    /// In: user address of `capacity` `ObjectInfo`s.
+    pub entries: u64,
+    /// Out: entries written.
+    pub count: u32,
+    /// Out: where to continue (`max_objects` when done).
+    pub next: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FormatArgs {
+    pub max_hosts: u32,
+    pub max_objects: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReclaimArgs {
+    /// In: the host whose objects to reclaim (must not be live).
+    pub host: u32,
+    /// Out: objects freed or released.
+    pub reclaimed: u32,
+}
+
+pub const GET_INFO: u32 = ior::<PoolInfo>(IOC_TYPE, 1);
+pub const ALLOC: u32 = iowr::<AllocArgs>(IOC_TYPE, 2);
+pub const OPEN: u32 = iowr::<OpenArgs>(IOC_TYPE, 3);
+pub const FREE: u32 = iow::<FreeArgs>(IOC_TYPE, 4);
+pub const LIST: u32 = iowr::<ListArgs>(IOC_TYPE, 5);
+/// CAP_SYS_ADMIN: formats the pool (destroys its contents).
+pub const FORMAT: u32 = iow::<FormatArgs>(IOC_TYPE, 6);
+/// CAP_SYS_ADMIN: reclaims a dead host's objects now.
+pub const FORCE_RECLAIM: u32 = iowr::<ReclaimArgs>(IOC_TYPE, 7);
+pub const SET_MAP_MODE: u32 = iow::<u32>(IOC_TYPE, 8);
+/// Waits until this host is attached and acknowledged (or fails).
+pub const WAIT_READY: u32 = io(IOC_TYPE, 9);
+
+/// `name` as the NUL-padded field of the ABI; `None` if too long.
+pub fn name_field(name: &str) -> Option<[u8; NAME_BYTES]> {
+    let bytes = name.as_bytes();
+    if bytes.len() >= NAME_BYTES {
+        return None;
+    }
+    let mut field = [0u8; NAME_BYTES];
+    field[..bytes.len()].copy_from_slice(bytes);
+    Some(field)
+}
+
+/// The name in a NUL-padded field (up to the first NUL).
+pub fn field_name(field: &[u8; NAME_BYTES]) -> &[u8] {
+    let len = field.iter().position(|&c| c == 0).unwrap_or(NAME_BYTES);
+    &field[..len]
+}
+
+// The kernel copies these as bytes: no implicit padding anywhere.
+const _: () = {
+    assert!(core::mem::size_of::<PoolInfo>() == 12 * 4 + 3 * 8 + 16 + 64 * 4 + 64);
+    assert!(core::mem::size_of::<ObjectHandle>() == 40);
+    assert!(core::mem::size_of::<AllocArgs>() == 16 + NAME_BYTES + 40);
+    assert!(core::mem::size_of::<OpenArgs>() == NAME_BYTES + 40);
+    assert!(core::mem::size_of::<FreeArgs>() == 16);
+    assert!(core::mem::size_of::<ObjectInfo>() == 56 + NAME_BYTES);
+    assert!(core::mem::size_of::<ListArgs>() == 24);
+    assert!(core::mem::size_of::<FormatArgs>() == 8);
+    assert!(core::mem::size_of::<ReclaimArgs>() == 8);
+};
