@@ -10,7 +10,7 @@
 //! periodic tick takes `inner` only.
 
 use crate::mapping::Holding;
-use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Stats};
+use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
 use crate::pool::objects::{Name, Slot};
@@ -39,7 +39,7 @@ impl Memory for PoolMem {
     }
 }
 
-type PoolEngine = Engine<KVVec<Slot>, KVVec<u32>>;
+type PoolEngine = Engine<KVVec<Slot>, KVVec<u32>, KVec<Peer>>;
 
 /// What this host can do with the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,11 +115,6 @@ impl PoolDevice {
         let phys = mem.start();
         let size = mem.len() as u64;
         let mem = PoolMem(mem);
-        let status = match engine::read_superblock(&mem, size) {
-            Ok(_) => Status::Attached,
-            Err(LayoutError::BadMagic) => Status::Unformatted,
-            Err(e) => Status::Refused(e),
-        };
         let dev = Arc::pin_init(
             pin_init!(PoolDevice {
                 config,
@@ -128,7 +123,7 @@ impl PoolDevice {
                 calls <- new_mutex!(()),
                 inner <- new_mutex!(Inner {
                     mem: Some(mem),
-                    status,
+                    status: Status::Unformatted,
                     engine: None,
                     held: KVec::new(),
                     logged_manager: None,
@@ -137,7 +132,7 @@ impl PoolDevice {
             }),
             GFP_KERNEL,
         )?;
-        if status == Status::Attached {
+        {
             let mut inner = dev.inner.lock();
             dev.attach(&mut inner)?;
         }
@@ -148,12 +143,18 @@ impl PoolDevice {
         &self.config.name
     }
 
-    /// Starts an engine on the formatted pool (status `Attached`).
+    /// Judges the superblock and, on a formatted pool, starts an engine.
     fn attach(&self, inner: &mut Inner) -> Result {
         let mem = inner.mem.as_ref().ok_or(ENODEV)?;
         let sb = match engine::read_superblock(mem, self.size) {
             Ok(sb) => sb,
             Err(LayoutError::BadMagic) => {
+                pr_info!(
+                    "{}: not formatted ({} bytes at {:#x})\n",
+                    self.name(),
+                    self.size,
+                    self.phys
+                );
                 inner.status = Status::Unformatted;
                 return Ok(());
             }
@@ -165,6 +166,7 @@ impl PoolDevice {
         };
         let objects = KVVec::from_elem(Slot::Free, sb.max_objects as usize, GFP_KERNEL)?;
         let sections = KVVec::from_elem(0u32, sb.section_count as usize, GFP_KERNEL)?;
+        let peers = KVec::from_elem(Peer::default(), sb.max_hosts as usize, GFP_KERNEL)?;
         let engine = Engine::attach(
             mem,
             sb,
@@ -174,6 +176,7 @@ impl PoolDevice {
             time::boottime_ns(),
             objects,
             sections,
+            peers,
         )
         .map_err(|e| {
             pr_err!(

@@ -199,10 +199,11 @@ pub struct Stats {
 ///
 /// # Invariants
 ///
-/// `objects.len() == geometry.max_objects` and
-/// `sections.len() == geometry.section_count`; while `managing`, they are
+/// `objects.len() == geometry.max_objects`,
+/// `sections.len() == geometry.section_count` and
+/// `peers.len() == geometry.max_hosts`; while `managing`, the first two are
 /// the pool's tables and `check_tables` holds for them.
-pub struct Engine<O, S> {
+pub struct Engine<O, S, P> {
     geometry: Geometry,
     superblock: Superblock,
     index: u32,
@@ -213,7 +214,6 @@ pub struct Engine<O, S> {
     beating_since_ns: u64,
     /// When the other hosts' slots were last read (manager checks).
     last_scan_ns: u64,
-    trackers: [LeaseTracker; HOSTS],
     liveness: [Liveness; HOSTS],
     state: State,
     next_seq: u64,
@@ -222,21 +222,32 @@ pub struct Engine<O, S> {
     objects: O,
     sections: S,
     next_serial: u64,
-    /// Last request served per host: (seq, boot tag).
-    served: [(u64, [u8; 8]); HOSTS],
-    /// Incarnation whose resources were reclaimed after its lease ran out:
-    /// its further requests are answered with `ESTALE`.
-    reclaimed: [Option<[u8; 8]>; HOSTS],
+    peers: P,
 }
 
-impl<O, S> Engine<O, S>
+/// What a host knows of another host. Kept in storage the caller lends
+/// (one per host slot), so that an `Engine` stays small enough for a
+/// kernel stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Peer {
+    tracker: LeaseTracker,
+    /// Last request served: (seq, boot tag).
+    served: (u64, [u8; 8]),
+    /// Incarnation whose resources were reclaimed after its lease ran out:
+    /// its further requests are answered with `ESTALE`.
+    reclaimed: Option<[u8; 8]>,
+}
+
+impl<O, S, P> Engine<O, S, P>
 where
     O: core::ops::DerefMut<Target = [Slot]>,
     S: core::ops::DerefMut<Target = [u32]>,
+    P: core::ops::DerefMut<Target = [Peer]>,
 {
     /// Attaches host `index` to a formatted pool: writes its lease and its
     /// attach request. The caller lends the tables, sized from the
-    /// superblock (`max_objects` entries, `section_count` sections).
+    /// superblock (`max_objects` entries, `section_count` sections,
+    /// `max_hosts` peers).
     #[allow(clippy::too_many_arguments)]
     pub fn attach<M: Memory>(
         mem: &M,
@@ -247,6 +258,7 @@ where
         now_ns: u64,
         objects: O,
         sections: S,
+        peers: P,
     ) -> Result<Self, Errno> {
         let geometry = superblock.geometry();
         if index >= geometry.max_hosts || !LEASE_MS_RANGE.contains(&lease_ms) {
@@ -254,6 +266,7 @@ where
         }
         if objects.len() != geometry.max_objects as usize
             || sections.len() != geometry.section_count as usize
+            || peers.len() != geometry.max_hosts as usize
         {
             return Err(Errno::EINVAL);
         }
@@ -267,7 +280,6 @@ where
             last_beat_ns: now_ns,
             beating_since_ns: now_ns,
             last_scan_ns: 0,
-            trackers: [LeaseTracker::default(); HOSTS],
             liveness: [Liveness::Absent; HOSTS],
             state: State::Detached,
             next_seq: 1,
@@ -276,8 +288,7 @@ where
             objects,
             sections,
             next_serial: 1,
-            served: [(0, [0; 8]); HOSTS],
-            reclaimed: [None; HOSTS],
+            peers,
         };
         engine.start_incarnation(mem, boot_id, now_ns)?;
         Ok(engine)
@@ -303,7 +314,9 @@ where
         self.managing = false;
         self.outstanding = None;
         self.beating_since_ns = now_ns;
-        self.trackers = [LeaseTracker::default(); HOSTS];
+        for peer in self.peers.iter_mut() {
+            peer.tracker = LeaseTracker::default();
+        }
         self.liveness = [Liveness::Absent; HOSTS];
         self.write_lease(mem, SlotState::Attached, now_ns)?;
         let seq = self.send(mem, Op::Attach, &Request::empty(Op::Attach), now_ns)?;
@@ -478,8 +491,8 @@ where
                 if host != self.index && dead && self.holds_anything(host) {
                     report.reclaimed += self.reclaim_host(mem, host);
                     if self.liveness[host as usize] == Liveness::Expired {
-                        self.reclaimed[host as usize] =
-                            Some(boot_tag(&self.trackers[host as usize].boot_id()));
+                        let peer = &mut self.peers[host as usize];
+                        peer.reclaimed = Some(boot_tag(&peer.tracker.boot_id()));
                     }
                 }
             }
@@ -518,14 +531,14 @@ where
             }
             match self.read_slot(mem, host) {
                 Some(Ok(slot)) if slot.generation == self.superblock.generation => {
-                    self.trackers[h].observe(&slot, now_ns)
+                    self.peers[h].tracker.observe(&slot, now_ns)
                 }
                 // A slot from another format of the pool, or never written.
-                Some(_) => self.trackers[h] = LeaseTracker::default(),
+                Some(_) => self.peers[h].tracker = LeaseTracker::default(),
                 // Torn or unreadable this round: judged on what was seen.
                 None => {}
             }
-            self.liveness[h] = self.trackers[h].liveness(now_ns);
+            self.liveness[h] = self.peers[h].tracker.liveness(now_ns);
         }
     }
 
@@ -684,7 +697,7 @@ where
         let expected_boot = if host == self.index {
             self.boot_id
         } else {
-            self.trackers[h].boot_id()
+            self.peers[h].tracker.boot_id()
         };
         let mut bytes = [0u8; REQUEST_BYTES];
         let off = self.slot_off(host);
@@ -695,7 +708,7 @@ where
             return false;
         };
         let tag = boot_tag(&request.boot_id);
-        if request.boot_id != expected_boot || self.served[h] == (request.seq, tag) {
+        if request.boot_id != expected_boot || self.peers[h].served == (request.seq, tag) {
             return false;
         }
         let mut reply_bytes = [0u8; REPLY_BYTES];
@@ -704,11 +717,11 @@ where
         }
         if let Ok(old) = Reply::decode(&reply_bytes) {
             if old.seq == request.seq && old.boot_tag == tag {
-                self.served[h] = (request.seq, tag);
+                self.peers[h].served = (request.seq, tag);
                 return false;
             }
         }
-        let mut reply = if self.reclaimed[h] == Some(tag) {
+        let mut reply = if self.peers[h].reclaimed == Some(tag) {
             Reply::error(Errno::ESTALE)
         } else {
             match self.execute(mem, host, &request) {
@@ -721,7 +734,7 @@ where
         if mem.write(off + REPLY_OFF, &reply.encode()).is_err() {
             return false;
         }
-        self.served[h] = (request.seq, tag);
+        self.peers[h].served = (request.seq, tag);
         true
     }
 
@@ -736,7 +749,7 @@ where
             Op::Attach => {
                 // Whatever the slot's earlier incarnations held is gone.
                 self.reclaim_host(mem, host);
-                self.reclaimed[host as usize] = None;
+                self.peers[host as usize].reclaimed = None;
                 Ok(Reply::error(Errno(0)))
             }
             Op::Alloc => self.alloc(mem, host, request),

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use beluga_pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, TickReport};
+use beluga_pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, TickReport};
 use beluga_pool::layout::Superblock;
 use beluga_pool::leases::Liveness;
 use beluga_pool::objects::{check_tables, Name, Slot, FLAG_SHARED};
@@ -41,7 +41,7 @@ impl Memory for Pool {
     }
 }
 
-type Host = Engine<Vec<Slot>, Vec<u32>>;
+type Host = Engine<Vec<Slot>, Vec<u32>, Vec<Peer>>;
 
 fn formatted(max_hosts: u32, max_objects: u32) -> (Pool, Superblock) {
     let pool = Pool(Rc::new(RefCell::new(vec![0xa5; POOL as usize])));
@@ -60,6 +60,7 @@ fn attach(pool: &Pool, sb: Superblock, index: u32, boot: u8, now: u64) -> Host {
         now,
         vec![Slot::Free; g.max_objects as usize],
         vec![0; g.section_count as usize],
+        vec![Peer::default(); g.max_hosts as usize],
     )
     .unwrap()
 }

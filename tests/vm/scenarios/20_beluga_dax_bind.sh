@@ -1,14 +1,15 @@
 # beluga_dax binds a dax instance moved from device_dax, claims its range
-# (visible in /proc/iomem), reads the superblock through the shared-memory
-# accessor and reports what it finds: an unformatted pool, a formatted one
-# (superblock written through device_dax with the same pool crate), and a
-# corrupted one (one bit flipped), refused with the reason. Unbinding
-# releases the range and the instance works under device_dax again.
+# (visible in /proc/iomem) and judges the superblock through the
+# shared-memory accessor: an unformatted pool (formatted from the kernel
+# with `beluga format`), a formatted one (recognised after a rebind), and
+# a corrupted one (one bit flipped), refused with the reason until an
+# administrator formats it again. Unbinding releases the range and the
+# instance works under device_dax again.
 set -e
 dax=/sys/bus/dax/drivers
 test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
 size=$(cat /sys/bus/dax/devices/dax0.0/size)
-grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko
+grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko lease_ms=1000
 test -d $dax/beluga_dax
 # Loading took nothing from device_dax.
 test "$(basename "$(readlink /sys/bus/dax/devices/dax0.0/driver)")" = device_dax
@@ -22,28 +23,49 @@ to_beluga() {
 	mark=$(dmesg | wc -l)
 	echo dax0.0 > $dax/beluga_dax/bind
 	grep -q beluga_dax /proc/iomem
+	test -c /dev/beluga0.0
 }
 to_device_dax() {
 	echo dax0.0 > $dax/beluga_dax/unbind
 	! grep -q beluga_dax /proc/iomem
+	! test -e /dev/beluga0.0
 	echo dax0.0 > $dax/device_dax/bind
 	test -c /dev/dax0.0
 }
+state() { beluga status --json | sed -n 's/.*"state": "\(.*\)".*/\1/p'; }
 
+# Whatever an earlier run left: start from an unformatted pool.
+daxio fill /dev/dax0.0 --offset 0 --len 4096 --seed 9
 to_beluga
-since_bind | grep -q "beluga_dax: dax0: not formatted ($size bytes"
+since_bind | grep -q "beluga_dax: beluga0.0: not formatted ($size bytes"
+test "$(state)" = unformatted
+test "$(cat /sys/class/misc/beluga0.0/state)" = unformatted
+! beluga alloc --size 2M 2>/dev/null
+
+beluga format --hosts 8 --objects 1024
+since_bind | grep -q "beluga_dax: beluga0.0: formatted: generation 1, 255 sections, 8 hosts, 1024 objects"
+since_bind | grep -q "beluga_dax: beluga0.0: attached as host 0: generation 1"
+beluga wait
+test "$(state)" = ready
+since_bind | grep -q "beluga_dax: beluga0.0: host 0 manages the pool"
 to_device_dax
-since_bind | grep -q "beluga_dax: dax0: released (unformatted pool)"
+since_bind | grep -q "beluga_dax: beluga0.0: released"
 
-cxlf-selftest write-superblock --size "$size"
+# Formatted: recognised at the next bind.
 to_beluga
-since_bind | grep -q "beluga_dax: dax0: pool generation 1, 255 sections of 2 MiB, up to 8 hosts"
+since_bind | grep -q "beluga_dax: beluga0.0: attached as host 0: generation 1, 255 sections of 2 MiB, up to 8 hosts"
+beluga wait
 to_device_dax
 
 # Bit 200 lies in the uuid: the checksum no longer matches.
 cxlf-selftest write-superblock --size "$size" --flip-bit 200
 to_beluga
-since_bind | grep -q "beluga_dax: dax0: superblock refused: BadChecksum"
+since_bind | grep -q "beluga_dax: beluga0.0: superblock refused: BadChecksum"
+test "$(state)" = refused
+# An administrator can format it again.
+beluga format
+beluga wait
+test "$(state)" = ready
 to_device_dax
 
 daxio fill /dev/dax0.0 --offset 0 --len 4096 --seed 3

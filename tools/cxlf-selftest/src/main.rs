@@ -24,8 +24,51 @@ struct Cli {
     command: Cmd,
 }
 
+mod beluga_checks;
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// beluga_dax: the mmap and ioctl contract on one host.
+    BelugaContract {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+    },
+    /// beluga_dax: hold a mapping until `ready` is removed, then touch it
+    /// (expected to die of SIGBUS when the pool was unbound meanwhile).
+    BelugaHold {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        ready: std::path::PathBuf,
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+    /// beluga_dax: allocate and free for a while, checking that nothing
+    /// this host holds is ever written by someone else.
+    BelugaStress {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Objects to keep at the end.
+        #[arg(long, default_value_t = 0)]
+        keep: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// beluga_dax: create (or open) a shared object with checksummed data.
+    BelugaShare {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value_t = 4 << 20)]
+        size: u64,
+        #[arg(long)]
+        open: bool,
+        #[arg(long, default_value_t = 5)]
+        seed: u64,
+    },
     /// Check /dev/cxlfabric_misc_test.
     Misc {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
@@ -329,6 +372,25 @@ fn misc(device: &str) -> Result<()> {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
+        Cmd::BelugaContract { dev } => beluga_checks::contract(&dev),
+        Cmd::BelugaHold {
+            dev,
+            ready,
+            timeout,
+        } => beluga_checks::hold(&dev, &ready, std::time::Duration::from_secs(timeout)),
+        Cmd::BelugaStress {
+            dev,
+            seconds,
+            keep,
+            seed,
+        } => beluga_checks::stress(&dev, seconds, keep, seed),
+        Cmd::BelugaShare {
+            dev,
+            name,
+            size,
+            open,
+            seed,
+        } => beluga_checks::share(&dev, &name, size, open, seed),
         Cmd::Misc { device } => misc(&device),
         Cmd::WriteSuperblock {
             device,

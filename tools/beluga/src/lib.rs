@@ -1,0 +1,358 @@
+//! A safe interface to `beluga_dax` pools (`/dev/belugaX.Y`): open a pool,
+//! allocate objects, map them, share them by name with other hosts.
+//!
+//! ```no_run
+//! let pool = beluga::Pool::open("/dev/beluga0.0")?;
+//! pool.wait_ready()?;
+//! let object = pool.alloc(4 << 20, Some("kv.0"), beluga::Sharing::Shared, 0o600)?;
+//! let map = pool.map(&object)?;
+//! map.write(0, b"hello")?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Pool memory is shared with other processes and other hosts, which may
+//! write it at any time: [`Mapping`] therefore offers volatile copies in
+//! and out (`read`, `write`) rather than Rust references to its bytes.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+pub use uapi::beluga as abi;
+use uapi::beluga::{AllocArgs, FormatArgs, FreeArgs, ListArgs, ObjectHandle, ObjectInfo};
+use uapi::beluga::{OpenArgs, PoolInfo, ReclaimArgs};
+
+/// Whether other hosts can open the object by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    Private,
+    Shared,
+}
+
+/// Cache mode of the mappings made after [`Pool::set_map_mode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapMode {
+    WriteBack,
+    Uncached,
+    WriteCombining,
+}
+
+/// An open pool device.
+pub struct Pool {
+    file: File,
+    path: PathBuf,
+}
+
+fn ioctl<T>(file: &File, cmd: u32, arg: *mut T) -> io::Result<()> {
+    // SAFETY: `arg` points to a live value of the type the command
+    // expects (the ABI sizes are encoded in `cmd` and checked by uapi).
+    let ret = unsafe { nix::libc::ioctl(file.as_raw_fd(), cmd as _, arg) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn name_field(name: &str) -> io::Result<[u8; abi::NAME_BYTES]> {
+    abi::name_field(name)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "name too long"))
+}
+
+impl Pool {
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Pool> {
+        let path = path.as_ref().to_path_buf();
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        Ok(Pool { file, path })
+    }
+
+    /// The pool devices present (`/dev/beluga*`), sorted.
+    pub fn devices() -> io::Result<Vec<PathBuf>> {
+        let mut found: Vec<PathBuf> = std::fs::read_dir("/dev")?
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(abi::DEVICE_PREFIX)
+            })
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn info(&self) -> io::Result<PoolInfo> {
+        // SAFETY: all-integer structure; zero is a valid value.
+        let mut info: PoolInfo = unsafe { std::mem::zeroed() };
+        ioctl(&self.file, abi::GET_INFO, &mut info)?;
+        Ok(info)
+    }
+
+    /// Waits until the pool manager has acknowledged this host.
+    pub fn wait_ready(&self) -> io::Result<()> {
+        ioctl::<u8>(&self.file, abi::WAIT_READY, std::ptr::null_mut())
+    }
+
+    pub fn alloc(
+        &self,
+        size: u64,
+        name: Option<&str>,
+        sharing: Sharing,
+        mode: u32,
+    ) -> io::Result<ObjectHandle> {
+        let mut args = AllocArgs {
+            size,
+            flags: if sharing == Sharing::Shared {
+                abi::FLAG_SHARED
+            } else {
+                0
+            },
+            mode,
+            name: name_field(name.unwrap_or(""))?,
+            handle: ObjectHandle::default(),
+        };
+        ioctl(&self.file, abi::ALLOC, &mut args)?;
+        Ok(args.handle)
+    }
+
+    /// Opens an existing object by name (shared objects of any host, or
+    /// this host's private ones).
+    pub fn open_object(&self, name: &str) -> io::Result<ObjectHandle> {
+        let mut args = OpenArgs {
+            name: name_field(name)?,
+            handle: ObjectHandle::default(),
+        };
+        ioctl(&self.file, abi::OPEN, &mut args)?;
+        Ok(args.handle)
+    }
+
+    /// Frees a private object, or lets go of a shared one on this host.
+    /// Mappings of it on this host raise SIGBUS afterwards.
+    pub fn free(&self, handle: &ObjectHandle) -> io::Result<()> {
+        let mut args = FreeArgs {
+            index: handle.index,
+            pad: 0,
+            serial: handle.serial,
+        };
+        ioctl(&self.file, abi::FREE, &mut args)
+    }
+
+    pub fn list(&self) -> io::Result<Vec<ObjectInfo>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        loop {
+            // SAFETY: all-integer structure; zero is a valid value.
+            let mut batch: Vec<ObjectInfo> = vec![unsafe { std::mem::zeroed() }; 64];
+            let mut args = ListArgs {
+                start,
+                capacity: batch.len() as u32,
+                entries: batch.as_mut_ptr() as u64,
+                count: 0,
+                next: 0,
+            };
+            ioctl(&self.file, abi::LIST, &mut args)?;
+            batch.truncate(args.count as usize);
+            out.extend(batch);
+            if args.next <= start || args.count == 0 {
+                return Ok(out);
+            }
+            start = args.next;
+        }
+    }
+
+    /// Formats the pool (CAP_SYS_ADMIN; no other host may be attached).
+    pub fn format(&self, max_hosts: u32, max_objects: u32) -> io::Result<()> {
+        let mut args = FormatArgs {
+            max_hosts,
+            max_objects,
+        };
+        ioctl(&self.file, abi::FORMAT, &mut args)
+    }
+
+    /// Reclaims the objects of a host that is not live (CAP_SYS_ADMIN).
+    pub fn force_reclaim(&self, host: u32) -> io::Result<u32> {
+        let mut args = ReclaimArgs { host, reclaimed: 0 };
+        ioctl(&self.file, abi::FORCE_RECLAIM, &mut args)?;
+        Ok(args.reclaimed)
+    }
+
+    pub fn set_map_mode(&self, mode: MapMode) -> io::Result<()> {
+        let mut value = match mode {
+            MapMode::WriteBack => abi::MAP_WRITE_BACK,
+            MapMode::Uncached => abi::MAP_UNCACHED,
+            MapMode::WriteCombining => abi::MAP_WRITE_COMBINING,
+        };
+        ioctl(&self.file, abi::SET_MAP_MODE, &mut value)
+    }
+
+    /// Maps a whole object read-write.
+    pub fn map(&self, handle: &ObjectHandle) -> io::Result<Mapping> {
+        self.map_range(handle.map_offset, handle.size as usize, true)
+    }
+
+    /// Maps `len` bytes at pool offset `offset` (`MAP_SHARED`).
+    pub fn map_range(&self, offset: u64, len: usize, writable: bool) -> io::Result<Mapping> {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        let len_nz = std::num::NonZeroUsize::new(len)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"))?;
+        let mut prot = ProtFlags::PROT_READ;
+        if writable {
+            prot |= ProtFlags::PROT_WRITE;
+        }
+        let offset =
+            i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(nix::libc::EINVAL))?;
+        // SAFETY: a new shared mapping of the device; no existing memory is
+        // affected.
+        let ptr = unsafe { mmap(None, len_nz, prot, MapFlags::MAP_SHARED, &self.file, offset) }
+            .map_err(io::Error::from)?;
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+/// A mapping of pool memory; unmapped on drop.
+///
+/// # Invariants
+///
+/// `ptr` is a live mapping of `len` bytes owned by this value.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is process-wide memory; all access is by volatile
+// copies.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+fn range_error() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "outside the mapping")
+}
+
+impl Mapping {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    fn check(&self, offset: usize, len: usize) -> io::Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(range_error()),
+        }
+    }
+
+    /// Copies `out.len()` bytes at `offset` out of the mapping, after
+    /// invalidating those lines (another host may have written them).
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
+        self.check(offset, out.len())?;
+        // SAFETY: inside the mapping (checked).
+        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, out.len());
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: inside the mapping (checked).
+            *b = unsafe { self.ptr.as_ptr().add(offset + i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into the mapping at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
+        self.check(offset, data.len())?;
+        for (i, b) in data.iter().enumerate() {
+            // SAFETY: inside the mapping (checked).
+            unsafe { self.ptr.as_ptr().add(offset + i).write_volatile(*b) };
+        }
+        // SAFETY: inside the mapping (checked).
+        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, data.len());
+        Ok(())
+    }
+
+    /// Reads the little-endian u64 at `offset` (8-byte aligned) in one access.
+    pub fn read_u64(&self, offset: usize) -> io::Result<u64> {
+        self.check(offset, 8)?;
+        if !offset.is_multiple_of(8) {
+            return Err(range_error());
+        }
+        // SAFETY: inside the mapping (checked).
+        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, 8);
+        // SAFETY: aligned and inside the mapping.
+        let v = unsafe { self.ptr.as_ptr().add(offset).cast::<u64>().read_volatile() };
+        Ok(u64::from_le(v))
+    }
+
+    /// Writes the little-endian u64 at `offset` (8-byte aligned) in one access,
+    /// after everything written before it.
+    pub fn write_u64(&self, offset: usize, value: u64) -> io::Result<()> {
+        self.check(offset, 8)?;
+        if !offset.is_multiple_of(8) {
+            return Err(range_error());
+        }
+        // SAFETY: aligned and inside the mapping.
+        unsafe {
+            self.ptr
+                .as_ptr()
+                .add(offset)
+                .cast::<u64>()
+                .write_volatile(value.to_le())
+        };
+        // SAFETY: inside the mapping (checked).
+        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, 8);
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours (invariant) and not used after this.
+        let _ = unsafe { nix::sys::mman::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Writes back and invalidates the cache lines of `[ptr, ptr + len)`, with
+/// fences on both sides: the discipline of memory without cross-host
+/// coherence (writer: store, flush, fence; reader: flush, fence, load).
+fn flush_lines(ptr: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_clflush, _mm_mfence};
+        const LINE: usize = 64;
+        let start = ptr as usize & !(LINE - 1);
+        let end = ptr as usize + len;
+        // SAFETY: fences have no preconditions.
+        unsafe { _mm_mfence() };
+        let mut line = start;
+        while line < end {
+            // SAFETY: the line overlaps the caller's mapped range, and
+            // clflush of any mapped address is allowed.
+            unsafe { _mm_clflush(line as *const u8) };
+            line += LINE;
+        }
+        // SAFETY: as above.
+        unsafe { _mm_mfence() };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (ptr, len);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The name in an ABI name field, as text.
+pub fn name_of(field: &[u8; abi::NAME_BYTES]) -> String {
+    String::from_utf8_lossy(abi::field_name(field)).into_owned()
+}

@@ -1,0 +1,457 @@
+//! Checks of beluga_dax from user space, through the `beluga` library: the
+//! mmap contract, permissions, SIGBUS after free, and the multi-host
+//! stress and sharing checks the two-VM scenarios run.
+
+use anyhow::{bail, ensure, Context, Result};
+use beluga::{abi, Pool, Sharing};
+use nix::errno::Errno;
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{fork, ForkResult, Uid};
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+
+fn errno_of(err: &io::Error) -> Option<Errno> {
+    err.raw_os_error().map(Errno::from_raw)
+}
+
+fn expect_errno<T>(what: &str, result: io::Result<T>, want: Errno) -> Result<()> {
+    match result {
+        Ok(_) => bail!("{what}: succeeded, expected {want}"),
+        Err(e) if errno_of(&e) == Some(want) => Ok(()),
+        Err(e) => bail!("{what}: {e}, expected {want}"),
+    }
+}
+
+/// Byte `i` of the pattern `seed` writes.
+pub fn pattern(seed: u64, i: usize) -> u8 {
+    let x =
+        (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    (x >> 29) as u8
+}
+
+fn check(name: &str, result: Result<()>) -> Result<()> {
+    match result {
+        Ok(()) => {
+            println!("ok   {name}");
+            Ok(())
+        }
+        Err(err) => bail!("FAIL {name}: {err:#}"),
+    }
+}
+
+/// Runs `child` in a forked process and returns how it ended.
+fn in_child(child: impl FnOnce() -> i32) -> Result<WaitStatus> {
+    // SAFETY: the test is single-threaded; the child only runs `child`
+    // and exits without returning into the parent's code.
+    match unsafe { fork() }.context("fork")? {
+        ForkResult::Child => {
+            let code = child();
+            // SAFETY: leave the child at once, without running the parent's
+            // destructors or flushing its buffers twice.
+            unsafe { nix::libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => Ok(waitpid(child, None)?),
+    }
+}
+
+fn minor_faults() -> i64 {
+    // SAFETY: `usage` is a valid out-parameter.
+    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { nix::libc::getrusage(nix::libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_minflt
+}
+
+/// The mmap and ioctl contract on one host.
+pub fn contract(dev: &Path) -> Result<()> {
+    let pool = Pool::open(dev)?;
+    pool.wait_ready().context("wait for the manager")?;
+    let info = pool.info()?;
+    ensure!(info.state == abi::STATE_READY, "state {}", info.state);
+
+    let obj = pool.alloc(4 * MIB, Some("contract"), Sharing::Private, 0o600)?;
+    check(
+        "alloc rounds to sections and reports a 2 MiB aligned offset",
+        {
+            ensure!(
+                obj.size == 4 * MIB && obj.map_offset % (2 * MIB) == 0,
+                "{obj:?}"
+            );
+            Ok(())
+        },
+    )?;
+    check(
+        "write through one mapping, read back through another",
+        (|| {
+            let a = pool.map(&obj)?;
+            let data: Vec<u8> = (0..obj.size as usize).map(|i| pattern(7, i)).collect();
+            a.write(0, &data)?;
+            let b = pool.map(&obj)?;
+            let mut back = vec![0u8; data.len()];
+            b.read(0, &mut back)?;
+            ensure!(back == data, "data differs");
+            Ok(())
+        })(),
+    )?;
+    check(
+        "a 2 MiB aligned object is mapped with PMDs (2 faults for 4 MiB)",
+        (|| {
+            let m = pool.map(&obj)?;
+            let before = minor_faults();
+            let mut byte = [0u8; 1];
+            for page in (0..m.len()).step_by(4096) {
+                m.read(page, &mut byte)?;
+            }
+            let faults = minor_faults() - before;
+            ensure!(faults <= 8, "{faults} faults for {} pages", m.len() / 4096);
+            Ok(())
+        })(),
+    )?;
+    check(
+        "a mapping inside the object at a page offset works",
+        (|| {
+            let m = pool.map_range(obj.map_offset + 4096 * 3, 4096 * 2, true)?;
+            let mut b = [0u8; 16];
+            m.read(0, &mut b)?;
+            ensure!(
+                (0..16).all(|i| b[i] == pattern(7, 4096 * 3 + i)),
+                "wrong bytes"
+            );
+            Ok(())
+        })(),
+    )?;
+    check("MAP_PRIVATE is refused", {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dev)?;
+        // SAFETY: a new mapping; dropped at once if it succeeds.
+        let r = unsafe {
+            mmap(
+                None,
+                std::num::NonZeroUsize::new(4096).unwrap(),
+                ProtFlags::PROT_READ,
+                MapFlags::MAP_PRIVATE,
+                &file,
+                obj.map_offset as i64,
+            )
+        };
+        match r {
+            Err(Errno::EINVAL) => Ok(()),
+            other => bail!("{other:?}"),
+        }
+    })?;
+    check("a mapping longer than the object is refused", {
+        expect_errno(
+            "oversized",
+            pool.map_range(obj.map_offset, (obj.size + 2 * MIB) as usize, true),
+            Errno::EINVAL,
+        )
+    })?;
+    check("a mapping of the metadata is refused", {
+        expect_errno("offset 0", pool.map_range(0, 4096, false), Errno::EINVAL)
+    })?;
+    check(
+        "another uid cannot map, open or free a 0600 object",
+        (|| {
+            let status = in_child(|| {
+                if nix::unistd::setuid(Uid::from_raw(1000)).is_err() {
+                    return 10;
+                }
+                if !matches!(
+                    pool.map(&obj).map_err(|e| errno_of(&e)),
+                    Err(Some(Errno::EACCES))
+                ) {
+                    return 11;
+                }
+                if !matches!(
+                    pool.open_object("contract").map_err(|e| errno_of(&e)),
+                    Err(Some(Errno::EACCES))
+                ) {
+                    return 12;
+                }
+                if !matches!(
+                    pool.free(&obj).map_err(|e| errno_of(&e)),
+                    Err(Some(Errno::EPERM))
+                ) {
+                    return 13;
+                }
+                if !matches!(
+                    pool.format(8, 1024).map_err(|e| errno_of(&e)),
+                    Err(Some(Errno::EPERM))
+                ) {
+                    return 14;
+                }
+                0
+            })?;
+            ensure!(
+                status == WaitStatus::Exited(status_pid(&status), 0),
+                "child: {status:?}"
+            );
+            Ok(())
+        })(),
+    )?;
+    check(
+        "uncached and write-combining mappings see the same data",
+        (|| {
+            for mode in [beluga::MapMode::Uncached, beluga::MapMode::WriteCombining] {
+                pool.set_map_mode(mode)?;
+                let m = pool.map(&obj)?;
+                let mut b = [0u8; 64];
+                m.read(8192, &mut b)?;
+                ensure!(
+                    (0..64).all(|i| b[i] == pattern(7, 8192 + i)),
+                    "{mode:?}: wrong bytes"
+                );
+            }
+            pool.set_map_mode(beluga::MapMode::WriteBack)?;
+            expect_errno("mode 9", set_raw_map_mode(dev, 9), Errno::EINVAL)
+        })(),
+    )?;
+    check(
+        "the object is listed with its name, owner and mode",
+        (|| {
+            let list = pool.list()?;
+            let me = list
+                .iter()
+                .find(|o| o.index == obj.index && o.serial == obj.serial)
+                .context("not listed")?;
+            ensure!(
+                beluga::name_of(&me.name) == "contract"
+                    && me.mode == 0o600
+                    && me.owner_host == info.host_index,
+                "{me:?}"
+            );
+            Ok(())
+        })(),
+    )?;
+    check(
+        "a mapping raises SIGBUS after the object is freed",
+        (|| {
+            let m = pool.map(&obj)?;
+            pool.free(&obj)?;
+            let status = in_child(|| {
+                let mut b = [0u8; 1];
+                let _ = m.read(0, &mut b);
+                0
+            })?;
+            ensure!(
+                matches!(status, WaitStatus::Signaled(_, Signal::SIGBUS, _)),
+                "child: {status:?}"
+            );
+            expect_errno("map after free", pool.map(&obj), Errno::EINVAL)?;
+            expect_errno("free twice", pool.free(&obj), Errno::ENOENT)
+        })(),
+    )?;
+    check("names and sizes are validated", {
+        expect_errno(
+            "bad name",
+            pool.alloc(MIB, Some("a/b"), Sharing::Private, 0o600),
+            Errno::EINVAL,
+        )?;
+        expect_errno(
+            "shared without a name",
+            pool.alloc(MIB, None, Sharing::Shared, 0o600),
+            Errno::EINVAL,
+        )?;
+        expect_errno(
+            "zero size",
+            pool.alloc(0, None, Sharing::Private, 0o600),
+            Errno::EINVAL,
+        )?;
+        expect_errno(
+            "too large",
+            pool.alloc(1 << 40, None, Sharing::Private, 0o600),
+            Errno::ENOSPC,
+        )?;
+        let a = pool.alloc(MIB, Some("dup"), Sharing::Private, 0o600)?;
+        expect_errno(
+            "duplicate name",
+            pool.alloc(MIB, Some("dup"), Sharing::Private, 0o600),
+            Errno::EEXIST,
+        )?;
+        pool.free(&a)?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn status_pid(status: &WaitStatus) -> nix::unistd::Pid {
+    status.pid().unwrap_or(nix::unistd::Pid::from_raw(0))
+}
+
+fn set_raw_map_mode(dev: &Path, mode: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dev)?;
+    let mut value = mode;
+    // SAFETY: SET_MAP_MODE reads one u32.
+    let r = unsafe { nix::libc::ioctl(file.as_raw_fd(), abi::SET_MAP_MODE as _, &mut value) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Maps a new object, writes it, tells the caller through `ready` (a file
+/// it creates), waits for `ready` to be removed, then reads the mapping
+/// again: the process is expected to die of SIGBUS (the pool went away).
+pub fn hold(dev: &Path, ready: &Path, timeout: Duration) -> Result<()> {
+    let pool = Pool::open(dev)?;
+    pool.wait_ready()?;
+    let obj = pool.alloc(2 * MIB, None, Sharing::Private, 0o600)?;
+    let m = pool.map(&obj)?;
+    m.write(0, b"held")?;
+    std::fs::write(ready, b"ready")?;
+    let start = Instant::now();
+    while ready.exists() {
+        ensure!(
+            start.elapsed() < timeout,
+            "nobody removed {}",
+            ready.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut b = [0u8; 4];
+    m.read(0, &mut b)?;
+    bail!("read {b:?} from a mapping of a pool that is gone")
+}
+
+/// Allocates and frees objects for `seconds`, each filled with this
+/// host's id and its serial, checking that no object this host holds
+/// ever changes under it (another host writing it would mean a section
+/// given to two owners). Ends by freeing everything except `--keep`.
+pub fn stress(dev: &Path, seconds: u64, keep: usize, seed: u64) -> Result<()> {
+    let pool = Pool::open(dev)?;
+    pool.wait_ready()?;
+    let me = pool.info()?.host_index;
+    let mut held: Vec<(abi::ObjectHandle, u64)> = Vec::new();
+    let mut rng = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(me as u64 + 1);
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let stamp = |h: &abi::ObjectHandle| -> Vec<u8> {
+        let mut s = Vec::with_capacity(64);
+        s.extend_from_slice(b"BELUGA-STRESS");
+        s.extend_from_slice(&me.to_le_bytes());
+        s.extend_from_slice(&h.index.to_le_bytes());
+        s.extend_from_slice(&h.serial.to_le_bytes());
+        s
+    };
+    let verify = |pool: &Pool, h: &abi::ObjectHandle| -> Result<()> {
+        let m = pool.map(h)?;
+        let want = stamp(h);
+        // Start and end of every section.
+        for section in 0..(h.size / (2 * MIB)) as usize {
+            for at in [
+                section * 2 * MIB as usize,
+                (section + 1) * 2 * MIB as usize - want.len(),
+            ] {
+                let mut got = vec![0u8; want.len()];
+                m.read(at, &mut got)?;
+                ensure!(
+                    got == want,
+                    "object {}:{} overwritten at {at:#x}: {got:?}",
+                    h.index,
+                    h.serial
+                );
+            }
+        }
+        Ok(())
+    };
+    let (mut allocs, mut frees, mut full) = (0u64, 0u64, 0u64);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(seconds) {
+        if held.len() < 4 || next() % 3 != 0 {
+            let sections = 1 + next() % 3;
+            match pool.alloc(sections * 2 * MIB, None, Sharing::Private, 0o600) {
+                Ok(h) => {
+                    let m = pool.map(&h)?;
+                    let s = stamp(&h);
+                    for section in 0..sections as usize {
+                        m.write(section * 2 * MIB as usize, &s)?;
+                        m.write((section + 1) * 2 * MIB as usize - s.len(), &s)?;
+                    }
+                    held.push((h, sections));
+                    allocs += 1;
+                }
+                Err(e) if errno_of(&e) == Some(Errno::ENOSPC) => full += 1,
+                Err(e) => return Err(e).context("alloc"),
+            }
+        }
+        if !held.is_empty() && (held.len() > 8 || next() % 2 == 0) {
+            let (h, _) = held.swap_remove((next() % held.len() as u64) as usize);
+            verify(&pool, &h)?;
+            pool.free(&h).context("free")?;
+            frees += 1;
+        }
+        for (h, _) in &held {
+            verify(&pool, h)?;
+        }
+    }
+    while held.len() > keep {
+        let (h, _) = held.pop().unwrap();
+        verify(&pool, &h)?;
+        pool.free(&h)?;
+        frees += 1;
+    }
+    for (h, _) in &held {
+        verify(&pool, h)?;
+    }
+    println!(
+        "host {me}: {allocs} allocations, {frees} frees, {full} times full, {} kept, no overlap",
+        held.len()
+    );
+    Ok(())
+}
+
+/// Creates (or, with `--open`, opens) a shared object named `name` holding
+/// `size` bytes of a checksummed pattern, and checks its content.
+pub fn share(dev: &Path, name: &str, size: u64, open: bool, seed: u64) -> Result<()> {
+    let pool = Pool::open(dev)?;
+    pool.wait_ready()?;
+    let h = if open {
+        pool.open_object(name)
+            .with_context(|| format!("open {name}"))?
+    } else {
+        pool.alloc(size, Some(name), Sharing::Shared, 0o644)?
+    };
+    let m = pool.map(&h)?;
+    let payload = (size as usize).min(m.len()) - 8;
+    if !open {
+        let data: Vec<u8> = (0..payload).map(|i| pattern(seed, i)).collect();
+        m.write(8, &data)?;
+        m.write_u64(0, fnv1a(&data))?;
+    }
+    let mut data = vec![0u8; payload];
+    m.read(8, &mut data)?;
+    let sum = m.read_u64(0)?;
+    ensure!(sum == fnv1a(&data), "checksum mismatch");
+    ensure!(
+        data.iter().enumerate().all(|(i, b)| *b == pattern(seed, i)),
+        "content mismatch"
+    );
+    println!(
+        "shared object {name} ({}:{}) verified, checksum {sum:#018x}",
+        h.index, h.serial
+    );
+    Ok(())
+}
+
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
