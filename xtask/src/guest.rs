@@ -31,6 +31,9 @@ pub struct GuestReport {
     pub scenarios: Vec<Scenario>,
     pub blocks: Vec<Block>,
     pub done: bool,
+    /// A scenario asked the host to kill this VM (`@@ KILL-ME`): the
+    /// multi-host lease tests need a host to die without warning.
+    pub kill_requested: bool,
 }
 
 impl GuestReport {
@@ -59,6 +62,7 @@ impl GuestReport {
             match words.next() {
                 Some("HELLO") => report.hello = Some(command["HELLO ".len()..].to_string()),
                 Some("DONE") => report.done = true,
+                Some("KILL-ME") => report.kill_requested = true,
                 Some("BEGIN") => {
                     current = Some(Block {
                         kind: words.next().unwrap_or_default().to_string(),

@@ -417,7 +417,7 @@ pub fn test(opts: TestOptions) -> Result<()> {
         phases.time("vm: harness self-test", || {
             selftest(&mut tally, &tree, &initramfs, &opts)
         })?;
-        if opts.only.is_none() {
+        if opts.only.as_deref().is_none_or(|o| o == "multihost") {
             phases.time("vm: two hosts, one pool", || {
                 multihost(&mut tally, &tree, &initramfs, &opts)
             })?;

@@ -61,15 +61,20 @@ pub struct HostRun {
     pub exit_code: Option<i32>,
     pub report: GuestReport,
     pub console: PathBuf,
+    /// Killed by the host because a scenario asked for it.
+    pub killed_on_request: bool,
 }
 
 impl HostRun {
     /// The guest ran its init to the end and said so through isa-debug-exit.
     pub fn finished(&self) -> bool {
-        self.exit_code == Some(EXIT_FINISHED) && self.report.done
+        self.exit_code == Some(EXIT_FINISHED) && self.report.done || self.killed_on_request
     }
 
     pub fn describe_exit(&self) -> String {
+        if self.killed_on_request {
+            return "killed mid-run, as a scenario asked".into();
+        }
         match self.exit_code {
             Some(EXIT_FINISHED) if !self.report.done => "exit 33 but no DONE line".into(),
             Some(EXIT_FINISHED) => "finished".into(),
@@ -393,8 +398,20 @@ fn boot_once(
     };
     let start = std::time::Instant::now();
     let mut statuses: Vec<Option<std::process::ExitStatus>> = vec![None; children.len()];
+    let mut killed = vec![false; children.len()];
     loop {
-        for (i, (_, child)) in children.iter_mut().enumerate() {
+        for (i, (host, child)) in children.iter_mut().enumerate() {
+            if statuses[i].is_none()
+                && !killed[i]
+                && GuestReport::parse(&results_of(*host)).kill_requested
+            {
+                // `timeout` leads a process group with QEMU in it: kill
+                // both at once, like a machine losing power.
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                killed[i] = true;
+            }
             if statuses[i].is_none() {
                 statuses[i] = child.try_wait()?;
             }
@@ -421,13 +438,14 @@ fn boot_once(
     }
 
     let mut runs = Vec::new();
-    for ((host, _), status) in children.iter().zip(statuses) {
+    for (((host, _), status), killed) in children.iter().zip(statuses).zip(killed) {
         let host = *host;
         let run = HostRun {
             host,
             exit_code: status.and_then(|s| s.code()),
             report: GuestReport::parse(&results_of(host)),
             console: run_dir.join(format!("console{host}.log")),
+            killed_on_request: killed,
         };
         if !run.finished() {
             eprintln!(

@@ -417,8 +417,8 @@ pub fn stress(dev: &Path, seconds: u64, keep: usize, seed: u64) -> Result<()> {
     Ok(())
 }
 
-/// Creates (or, with `--open`, opens) a shared object named `name` holding
-/// `size` bytes of a checksummed pattern, and checks its content.
+/// Creates (or, with `--open`, opens) a shared object named `name` of
+/// `size` bytes filled with a checksummed pattern, and checks its content.
 pub fn share(dev: &Path, name: &str, size: u64, open: bool, seed: u64) -> Result<()> {
     let pool = Pool::open(dev)?;
     pool.wait_ready()?;
@@ -429,7 +429,8 @@ pub fn share(dev: &Path, name: &str, size: u64, open: bool, seed: u64) -> Result
         pool.alloc(size, Some(name), Sharing::Shared, 0o644)?
     };
     let m = pool.map(&h)?;
-    let payload = (size as usize).min(m.len()) - 8;
+    // The whole object: an opener does not know the creator's size.
+    let payload = m.len() - 8;
     if !open {
         let data: Vec<u8> = (0..payload).map(|i| pattern(seed, i)).collect();
         m.write(8, &data)?;

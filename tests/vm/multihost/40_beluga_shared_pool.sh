@@ -1,0 +1,51 @@
+# Two hosts attach one beluga pool (host 0 formats it and manages it).
+# Both allocate and free concurrently, each writing its id into what it
+# owns and checking that nothing it holds is ever overwritten; then an
+# object shared by name carries checksummed data from host 0 to host 1.
+# Host 1 keeps two private objects and its hold on the shared one for the
+# next scenario, which kills it.
+set -e
+shm=$(daxio ivshmem)
+base=$((2 << 20))
+flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
+await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
+dax=/sys/bus/dax/drivers
+h=$CXLFABRIC_HOST
+sys=/sys/class/misc/beluga0.0
+
+insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
+echo dax0.0 > $dax/device_dax/unbind
+if [ "$h" = 0 ]; then
+	echo dax0.0 > $dax/beluga_dax/bind
+	beluga format --hosts 4 --objects 256
+	beluga wait
+	flag 0 formatted
+else
+	await 0 formatted
+	echo dax0.0 > $dax/beluga_dax/bind
+	beluga wait
+fi
+test "$(cat $sys/manager)" = 0
+flag $((1 + h)) attached-$h
+await $((2 - h)) attached-$((1 - h))
+grep -q '^0 live$' $sys/lease_state
+grep -q '^1 live$' $sys/lease_state
+# A live host cannot be reclaimed.
+! beluga reclaim $((1 - h)) 2>/dev/null
+
+cxlf-selftest beluga-stress --seconds 20 --keep 2 --seed $((h + 1))
+flag $((3 + h)) stressed-$h
+await $((4 - h)) stressed-$((1 - h))
+# Each host owns exactly its two kept objects' sections.
+test "$(sed -n "s/^$h //p" $sys/used_by_host)" -gt 0
+
+if [ "$h" = 0 ]; then
+	cxlf-selftest beluga-share --name model.w --size $((6 << 20)) --seed 11
+	flag 5 shared
+	await 6 opened
+	beluga list --json | tr -d ' \n' | grep -q '"name":"model.w","size":6291456,[^}]*"holders":\[0,1\]'
+else
+	await 5 shared
+	cxlf-selftest beluga-share --name model.w --open --seed 11
+	flag 6 opened
+fi

@@ -1,0 +1,56 @@
+# Host 1 dies without warning (the harness kills its VM). After its lease
+# runs out, host 0 reclaims host 1's private sections, while the shared
+# object host 0 also holds survives with its data. Then a corrupted
+# superblock is refused with a clear message.
+set -e
+shm=$(daxio ivshmem)
+base=$((2 << 20))
+flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
+await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
+dax=/sys/bus/dax/drivers
+sys=/sys/class/misc/beluga0.0
+
+if [ "$CXLFABRIC_HOST" = 1 ]; then
+	flag 7 dying
+	# The kernel log so far, then ask to be killed.
+	{
+		echo "@@ BEGIN dmesg kernel"
+		dmesg | sed 's/^/@|/'
+		echo "@@ END"
+		echo "@@ KILL-ME"
+	} > /dev/ttyS1
+	sleep 600
+	exit 1
+fi
+
+await 7 dying
+test "$(sed -n 's/^1 //p' $sys/used_by_host)" -gt 0
+n=0
+until grep -q '^1 expired$' $sys/lease_state; do
+	sleep 0.5; n=$((n + 1)); test $n -lt 120
+done
+n=0
+until [ "$(sed -n 's/^1 //p' $sys/used_by_host)" = 0 ]; do
+	sleep 0.5; n=$((n + 1)); test $n -lt 60
+done
+dmesg | grep -q "beluga0.0: reclaimed [0-9]* objects of departed or expired hosts"
+# The shared object lives on, held by host 0 only, data intact.
+beluga list --json | tr -d ' \n' | grep -q '"name":"model.w",[^}]*"holders":\[0\]'
+cxlf-selftest beluga-share --name model.w --open --seed 11
+# Nothing left to reclaim by hand.
+beluga reclaim 1 --json | grep -q '"reclaimed": 0'
+beluga free model.w
+test "$(cat $sys/objects)" = "$(beluga list --json | grep -c '"index"')"
+
+# A corrupted superblock is refused with the reason.
+echo dax0.0 > $dax/beluga_dax/unbind
+echo dax0.0 > $dax/device_dax/bind
+size=$(cat /sys/bus/dax/devices/dax0.0/size)
+cxlf-selftest write-superblock --size "$size" --flip-bit 300
+echo dax0.0 > $dax/device_dax/unbind
+echo dax0.0 > $dax/beluga_dax/bind
+dmesg | tail -n 20 | grep -q "beluga0.0: superblock refused: BadChecksum"
+test "$(cat $sys/state)" = refused
+echo dax0.0 > $dax/beluga_dax/unbind
+echo dax0.0 > $dax/device_dax/bind
+rmmod beluga_dax
