@@ -19,14 +19,17 @@ mod chardev;
 mod device;
 mod mapping;
 mod pool;
+mod region;
 
 use chardev::PoolFile;
 use device::{Config, PoolDevice};
 use kernel::str::CString;
 use kernel::sync::Arc;
+use region::Registry;
 use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::module_param_uint;
+use support::region::provider::{export_beluga_regions, SourceCell};
 use support::sharedmem::SharedMem;
 use support::workqueue::Periodic;
 
@@ -47,6 +50,10 @@ module_param_uint!(
     lease_ms
 );
 
+/// Bound pools, for the region API other modules call.
+static REGIONS: SourceCell<Registry> = SourceCell::new();
+export_beluga_regions!(crate::REGIONS, crate::region::Registry);
+
 /// How often the lease is kept and the mailboxes are served.
 const TICK_MS: u32 = 5;
 
@@ -56,12 +63,13 @@ struct BelugaPool {
     misc: Option<Pin<KBox<MiscDeviceRegistration<PoolFile>>>>,
     tick: Option<Periodic<PoolDevice>>,
     dev: Arc<PoolDevice>,
+    registry: Arc<Registry>,
 }
 
 impl DaxDriver for BelugaPool {
-    type RegistrationData = ();
+    type RegistrationData = Arc<Registry>;
 
-    fn probe(dax: &DevDax<'_>, _data: &()) -> Result<Pin<KBox<Self>>> {
+    fn probe(dax: &DevDax<'_>, registry: &Arc<Registry>) -> Result<Pin<KBox<Self>>> {
         let name = CString::try_from_fmt(kernel::fmt!("beluga{}.{}", dax.region_id(), dax.id()))?;
         if dax.nr_ranges() != 1 {
             pr_err!(
@@ -105,14 +113,18 @@ impl DaxDriver for BelugaPool {
                 return Err(e);
             }
         };
-        Ok(KBox::pin(
+        let pool = KBox::pin(
             BelugaPool {
                 misc: Some(misc),
                 tick: Some(tick),
-                dev,
+                dev: dev.clone(),
+                registry: registry.clone(),
             },
             GFP_KERNEL,
-        )?)
+        )?;
+        // Dropping `pool` on failure undoes everything above.
+        registry.add(dev)?;
+        Ok(pool)
     }
 
     fn remove(self: Pin<&Self>, _dax: &DevDax<'_>) {
@@ -122,6 +134,7 @@ impl DaxDriver for BelugaPool {
 
 impl Drop for BelugaPool {
     fn drop(&mut self) {
+        self.registry.remove(&self.dev);
         drop(self.misc.take());
         drop(self.tick.take());
         self.dev.shutdown();
@@ -140,7 +153,20 @@ impl kernel::Module for BelugaDax {
             pr_err!("lease_ms={} is outside 100..=600000\n", lease);
             return Err(EINVAL);
         }
-        let driver = KBox::pin_init(DaxDriverRegistration::register(()), GFP_KERNEL)?;
+        let registry = Registry::new()?;
+        let driver = KBox::pin_init(
+            DaxDriverRegistration::register(registry.clone()),
+            GFP_KERNEL,
+        )?;
+        REGIONS.install(registry);
         Ok(BelugaDax { _driver: driver })
+    }
+}
+
+impl Drop for BelugaDax {
+    fn drop(&mut self) {
+        // No module using the region API is loaded any more (each holds a
+        // reference to this one while it is).
+        REGIONS.remove();
     }
 }

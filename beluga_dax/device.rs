@@ -582,6 +582,31 @@ impl PoolDevice {
         Ok((out, next))
     }
 
+    /// Reads `out.len()` bytes at `offset` of a held object (kernel users).
+    pub(crate) fn read_object(&self, holding: &Holding, offset: u64, out: &mut [u8]) -> Result {
+        let inner = self.inner.lock();
+        let at = Self::object_range(&inner, holding, offset, out.len())?;
+        inner.mem.as_ref().ok_or(ENODEV)?.0.read(at, out)
+    }
+
+    /// Writes `data` at `offset` of a held object (kernel users).
+    pub(crate) fn write_object(&self, holding: &Holding, offset: u64, data: &[u8]) -> Result {
+        let inner = self.inner.lock();
+        let at = Self::object_range(&inner, holding, offset, data.len())?;
+        inner.mem.as_ref().ok_or(ENODEV)?.0.write(at, data)
+    }
+
+    fn object_range(inner: &Inner, holding: &Holding, offset: u64, len: usize) -> Result<usize> {
+        if inner.mem.is_none() || holding.is_revoked() {
+            return Err(ENODEV);
+        }
+        let end = offset.checked_add(len as u64).ok_or(EINVAL)?;
+        if end > holding.size {
+            return Err(EINVAL);
+        }
+        usize::try_from(holding.offset + offset).map_err(|_| EINVAL)
+    }
+
     /// The holding that covers `[offset, offset + len)` of the pool.
     pub(crate) fn find_holding(&self, offset: u64, len: u64) -> Option<Arc<Holding>> {
         let inner = self.inner.lock();

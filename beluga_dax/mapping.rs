@@ -12,6 +12,7 @@
 use crate::pool::engine::Handle;
 use crate::pool::layout::SECTION_SIZE;
 use crate::support::mm::{pmd_order, FaultResult, PfnMapping, VmFault};
+use core::sync::atomic::AtomicU32;
 use kernel::new_mutex;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -31,6 +32,9 @@ pub(crate) struct Holding {
     /// teardown, which then removes it.
     #[pin]
     revoked: Mutex<bool>,
+    /// Kernel users (`beluga_region_get`) of this holding; the last one to
+    /// let go releases the host's hold.
+    pub(crate) kernel_users: AtomicU32,
 }
 
 impl Holding {
@@ -48,6 +52,7 @@ impl Holding {
                 size,
                 phys,
                 revoked <- new_mutex!(false),
+                kernel_users: AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )
@@ -65,6 +70,10 @@ impl Holding {
     /// Faults from now on raise SIGBUS. The caller then unmaps the range.
     pub(crate) fn revoke(&self) {
         *self.revoked.lock() = true;
+    }
+
+    pub(crate) fn is_revoked(&self) -> bool {
+        *self.revoked.lock()
     }
 
     /// Offset in the object of the user address `address` of the fault's

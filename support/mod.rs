@@ -20,6 +20,7 @@
 //! | [`time`]         | `kernel::time`, `kernel::delay`          |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)  |
 //! | [`params`]       | `module!` parameters (6.15)              |
+//! | [`region`]       | none: beluga_dax's C region ABI          |
 //!
 //! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
 //! is reached through the C helpers in `helpers.c`, which every module
@@ -37,6 +38,7 @@ pub(crate) mod miscdevice;
 pub(crate) mod mm;
 pub(crate) mod page;
 pub(crate) mod params;
+pub(crate) mod region;
 pub(crate) mod sharedmem;
 pub(crate) mod time;
 pub(crate) mod uapi;

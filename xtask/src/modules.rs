@@ -16,6 +16,8 @@ pub const KUNIT_MODULES: &[&str] = &["cxlfabric_support_kunit", "beluga_dax_kuni
 const SUPPORT_KUNIT_MODULE: &str = "cxlfabric_support_kunit";
 /// Fails on purpose; loaded only in the self-test boot.
 pub const SELFTEST_MODULE: &str = "cxlfabric_selftest";
+/// Loaded by scenarios that need a module using a product module's API.
+pub const TEST_HELPER_MODULES: &[&str] = &["beluga_client_test"];
 
 /// Where a module's sources live: (module, directory, Rust crate root).
 /// Every module is composite: its crate root plus its `helpers.c`.
@@ -23,7 +25,7 @@ fn layout(module: &str) -> (String, String) {
     match module {
         SUPPORT_KUNIT_MODULE => ("kunit".into(), "kunit/support_kunit_main.rs".into()),
         SELFTEST_MODULE => ("kunit".into(), "kunit/selftest_main.rs".into()),
-        kunit if KUNIT_MODULES.contains(&kunit) => {
+        kunit if KUNIT_MODULES.contains(&kunit) || TEST_HELPER_MODULES.contains(&kunit) => {
             ("kunit".into(), format!("kunit/{kunit}_main.rs"))
         }
         product => (product.into(), format!("{product}/{product}_main.rs")),
@@ -41,6 +43,7 @@ pub fn all_modules() -> Vec<String> {
         .iter()
         .chain(KUNIT_MODULES.iter())
         .chain([SELFTEST_MODULE].iter())
+        .chain(TEST_HELPER_MODULES.iter())
         .map(|m| m.to_string())
         .collect()
 }

@@ -456,3 +456,28 @@ fn fnv1a(data: &[u8]) -> u64 {
         (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
     })
 }
+
+/// Opens the shared object `name` and checks that its first `len` bytes
+/// and its last page hold `uapi::selftest::pattern_byte` (as written by
+/// `beluga_client_test` through the in-kernel region API).
+pub fn pattern_check(dev: &Path, name: &str, len: usize) -> Result<()> {
+    let pool = Pool::open(dev)?;
+    let h = pool
+        .open_object(name)
+        .with_context(|| format!("open {name}"))?;
+    let m = pool.map(&h)?;
+    let end = m.len() - 4096;
+    for (start, n) in [(0, len), (end, 4096)] {
+        let mut got = vec![0u8; n];
+        m.read(start, &mut got)?;
+        if let Some(i) = (0..n).find(|&i| got[i] != uapi::selftest::pattern_byte(start + i)) {
+            bail!("{name}: byte {:#x} is {:#x}", start + i, got[i]);
+        }
+    }
+    println!(
+        "{name}: {} bytes at {:#x} hold the kernel's pattern",
+        m.len(),
+        h.map_offset
+    );
+    Ok(())
+}

@@ -56,6 +56,15 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// beluga_dax: check the pattern beluga_client_test wrote into a region.
+    BelugaPattern {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value_t = 65536)]
+        len: usize,
+    },
     /// beluga_dax: create (or open) a shared object with checksummed data.
     BelugaShare {
         #[arg(long, default_value = "/dev/beluga0.0")]
@@ -378,6 +387,7 @@ fn main() -> Result<()> {
             ready,
             timeout,
         } => beluga_checks::hold(&dev, &ready, std::time::Duration::from_secs(timeout)),
+        Cmd::BelugaPattern { dev, name, len } => beluga_checks::pattern_check(&dev, &name, len),
         Cmd::BelugaStress {
             dev,
             seconds,

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The in-kernel region API (`beluga_region.h`): named shared objects for
+//! other modules, found by pool name in the registry of bound pools.
+
+use crate::device::PoolDevice;
+use crate::mapping::Holding;
+use crate::pool::objects::{Name, FLAG_SHARED};
+use crate::support::region::provider::{RegionSource, SharedRegion};
+use core::sync::atomic::Ordering;
+use kernel::new_mutex;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// Objects created for kernel users belong to root, mode 0600.
+const KERNEL_UID: u32 = 0;
+const KERNEL_MODE: u32 = 0o600;
+
+/// The pools bound to this driver.
+#[pin_data]
+pub(crate) struct Registry {
+    #[pin]
+    pools: Mutex<KVec<Arc<PoolDevice>>>,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Result<Arc<Registry>> {
+        Arc::pin_init(
+            pin_init!(Registry {
+                pools <- new_mutex!(KVec::new()),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(crate) fn add(&self, dev: Arc<PoolDevice>) -> Result {
+        self.pools.lock().push(dev, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self, dev: &PoolDevice) {
+        let mut pools = self.pools.lock();
+        let all = core::mem::replace(&mut *pools, KVec::new());
+        for p in all {
+            if !core::ptr::eq(&*p, dev) {
+                // Cannot fail: the vector had room for all of them before.
+                let _ = pools.push(p, GFP_KERNEL);
+            }
+        }
+    }
+
+    fn find(&self, name: &CStr) -> Option<Arc<PoolDevice>> {
+        let pools = self.pools.lock();
+        pools
+            .iter()
+            .find(|p| p.name().as_bytes() == name.as_bytes())
+            .cloned()
+    }
+}
+
+/// A region held for a kernel user.
+pub(crate) struct KernelRegion {
+    dev: Arc<PoolDevice>,
+    holding: Arc<Holding>,
+}
+
+impl SharedRegion for KernelRegion {
+    fn phys(&self) -> u64 {
+        self.dev.phys + self.holding.offset
+    }
+
+    fn size(&self) -> u64 {
+        self.holding.size
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result {
+        self.dev.read_object(&self.holding, offset, out)
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result {
+        self.dev.write_object(&self.holding, offset, data)
+    }
+}
+
+impl Drop for KernelRegion {
+    fn drop(&mut self) {
+        if self.holding.kernel_users.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let h = &self.holding.handle;
+        if let Err(e) = self.dev.free(h.object, h.serial, KERNEL_UID, true) {
+            // Unbound meanwhile (nothing left to release) or the manager
+            // is unreachable (the lease will reclaim it if this host dies).
+            pr_info!(
+                "{}: region release of object {}: {:?}\n",
+                self.dev.name(),
+                h.object,
+                e
+            );
+        }
+    }
+}
+
+impl RegionSource for Registry {
+    type Region = KernelRegion;
+
+    fn get(&self, pool: &CStr, name: &CStr, size: u64) -> Result<Arc<KernelRegion>> {
+        let dev = self.find(pool).ok_or_else(|| {
+            pr_err!("region {:?}: no pool named {:?}\n", name, pool);
+            ENODEV
+        })?;
+        let object = Name::new(name.as_bytes()).map_err(|_| EINVAL)?;
+        let holding = match dev.open(object, KERNEL_UID, true) {
+            Err(e) if e == ENOENT => {
+                match dev.alloc(size, FLAG_SHARED, KERNEL_MODE, Some(object), KERNEL_UID) {
+                    // Another host created it meanwhile.
+                    Err(e) if e == EEXIST => dev.open(object, KERNEL_UID, true)?,
+                    other => other?,
+                }
+            }
+            other => other?,
+        };
+        holding.kernel_users.fetch_add(1, Ordering::AcqRel);
+        let region = Arc::new(
+            KernelRegion {
+                dev: dev.clone(),
+                holding,
+            },
+            GFP_KERNEL,
+        )?;
+        if region.holding.size < size {
+            pr_err!(
+                "{}: region {:?} exists with {} bytes, {} asked\n",
+                dev.name(),
+                name,
+                region.holding.size,
+                size
+            );
+            return Err(EINVAL);
+        }
+        pr_info!(
+            "{}: region {:?} for a kernel user: {} bytes at {:#x}\n",
+            dev.name(),
+            name,
+            region.holding.size,
+            region.phys()
+        );
+        Ok(region)
+    }
+}

@@ -1,0 +1,37 @@
+# The in-kernel region API: a module (beluga_client_test, standing in for
+# mchannel_sched and drack_netdev) obtains a named shared region, writes
+# it through beluga_dax's flushed accessors, and releases it at unload.
+# User space sees the object and the kernel's bytes through its own
+# mapping; beluga_dax cannot be unloaded while the user is loaded; an
+# unbind under a kernel user is survived (the region just goes away).
+set -e
+dax=/sys/bus/dax/drivers
+test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
+grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko lease_ms=1000
+echo dax0.0 > $dax/device_dax/unbind
+echo dax0.0 > $dax/beluga_dax/bind
+beluga format
+beluga wait
+
+insmod /lib/cxlfabric/beluga_client_test.ko size_mib=3
+dmesg | grep -q 'beluga_client_test: region kclient.test: 4194304 bytes at 0x'
+beluga list --json | tr -d ' \n' | grep -q '"name":"kclient.test","size":4194304,[^}]*"uid":0,"mode":"600"'
+cxlf-selftest beluga-pattern --name kclient.test --len 65536
+# The user holds beluga_dax.
+! rmmod beluga_dax 2>/dev/null
+rmmod beluga_client_test
+! beluga list | grep -q kclient.test
+
+# No pool of that name: the load fails cleanly.
+echo dax0.0 > $dax/beluga_dax/unbind
+! insmod /lib/cxlfabric/beluga_client_test.ko 2>/dev/null
+dmesg | tail -n 5 | grep -q 'no pool named "beluga0.0"'
+
+# Unbind under a kernel user, then unload it.
+echo dax0.0 > $dax/beluga_dax/bind
+beluga wait
+insmod /lib/cxlfabric/beluga_client_test.ko
+echo dax0.0 > $dax/beluga_dax/unbind
+rmmod beluga_client_test
+echo dax0.0 > $dax/device_dax/bind
+rmmod beluga_dax
