@@ -14,6 +14,10 @@
 //! write it at any time: [`Mapping`] therefore offers volatile copies in
 //! and out (`read`, `write`) rather than Rust references to its bytes.
 
+pub mod kv;
+pub mod rpc;
+pub mod shared;
+
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -210,6 +214,35 @@ impl Pool {
         // affected.
         let ptr = unsafe { mmap(None, len_nz, prot, MapFlags::MAP_SHARED, &self.file, offset) }
             .map_err(io::Error::from)?;
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Mapping {
+    /// Maps `len` bytes at `offset` of any shared file (a device-dax
+    /// device, the ivshmem BAR's `resource2`), read-write, `MAP_SHARED`.
+    pub fn map_file(path: impl AsRef<Path>, offset: u64, len: usize) -> io::Result<Mapping> {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let len_nz = std::num::NonZeroUsize::new(len)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"))?;
+        let offset =
+            i64::try_from(offset).map_err(|_| io::Error::from_raw_os_error(nix::libc::EINVAL))?;
+        // SAFETY: a new shared mapping; no existing memory is affected.
+        let ptr = unsafe {
+            mmap(
+                None,
+                len_nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &file,
+                offset,
+            )
+        }
+        .map_err(io::Error::from)?;
         Ok(Mapping {
             ptr: ptr.cast(),
             len,

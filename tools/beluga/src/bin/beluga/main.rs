@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 use std::path::PathBuf;
 
+mod bench;
+
 #[derive(Parser)]
 #[command(about = "Administer and use beluga_dax CXL pools")]
 struct Cli {
@@ -56,6 +58,9 @@ enum Cmd {
     List,
     /// Reclaim a dead host's objects now (CAP_SYS_ADMIN).
     Reclaim { host: u32 },
+    /// Measurements for `cargo xtask bench` (BENCH lines).
+    #[command(subcommand, hide = true)]
+    Bench(bench::Bench),
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -224,6 +229,9 @@ fn print<T: Serialize>(json: bool, value: &T, text: impl FnOnce(&T)) -> Result<(
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    if let Cmd::Bench(b) = cli.cmd {
+        return bench::run(cli.dev, b);
+    }
     let dev = match cli.dev {
         Some(d) => d,
         None => Pool::devices()?
@@ -334,6 +342,7 @@ fn main() -> Result<()> {
                 }
             })?;
         }
+        Cmd::Bench(_) => unreachable!("handled above"),
         Cmd::Reclaim { host } => {
             let n = pool
                 .force_reclaim(host)
