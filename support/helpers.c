@@ -25,6 +25,10 @@
 struct cxlf_misc {
 	struct miscdevice misc;
 	struct file_operations fops;
+	/* The registration's, and one per open file: see cxlf_misc_release. */
+	refcount_t refs;
+	int (*rust_open)(struct inode *inode, struct file *file);
+	int (*rust_release)(struct inode *inode, struct file *file);
 	void *data;
 	char name[32];
 	/* Read-only sysfs attributes of the device, all shown by `show`. */
@@ -50,6 +54,45 @@ static void cxlf_misc_free(struct cxlf_misc *m)
 	kfree(m->attrs);
 	kfree(m->dattrs);
 	kfree(m);
+}
+
+static void cxlf_misc_put(struct cxlf_misc *m)
+{
+	if (refcount_dec_and_test(&m->refs))
+		cxlf_misc_free(m);
+}
+
+/* Files keep this module's reference through a static copy of no ops. */
+static const struct file_operations cxlf_misc_retired_fops = {
+	.owner = THIS_MODULE,
+};
+
+/* misc_open() has pointed f_op at m->fops and holds misc_mtx. */
+static int cxlf_misc_open(struct inode *inode, struct file *file)
+{
+	struct cxlf_misc *m = container_of(file->f_op, struct cxlf_misc, fops);
+	int ret = m->rust_open(inode, file);
+
+	if (!ret)
+		refcount_inc(&m->refs);
+	return ret;
+}
+
+/*
+ * Open files outlive the registration, and with it the file_operations
+ * copy they point to. Each file holds a reference on the copy; after the
+ * driver's release, f_op moves to a static table with the same owner,
+ * because __fput() drops the module reference through f_op after ->release
+ * returns. The copy goes with the last file (or the deregistration).
+ */
+static int cxlf_misc_release(struct inode *inode, struct file *file)
+{
+	struct cxlf_misc *m = container_of(file->f_op, struct cxlf_misc, fops);
+	int ret = m->rust_release(inode, file);
+
+	file->f_op = &cxlf_misc_retired_fops;
+	cxlf_misc_put(m);
+	return ret;
 }
 
 struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
@@ -96,6 +139,11 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 	}
 	m->fops = *template;
 	m->fops.owner = owner;
+	m->rust_open = template->open;
+	m->rust_release = template->release;
+	m->fops.open = cxlf_misc_open;
+	m->fops.release = cxlf_misc_release;
+	refcount_set(&m->refs, 1);
 	m->data = data;
 	m->misc.minor = MISC_DYNAMIC_MINOR;
 	m->misc.name = m->name;
@@ -109,11 +157,14 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 	return m;
 }
 
-/* device_destroy() drains running sysfs callbacks before it returns. */
+/*
+ * device_destroy() drains running sysfs callbacks before it returns; open
+ * files keep the file operations until they are released.
+ */
 void cxlf_misc_deregister(struct cxlf_misc *m)
 {
 	misc_deregister(&m->misc);
-	cxlf_misc_free(m);
+	cxlf_misc_put(m);
 }
 
 int cxlf_misc_minor(const struct cxlf_misc *m)

@@ -108,12 +108,41 @@ impl GuestReport {
             "KASAN",
             "UBSAN",
         ];
-        self.blocks("dmesg")
+        let mut trouble: Vec<String> = self
+            .blocks("dmesg")
             .flat_map(|b| b.text.lines())
             .filter(|l| MARKERS.iter().any(|m| l.contains(m)))
             .map(str::to_string)
-            .collect()
+            .collect();
+        trouble.extend(self.blocks("kmemleak").flat_map(|b| our_leaks(&b.text)));
+        trouble
     }
+}
+
+/// Modules whose leaks count (the kernel's own boot-time reports do not).
+const OUR_MODULES: &[&str] = &[
+    "[beluga_dax]",
+    "[mchannel_sched]",
+    "[cxlnic_drv]",
+    "[drack_netdev]",
+    "[cxlfabric_support_kunit]",
+    "[beluga_dax_kunit]",
+    "[beluga_client_test]",
+];
+
+/// The kmemleak reports whose allocation backtrace runs through one of
+/// our modules, one line each.
+fn our_leaks(report: &str) -> Vec<String> {
+    let mut leaks = Vec::new();
+    for entry in report.split("unreferenced object").skip(1) {
+        if let Some(module) = OUR_MODULES.iter().find(|m| entry.contains(*m)) {
+            let head = entry.lines().next().unwrap_or_default().trim();
+            leaks.push(format!(
+                "kmemleak: unreferenced object {head} allocated in {module}"
+            ));
+        }
+    }
+    leaks
 }
 
 #[cfg(test)]
@@ -156,6 +185,21 @@ mod tests {
         assert!(!r.done);
         assert_eq!(r.blocks.len(), 1);
         assert_eq!(r.blocks[0].text, "KTAP version 1\n");
+    }
+
+    #[test]
+    fn kmemleak_reports_count_only_for_our_modules() {
+        let r = GuestReport::parse(
+            "@@ BEGIN kmemleak kernel\n\
+             @|unreferenced object 0xffff888001 (size 64):\n\
+             @|  backtrace:\n@|    acpi_thing+0x1/0x2\n\
+             @|unreferenced object 0xffff888002 (size 512):\n\
+             @|  backtrace:\n@|    __kmalloc+0x1/0x2\n@|    cxlf_misc_register+0x3/0x4 [beluga_dax]\n\
+             @@ END\n",
+        );
+        let trouble = r.kernel_trouble();
+        assert_eq!(trouble.len(), 1, "{trouble:?}");
+        assert!(trouble[0].contains("0xffff888002") && trouble[0].contains("[beluga_dax]"));
     }
 
     #[test]
