@@ -11,9 +11,12 @@ mod support;
 #[path = "../beluga_dax/pool.rs"]
 mod pool;
 
+use core::cell::RefCell;
 use pool::checksum::crc32c;
+use pool::engine::{self, Call, Engine, Fault, Memory, Peer};
 use pool::layout::{Geometry, LayoutError, Superblock, SUPERBLOCK_BYTES};
 use pool::leases::{manager, HostSlot, LeaseTracker, Liveness, SlotError, SlotState};
+use pool::mailbox::{Op, Request};
 use pool::objects::{
     check_tables, Inconsistency, Name, ObjectEntry, ObjectError, Slot, FLAG_SHARED,
 };
@@ -198,6 +201,128 @@ kunit_tests!(
     [
         object_entry_round_trip_and_hostile_extent,
         tables_disagreeing_are_reported
+    ]
+);
+
+fn mailbox_request_bit_flips_are_refused() -> Result {
+    let request = Request {
+        op: Op::Alloc,
+        seq: 9,
+        boot_id: [4; 16],
+        object: 0,
+        sections: 3,
+        serial: 0,
+        flags: FLAG_SHARED,
+        uid: 1000,
+        mode: 0o640,
+        name: Some(Name::new(b"kv.0").map_err(|_| EINVAL)?),
+    };
+    let bytes = request.encode();
+    kassert_eq!(Request::decode(&bytes), Ok(request));
+    for bit in 0..116 * 8 {
+        let mut bad = bytes;
+        bad[bit / 8] ^= 1 << (bit % 8);
+        kassert!(Request::decode(&bad).is_err());
+    }
+    Ok(())
+}
+
+/// The metadata area of a pool (the engine never touches the sections).
+struct MetadataOnly(RefCell<KVVec<u8>>);
+
+impl Memory for MetadataOnly {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
+        let mem = self.0.borrow();
+        let start = usize::try_from(offset).map_err(|_| Fault)?;
+        let src = mem.get(start..start + buf.len()).ok_or(Fault)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
+        let mut mem = self.0.borrow_mut();
+        let start = usize::try_from(offset).map_err(|_| Fault)?;
+        mem.get_mut(start..start + data.len())
+            .ok_or(Fault)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+}
+
+type TestEngine = Engine<KVec<Slot>, KVec<u32>, KVec<Peer>>;
+
+fn engine_at(mem: &MetadataOnly, sb: Superblock, index: u32, now: u64) -> Result<TestEngine> {
+    let g = sb.geometry();
+    Engine::attach(
+        mem,
+        sb,
+        index,
+        [index as u8 + 1; 16],
+        100,
+        now,
+        KVec::from_elem(Slot::Free, g.max_objects as usize, GFP_KERNEL)?,
+        KVec::from_elem(0u32, g.section_count as usize, GFP_KERNEL)?,
+        KVec::from_elem(Peer::default(), g.max_hosts as usize, GFP_KERNEL)?,
+    )
+    .map_err(|_| EINVAL)
+}
+
+/// Two hosts on one pool in memory: the manager serves the other host's
+/// request through its mailbox, then reclaims its object once its lease
+/// has expired.
+fn engine_serves_remote_requests_and_reclaims() -> Result {
+    let mem = MetadataOnly(RefCell::new(KVVec::from_elem(0u8, 2 << 20, GFP_KERNEL)?));
+    let sb = engine::format(&mem, 10 * MIB, 2, 8, [7; 16], 1).map_err(|_| EINVAL)?;
+    kassert_eq!(sb.section_count, 4);
+    let mut now = 0;
+    let mut a = engine_at(&mem, sb, 0, now)?;
+    let mut b = engine_at(&mem, sb, 1, now)?;
+    for _ in 0..200 {
+        now += MS;
+        a.tick(&mem, now);
+        b.tick(&mem, now);
+    }
+    kassert!(a.is_managing() && !b.is_managing() && b.is_ready());
+    let call = Call::Alloc {
+        sections: 3,
+        flags: 0,
+        uid: 0,
+        mode: 0o600,
+        name: None,
+    };
+    let seq = b.submit(&mem, call, false, now).map_err(|_| EINVAL)?;
+    let mut answer = None;
+    for _ in 0..50 {
+        now += MS;
+        a.tick(&mem, now);
+        b.tick(&mem, now);
+        if let Some(r) = b.poll(&mem, seq) {
+            answer = Some(r);
+            break;
+        }
+    }
+    let handle = match answer {
+        Some(Ok(h)) => h,
+        _ => return Err(EINVAL),
+    };
+    kassert_eq!(handle.extent.count, 3);
+    kassert_eq!(a.stats().used_by_host[1], 3);
+    // Host 1 stops: after 1.5 leases host 0 reclaims its sections.
+    let mut reclaimed = 0;
+    for _ in 0..200 {
+        now += MS;
+        reclaimed += a.tick(&mem, now).reclaimed;
+    }
+    kassert_eq!(reclaimed, 1);
+    kassert_eq!(a.stats().free_sections, 4);
+    Ok(())
+}
+
+kunit_tests!(
+    beluga_dax_protocol,
+    [
+        mailbox_request_bit_flips_are_refused,
+        engine_serves_remote_requests_and_reclaims,
     ]
 );
 
