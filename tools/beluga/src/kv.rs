@@ -30,8 +30,8 @@ const MAGIC: u64 = u64::from_le_bytes(*b"BKVSTORE");
 const VERSION: u64 = 1;
 const HEADER: usize = 64;
 const SLOT: usize = 64;
-/// Reads of a block that keep racing with the writer before giving up.
-const READ_TRIES: usize = 64;
+/// How long a reader keeps trying a block the writer keeps changing.
+const READ_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
@@ -180,13 +180,15 @@ impl<M: Shared> KvStore<M> {
         for probe in 0..slots {
             let slot = (start + probe) % slots;
             let at = self.slot_off(slot);
-            for _ in 0..READ_TRIES {
+            let deadline = std::time::Instant::now() + READ_PATIENCE;
+            while std::time::Instant::now() < deadline {
                 let seq = self.mem.read_u64(at)?;
                 if seq == 0 {
                     return Ok(None);
                 }
                 if seq & 1 == 1 {
-                    std::hint::spin_loop();
+                    // The writer is mid-update (slow on an emulated window).
+                    std::thread::yield_now();
                     continue;
                 }
                 if self.mem.read_u64(at + 8)? != key {

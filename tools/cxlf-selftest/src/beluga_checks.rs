@@ -153,6 +153,16 @@ pub fn contract(dev: &Path) -> Result<()> {
             Errno::EINVAL,
         )
     })?;
+    check(
+        "a mapping at an offset that is not page aligned is refused",
+        {
+            expect_errno(
+                "misaligned",
+                pool.map_range(obj.map_offset + 100, 4096, true),
+                Errno::EINVAL,
+            )
+        },
+    )?;
     check("a mapping of the metadata is refused", {
         expect_errno("offset 0", pool.map_range(0, 4096, false), Errno::EINVAL)
     })?;
@@ -479,5 +489,169 @@ pub fn pattern_check(dev: &Path, name: &str, len: usize) -> Result<()> {
         m.len(),
         h.map_offset
     );
+    Ok(())
+}
+
+/// KV block store across hosts: the writer creates a store in the shared
+/// object `name` and keeps publishing new versions of `keys` blocks; a
+/// reader on another host checks every block it gets is whole (its content
+/// is a function of key and version, and carries its own checksum).
+pub fn kv(dev: &Path, name: &str, writer: bool, keys: u64, seconds: u64) -> Result<()> {
+    use beluga::kv::KvStore;
+    const BLOCK: usize = 4096;
+    let pool = Pool::open(dev)?;
+    pool.wait_ready()?;
+    let content = |key: u64, version: u64| -> Vec<u8> {
+        let mut b: Vec<u8> = (0..BLOCK - 16)
+            .map(|i| pattern(key * 1_000_003 + version, i))
+            .collect();
+        b.extend_from_slice(&key.to_le_bytes());
+        b.extend_from_slice(&version.to_le_bytes());
+        b
+    };
+    let end = Instant::now() + Duration::from_secs(seconds);
+    if writer {
+        let h = pool.alloc(8 * MIB, Some(name), Sharing::Shared, 0o644)?;
+        let store = KvStore::create(pool.map(&h)?, BLOCK)?;
+        let mut version = 0;
+        while Instant::now() < end {
+            for key in 0..keys {
+                store.put(key, &content(key, version))?;
+            }
+            version += 1;
+        }
+        println!("writer: {version} versions of {keys} blocks published");
+    } else {
+        // The writer creates the store: wait for it.
+        let start = Instant::now();
+        let store = loop {
+            let opened = pool
+                .open_object(name)
+                .and_then(|h| pool.map(&h))
+                .and_then(KvStore::open);
+            match opened {
+                Ok(store) => break store,
+                Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => return Err(e).with_context(|| format!("open the store {name}")),
+            }
+        };
+        let end = Instant::now() + Duration::from_secs(seconds);
+        let (mut reads, mut versions) = (0u64, std::collections::BTreeSet::new());
+        while Instant::now() < end {
+            for key in 0..keys {
+                let Some(block) = store.get(key)? else {
+                    continue;
+                };
+                ensure!(block.len() == BLOCK, "key {key}: {} bytes", block.len());
+                let version = u64::from_le_bytes(block[BLOCK - 8..].try_into().unwrap());
+                ensure!(
+                    block == content(key, version),
+                    "key {key}: block is not whole (version {version})"
+                );
+                versions.insert(version);
+                reads += 1;
+            }
+        }
+        ensure!(reads > 0, "no block read");
+        println!(
+            "reader: {reads} whole blocks read, {} distinct versions seen",
+            versions.len()
+        );
+    }
+    Ok(())
+}
+
+/// CXL-RPC across hosts: the server answers every request with its bytes
+/// reversed; the client checks `calls` answers at queue depth `depth`.
+pub fn rpc(dev: &Path, server: bool, calls: u64, depth: usize) -> Result<()> {
+    use beluga::rpc;
+    const NAME: &str = "check.rpc";
+    const MSG: usize = 64;
+    let pool = Pool::open(dev)?;
+    pool.wait_ready()?;
+    if server {
+        let h = pool.alloc(
+            rpc::channel_bytes(32, MSG) as u64,
+            Some(NAME),
+            Sharing::Shared,
+            0o666,
+        )?;
+        let mem = pool.map(&h)?;
+        rpc::create(&mem, 32, MSG)?;
+        // The client stops the server by a request of length 0.
+        let mut server = rpc::Server::open(&mem)?;
+        let mut served = 0u64;
+        let mut stop = false;
+        let start = Instant::now();
+        while !stop {
+            ensure!(
+                start.elapsed() < Duration::from_secs(120),
+                "client never finished"
+            );
+            served += server.poll(&mut |req, resp| {
+                if req.is_empty() {
+                    stop = true;
+                }
+                for (o, i) in resp.iter_mut().zip(req.iter().rev()) {
+                    *o = *i;
+                }
+                req.len()
+            })? as u64;
+        }
+        println!("server: {served} calls answered");
+    } else {
+        let start = Instant::now();
+        let h = loop {
+            match pool.open_object(NAME) {
+                Ok(h) => break h,
+                Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => return Err(e).context("open the channel"),
+            }
+        };
+        let mem = pool.map(&h)?;
+        let mut client = loop {
+            match rpc::Client::open(&mem) {
+                Ok(c) => break c,
+                Err(_) if start.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => return Err(e).context("channel header"),
+            }
+        };
+        let depth = depth.clamp(1, client.slots());
+        let request =
+            |n: u64| -> Vec<u8> { (0..1 + (n % 63) as usize).map(|i| pattern(n, i)).collect() };
+        let mut inflight: Vec<(u64, u64)> = Vec::new();
+        let mut next = 0u64;
+        let mut done = 0u64;
+        let mut out = [0u8; MSG];
+        for slot in 0..depth {
+            inflight.push((client.submit(slot, &request(next))?, next));
+            next += 1;
+        }
+        while done < calls {
+            for (slot, (seq, n)) in inflight.iter_mut().enumerate() {
+                if let Some(len) = client.poll(slot, *seq, &mut out)? {
+                    let want: Vec<u8> = request(*n).into_iter().rev().collect();
+                    ensure!(out[..len] == want[..], "call {n}: wrong answer");
+                    done += 1;
+                    *n = next;
+                    next += 1;
+                    *seq = client.submit(slot, &request(*n))?;
+                }
+            }
+        }
+        // Drain, then stop the server.
+        for (slot, (seq, _)) in inflight.iter().enumerate() {
+            while client.poll(slot, *seq, &mut out)?.is_none() {}
+        }
+        let seq = client.submit(0, &[])?;
+        while client.poll(0, seq, &mut out)?.is_none() {}
+        println!("client: {done} calls at depth {depth} answered correctly");
+    }
     Ok(())
 }

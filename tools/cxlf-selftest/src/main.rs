@@ -65,6 +65,30 @@ enum Cmd {
         #[arg(long, default_value_t = 65536)]
         len: usize,
     },
+    /// beluga_dax: the KV block store across hosts (writer or reader).
+    BelugaKv {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        writer: bool,
+        #[arg(long, default_value_t = 16)]
+        keys: u64,
+        #[arg(long, default_value_t = 8)]
+        seconds: u64,
+    },
+    /// beluga_dax: CXL-RPC across hosts (server or client).
+    BelugaRpc {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        server: bool,
+        #[arg(long, default_value_t = 2000)]
+        calls: u64,
+        #[arg(long, default_value_t = 8)]
+        depth: usize,
+    },
     /// beluga_dax: create (or open) a shared object with checksummed data.
     BelugaShare {
         #[arg(long, default_value = "/dev/beluga0.0")]
@@ -388,6 +412,19 @@ fn main() -> Result<()> {
             timeout,
         } => beluga_checks::hold(&dev, &ready, std::time::Duration::from_secs(timeout)),
         Cmd::BelugaPattern { dev, name, len } => beluga_checks::pattern_check(&dev, &name, len),
+        Cmd::BelugaKv {
+            dev,
+            name,
+            writer,
+            keys,
+            seconds,
+        } => beluga_checks::kv(&dev, &name, writer, keys, seconds),
+        Cmd::BelugaRpc {
+            dev,
+            server,
+            calls,
+            depth,
+        } => beluga_checks::rpc(&dev, server, calls, depth),
         Cmd::BelugaStress {
             dev,
             seconds,

@@ -1,0 +1,19 @@
+# The library's protocols across the two hosts, over the shared pool: the
+# KV block store (host 0 keeps publishing new versions of 16 blocks while
+# host 1 reads them; every block read must be whole), and CXL-RPC (host 1
+# calls host 0 at queue depth 8; every answer must match its request).
+set -e
+shm=$(daxio ivshmem)
+base=$((2 << 20))
+flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
+await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
+h=$CXLFABRIC_HOST
+flag $((8 + h)) kv-$h
+await $((9 - h)) kv-$((1 - h))
+if [ "$h" = 0 ]; then
+	cxlf-selftest beluga-kv --name kv.store --writer --seconds 12
+	cxlf-selftest beluga-rpc --server
+else
+	cxlf-selftest beluga-kv --name kv.store --seconds 8
+	cxlf-selftest beluga-rpc --calls 2000 --depth 8
+fi
