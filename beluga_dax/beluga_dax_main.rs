@@ -30,7 +30,7 @@ use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::module_param_uint;
 use support::region::provider::{export_beluga_regions, SourceCell};
-use support::sharedmem::SharedMem;
+use support::sharedmem::ClaimedRange;
 use support::workqueue::Periodic;
 
 module! {
@@ -81,13 +81,13 @@ impl DaxDriver for BelugaPool {
         }
         let range = dax.range(0)?;
         let len = usize::try_from(range.len()).map_err(|_| EINVAL)?;
-        let mem = SharedMem::new(range.start, len, kernel::c_str!("beluga_dax"))?;
+        let claim = ClaimedRange::claim(range.start, len, kernel::c_str!("beluga_dax"))?;
         let config = Config {
             name,
             host_index: host_index(),
             lease_ms: lease_ms(),
         };
-        let dev = PoolDevice::new(config, mem)?;
+        let dev = PoolDevice::new(config, claim)?;
         let misc = KBox::pin_init(
             MiscDeviceRegistration::register(
                 MiscDeviceOptions {

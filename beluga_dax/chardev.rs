@@ -270,7 +270,8 @@ impl MiscDevice for PoolFile {
             abi::MAP_WRITE_COMBINING => CacheMode::WriteCombining,
             _ => CacheMode::WriteBack,
         };
-        vma.set_pfn_mapping(mode, writable, holding)
+        let mapping = holding.map_in(mode)?;
+        vma.set_pfn_mapping(mode, writable, mapping)
     }
 
     fn show_attribute(

@@ -11,11 +11,12 @@
 
 use crate::mapping::Holding;
 use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
+use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
 use crate::pool::objects::{Name, Slot};
 use crate::support::fs::{File, InodeRef};
-use crate::support::sharedmem::SharedMem;
+use crate::support::sharedmem::{ClaimedRange, SharedMem};
 use crate::support::time;
 use crate::support::workqueue::PeriodicWork;
 use kernel::alloc::KVVec;
@@ -54,6 +55,11 @@ pub(crate) enum Status {
 }
 
 pub(crate) struct Inner {
+    /// The pool's range, claimed until unbind.
+    claim: Option<ClaimedRange>,
+    /// The kernel's mapping of the metadata (superblock and tables) only:
+    /// the data area keeps no kernel mapping, so user mappings of objects
+    /// can choose their memory type.
     mem: Option<PoolMem>,
     status: Status,
     engine: Option<KBox<PoolEngine>>,
@@ -111,10 +117,13 @@ fn new_boot_id() -> [u8; 16] {
 }
 
 impl PoolDevice {
-    pub(crate) fn new(config: Config, mem: SharedMem) -> Result<Arc<PoolDevice>> {
-        let phys = mem.start();
-        let size = mem.len() as u64;
-        let mem = PoolMem(mem);
+    pub(crate) fn new(config: Config, claim: ClaimedRange) -> Result<Arc<PoolDevice>> {
+        let phys = claim.start();
+        let size = claim.len() as u64;
+        let mem = PoolMem(SharedMem::map(
+            phys,
+            (SUPERBLOCK_RESERVED as usize).min(claim.len()),
+        )?);
         let dev = Arc::pin_init(
             pin_init!(PoolDevice {
                 config,
@@ -122,6 +131,7 @@ impl PoolDevice {
                 size,
                 calls <- new_mutex!(()),
                 inner <- new_mutex!(Inner {
+                    claim: Some(claim),
                     mem: Some(mem),
                     status: Status::Unformatted,
                     engine: None,
@@ -164,6 +174,8 @@ impl PoolDevice {
                 return Ok(());
             }
         };
+        self.map_metadata(inner, &sb.geometry())?;
+        let mem = inner.mem.as_ref().ok_or(ENODEV)?;
         let objects = KVVec::from_elem(Slot::Free, sb.max_objects as usize, GFP_KERNEL)?;
         let sections = KVVec::from_elem(0u32, sb.section_count as usize, GFP_KERNEL)?;
         let peers = KVec::from_elem(Peer::default(), sb.max_hosts as usize, GFP_KERNEL)?;
@@ -199,6 +211,17 @@ impl PoolDevice {
         );
         inner.engine = Some(KBox::new(engine, GFP_KERNEL)?);
         inner.status = Status::Attached;
+        Ok(())
+    }
+
+    /// Maps the metadata of a pool of `geometry` (everything before the
+    /// data area), replacing a smaller mapping.
+    fn map_metadata(&self, inner: &mut Inner, geometry: &Geometry) -> Result {
+        let len = usize::try_from(geometry.data_off).map_err(|_| EINVAL)?;
+        if inner.mem.as_ref().is_some_and(|m| m.0.len() >= len) {
+            return Ok(());
+        }
+        inner.mem = Some(PoolMem(SharedMem::map(self.phys, len)?));
         Ok(())
     }
 
@@ -492,10 +515,25 @@ impl PoolDevice {
             }
             generation = engine.superblock().generation + 1;
         }
-        let mem = inner.mem.as_ref().ok_or(ENODEV)?;
-        if let Some(mut engine) = inner.engine.take() {
+        if inner.mem.is_none() {
+            return Err(ENODEV);
+        }
+        let geometry = Geometry::new(self.size, max_hosts, max_objects).map_err(|e| {
+            pr_err!(
+                "{}: cannot lay out {} bytes for {} hosts and {} objects: {:?}\n",
+                self.name(),
+                self.size,
+                max_hosts,
+                max_objects,
+                e
+            );
+            EINVAL
+        })?;
+        if let (Some(mem), Some(mut engine)) = (inner.mem.as_ref(), inner.engine.take()) {
             let _ = engine.detach(mem, time::boottime_ns());
         }
+        self.map_metadata(inner, &geometry)?;
+        let mem = inner.mem.as_ref().ok_or(ENODEV)?;
         if let Ok(old) = engine::read_superblock(mem, self.size) {
             generation = generation.max(old.generation + 1);
         }
@@ -582,31 +620,6 @@ impl PoolDevice {
         Ok((out, next))
     }
 
-    /// Reads `out.len()` bytes at `offset` of a held object (kernel users).
-    pub(crate) fn read_object(&self, holding: &Holding, offset: u64, out: &mut [u8]) -> Result {
-        let inner = self.inner.lock();
-        let at = Self::object_range(&inner, holding, offset, out.len())?;
-        inner.mem.as_ref().ok_or(ENODEV)?.0.read(at, out)
-    }
-
-    /// Writes `data` at `offset` of a held object (kernel users).
-    pub(crate) fn write_object(&self, holding: &Holding, offset: u64, data: &[u8]) -> Result {
-        let inner = self.inner.lock();
-        let at = Self::object_range(&inner, holding, offset, data.len())?;
-        inner.mem.as_ref().ok_or(ENODEV)?.0.write(at, data)
-    }
-
-    fn object_range(inner: &Inner, holding: &Holding, offset: u64, len: usize) -> Result<usize> {
-        if inner.mem.is_none() || holding.is_revoked() {
-            return Err(ENODEV);
-        }
-        let end = offset.checked_add(len as u64).ok_or(EINVAL)?;
-        if end > holding.size {
-            return Err(EINVAL);
-        }
-        usize::try_from(holding.offset + offset).map_err(|_| EINVAL)
-    }
-
     /// The holding that covers `[offset, offset + len)` of the pool.
     pub(crate) fn find_holding(&self, offset: u64, len: u64) -> Option<Arc<Holding>> {
         let inner = self.inner.lock();
@@ -627,6 +640,7 @@ impl PoolDevice {
         }
         inner.engine = None;
         inner.mem = None;
+        inner.claim = None;
         inner.status = Status::Gone;
     }
 }

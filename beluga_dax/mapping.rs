@@ -11,7 +11,8 @@
 
 use crate::pool::engine::Handle;
 use crate::pool::layout::SECTION_SIZE;
-use crate::support::mm::{pmd_order, FaultResult, PfnMapping, VmFault};
+use crate::support::mm::{pmd_order, CacheMode, FaultResult, PfnMapping, VmFault};
+use crate::support::sharedmem::MemtypeReservation;
 use core::sync::atomic::AtomicU32;
 use kernel::new_mutex;
 use kernel::page::PAGE_SIZE;
@@ -35,6 +36,37 @@ pub(crate) struct Holding {
     /// Kernel users (`beluga_region_get`) of this holding; the last one to
     /// let go releases the host's hold.
     pub(crate) kernel_users: AtomicU32,
+    /// The memory type of the object's current mappings: all must agree.
+    #[pin]
+    cache: Mutex<CacheUse>,
+}
+
+/// Which memory type the object's mappings use, and how many there are.
+struct CacheUse {
+    mode: CacheMode,
+    users: usize,
+    reservation: Option<MemtypeReservation>,
+}
+
+/// One mapping's use of its object (held by each VMA, through `Arc`).
+pub(crate) struct MappingRef {
+    holding: Arc<Holding>,
+}
+
+impl Drop for MappingRef {
+    fn drop(&mut self) {
+        let mut cache = self.holding.cache.lock();
+        cache.users -= 1;
+        if cache.users == 0 {
+            cache.reservation = None;
+        }
+    }
+}
+
+impl PfnMapping for MappingRef {
+    fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult {
+        self.holding.fault(fault, order)
+    }
 }
 
 impl Holding {
@@ -53,6 +85,11 @@ impl Holding {
                 phys,
                 revoked <- new_mutex!(false),
                 kernel_users: AtomicU32::new(0),
+                cache <- new_mutex!(CacheUse {
+                    mode: CacheMode::WriteBack,
+                    users: 0,
+                    reservation: None,
+                }),
             }),
             GFP_KERNEL,
         )
@@ -67,13 +104,54 @@ impl Holding {
         self.handle.object == handle.object && self.handle.serial == handle.serial
     }
 
+    /// A new mapping of the object in memory type `mode`. x86 allows one
+    /// type per physical range, so while the object is mapped in one mode,
+    /// another is refused (`EBUSY`).
+    pub(crate) fn map_in(self: &Arc<Self>, mode: CacheMode) -> Result<Arc<MappingRef>> {
+        {
+            let mut cache = self.cache.lock();
+            if cache.users > 0 && cache.mode != mode {
+                pr_info!(
+                    "object {}: mapped {:?} already, {:?} refused\n",
+                    self.handle.object,
+                    cache.mode,
+                    mode
+                );
+                return Err(EBUSY);
+            }
+            if cache.users == 0 {
+                let len = usize::try_from(self.size).map_err(|_| EINVAL)?;
+                cache.reservation = Some(MemtypeReservation::new(self.phys, len, mode)?);
+                cache.mode = mode;
+            }
+            cache.users += 1;
+        }
+        // On failure the new reference's drop gives the use back.
+        Ok(Arc::new(
+            MappingRef {
+                holding: self.clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Runs `access` unless the holding is revoked (`ENODEV`); revocation
+    /// waits for it.
+    pub(crate) fn while_held<R>(&self, access: impl FnOnce() -> Result<R>) -> Result<R> {
+        let revoked = self.revoked.lock();
+        if *revoked {
+            return Err(ENODEV);
+        }
+        access()
+    }
+
+    pub(crate) fn phys(&self) -> u64 {
+        self.phys
+    }
+
     /// Faults from now on raise SIGBUS. The caller then unmaps the range.
     pub(crate) fn revoke(&self) {
         *self.revoked.lock() = true;
-    }
-
-    pub(crate) fn is_revoked(&self) -> bool {
-        *self.revoked.lock()
     }
 
     /// Offset in the object of the user address `address` of the fault's
@@ -87,7 +165,7 @@ impl Holding {
     }
 }
 
-impl PfnMapping for Holding {
+impl Holding {
     fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult {
         let pmd = order == pmd_order();
         if order != 0 && !pmd {

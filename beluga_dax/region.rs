@@ -4,9 +4,11 @@
 //! other modules, found by pool name in the registry of bound pools.
 
 use crate::device::PoolDevice;
-use crate::mapping::Holding;
+use crate::mapping::{Holding, MappingRef};
 use crate::pool::objects::{Name, FLAG_SHARED};
+use crate::support::mm::CacheMode;
 use crate::support::region::provider::{RegionSource, SharedRegion};
+use crate::support::sharedmem::SharedMem;
 use core::sync::atomic::Ordering;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -62,11 +64,14 @@ impl Registry {
 pub(crate) struct KernelRegion {
     dev: Arc<PoolDevice>,
     holding: Arc<Holding>,
+    /// The kernel's write-back mapping of the object, counted among the
+    /// object's mappings (user mappings must then be write-back too).
+    mem: Option<(Arc<MappingRef>, SharedMem)>,
 }
 
 impl SharedRegion for KernelRegion {
     fn phys(&self) -> u64 {
-        self.dev.phys + self.holding.offset
+        self.holding.phys()
     }
 
     fn size(&self) -> u64 {
@@ -74,16 +79,22 @@ impl SharedRegion for KernelRegion {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> Result {
-        self.dev.read_object(&self.holding, offset, out)
+        let (_, mem) = self.mem.as_ref().ok_or(ENODEV)?;
+        let at = usize::try_from(offset).map_err(|_| EINVAL)?;
+        self.holding.while_held(|| mem.read(at, out))
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result {
-        self.dev.write_object(&self.holding, offset, data)
+        let (_, mem) = self.mem.as_ref().ok_or(ENODEV)?;
+        let at = usize::try_from(offset).map_err(|_| EINVAL)?;
+        self.holding.while_held(|| mem.write(at, data))
     }
 }
 
 impl Drop for KernelRegion {
     fn drop(&mut self) {
+        // Unmapped before the object can be let go of.
+        self.mem = None;
         if self.holding.kernel_users.fetch_sub(1, Ordering::AcqRel) != 1 {
             return;
         }
@@ -121,13 +132,17 @@ impl RegionSource for Registry {
             other => other?,
         };
         holding.kernel_users.fetch_add(1, Ordering::AcqRel);
-        let region = Arc::new(
-            KernelRegion {
-                dev: dev.clone(),
-                holding,
-            },
-            GFP_KERNEL,
-        )?;
+        let mut region = KernelRegion {
+            dev: dev.clone(),
+            holding,
+            mem: None,
+        };
+        // Dropping `region` on failure releases the hold.
+        let len = usize::try_from(region.holding.size).map_err(|_| EINVAL)?;
+        let use_wb = region.holding.map_in(CacheMode::WriteBack)?;
+        let mem = SharedMem::map(region.holding.phys(), len)?;
+        region.mem = Some((use_wb, mem));
+        let region = Arc::new(region, GFP_KERNEL)?;
         if region.holding.size < size {
             pr_err!(
                 "{}: region {:?} exists with {} bytes, {} asked\n",

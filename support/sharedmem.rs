@@ -14,28 +14,20 @@ use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
+/// A physical range claimed for exclusive use (visible in `/proc/iomem`).
+///
 /// # Invariants
 ///
-/// `ptr` maps `len` bytes of physical `[start, start + len)` write-back,
-/// owned by this value (unmapped on drop), and that physical range is
-/// requested from `iomem_resource` (released on drop).
-pub(crate) struct SharedMem {
+/// `[start, start + len)` is requested from `iomem_resource` by this value
+/// and released on drop.
+pub(crate) struct ClaimedRange {
     start: u64,
     len: usize,
-    ptr: *mut u8,
 }
 
-// SAFETY: the mapping is plain memory; every access is a bounds-checked
-// volatile copy, and concurrent users coordinate through the pool protocol
-// exactly as other hosts do.
-unsafe impl Send for SharedMem {}
-// SAFETY: as above; `&self` methods only do volatile copies.
-unsafe impl Sync for SharedMem {}
-
-impl SharedMem {
-    /// Claims and maps `[start, start + len)`. `EBUSY` if another driver
-    /// holds the range.
-    pub(crate) fn new(start: u64, len: usize, name: &'static CStr) -> Result<SharedMem> {
+impl ClaimedRange {
+    /// `EBUSY` if another driver holds any of the range.
+    pub(crate) fn claim(start: u64, len: usize, name: &'static CStr) -> Result<ClaimedRange> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -54,18 +46,63 @@ impl SharedMem {
             pr_err!("{:#x}+{:#x} is in use by another driver\n", start, len);
             return Err(EBUSY);
         }
-        // SAFETY: the range was just claimed for us; write-back mapping of
-        // memory that is not System RAM.
+        Ok(ClaimedRange { start, len })
+    }
+
+    pub(crate) fn start(&self) -> u64 {
+        self.start
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for ClaimedRange {
+    fn drop(&mut self) {
+        // SAFETY: releasing exactly the range this value requested.
+        unsafe {
+            bindings::__release_region(
+                core::ptr::addr_of_mut!(bindings::iomem_resource),
+                self.start,
+                self.len as _,
+            )
+        };
+    }
+}
+
+/// A write-back kernel mapping of memory that is not System RAM (part of
+/// a [`ClaimedRange`]). On x86 it also reserves the write-back memory type
+/// for the range, so no other mapping of it may use another type.
+///
+/// # Invariants
+///
+/// `ptr` maps `len` bytes of physical `[start, start + len)` write-back,
+/// owned by this value (unmapped on drop).
+pub(crate) struct SharedMem {
+    start: u64,
+    len: usize,
+    ptr: *mut u8,
+}
+
+// SAFETY: the mapping is plain memory; every access is a bounds-checked
+// volatile copy, and concurrent users coordinate through the pool protocol
+// exactly as other hosts do.
+unsafe impl Send for SharedMem {}
+// SAFETY: as above; `&self` methods only do volatile copies.
+unsafe impl Sync for SharedMem {}
+
+impl SharedMem {
+    /// Maps `[start, start + len)`, which the caller has claimed.
+    pub(crate) fn map(start: u64, len: usize) -> Result<SharedMem> {
+        if len == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: write-back mapping of memory that is not System RAM; the
+        // range belongs to the caller's claim.
         let ptr = unsafe { bindings::memremap(start, len, bindings::MEMREMAP_WB as _) };
         if ptr.is_null() {
-            // SAFETY: releasing exactly the range requested above.
-            unsafe {
-                bindings::__release_region(
-                    core::ptr::addr_of_mut!(bindings::iomem_resource),
-                    start,
-                    len as _,
-                )
-            };
+            pr_err!("cannot map {:#x}+{:#x} write-back\n", start, len);
             return Err(ENOMEM);
         }
         Ok(SharedMem {
@@ -148,15 +185,65 @@ impl SharedMem {
 
 impl Drop for SharedMem {
     fn drop(&mut self) {
-        // SAFETY: the mapping and the claim are this value's own
-        // (invariant), undone once, in reverse order.
-        unsafe {
-            bindings::memunmap(self.ptr.cast());
-            bindings::__release_region(
-                core::ptr::addr_of_mut!(bindings::iomem_resource),
-                self.start,
-                self.len as _,
-            );
+        // SAFETY: the mapping is this value's own (invariant), undone once.
+        unsafe { bindings::memunmap(self.ptr.cast()) };
+    }
+}
+
+/// A memory-type reservation of a physical range for user mappings of it
+/// (x86 PAT: every mapping of a range must use the same type, and page
+/// faults take the type reserved for it). Released on drop.
+pub(crate) enum MemtypeReservation {
+    WriteBack(SharedMem),
+    /// # Invariants: an `ioremap` (uncached-minus) mapping of the range.
+    Uncached(*mut c_void),
+    /// # Invariants: a write-combining reservation of `(start, len)`.
+    WriteCombining(u64, u64),
+}
+
+// SAFETY: a reservation is only released, from any thread.
+unsafe impl Send for MemtypeReservation {}
+// SAFETY: `&self` exposes nothing.
+unsafe impl Sync for MemtypeReservation {}
+
+impl MemtypeReservation {
+    /// Reserves `[start, start + len)` (claimed by the caller) for `mode`;
+    /// `EBUSY` if the range is reserved with another type.
+    pub(crate) fn new(start: u64, len: usize, mode: super::mm::CacheMode) -> Result<Self> {
+        use super::mm::CacheMode;
+        match mode {
+            CacheMode::WriteBack => Ok(MemtypeReservation::WriteBack(SharedMem::map(start, len)?)),
+            CacheMode::Uncached => {
+                // SAFETY: maps memory the caller claimed; refused (NULL) if
+                // the range already has a conflicting type.
+                let ptr = unsafe { bindings::ioremap(start, len as _) };
+                if ptr.is_null() {
+                    return Err(EBUSY);
+                }
+                Ok(MemtypeReservation::Uncached(ptr))
+            }
+            CacheMode::WriteCombining => {
+                // SAFETY: reserves the type of a range the caller claimed.
+                let ret = unsafe { bindings::arch_io_reserve_memtype_wc(start, len as u64) };
+                if ret != 0 {
+                    return Err(EBUSY);
+                }
+                Ok(MemtypeReservation::WriteCombining(start, len as u64))
+            }
+        }
+    }
+}
+
+impl Drop for MemtypeReservation {
+    fn drop(&mut self) {
+        match self {
+            MemtypeReservation::WriteBack(_) => {}
+            // SAFETY: our own mapping (invariant), unmapped once.
+            MemtypeReservation::Uncached(ptr) => unsafe { bindings::iounmap(*ptr) },
+            // SAFETY: our own reservation (invariant), freed once.
+            MemtypeReservation::WriteCombining(start, len) => unsafe {
+                bindings::arch_io_free_memtype_wc(*start, *len)
+            },
         }
     }
 }
