@@ -54,9 +54,6 @@ module_param_uint!(
 static REGIONS: SourceCell<Registry> = SourceCell::new();
 export_beluga_regions!(crate::REGIONS, crate::region::Registry);
 
-/// How often the lease is kept and the mailboxes are served.
-const TICK_MS: u32 = 5;
-
 /// One bound pool. Dropped at unbind: the device node goes first (no new
 /// opens, no sysfs reads), then the tick, then the pool itself.
 struct BelugaPool {
@@ -105,7 +102,7 @@ impl DaxDriver for BelugaPool {
                 return Err(e);
             }
         };
-        let tick = match Periodic::start(dev.clone(), TICK_MS) {
+        let tick = match Periodic::start(dev.clone(), 0) {
             Ok(tick) => tick,
             Err(e) => {
                 drop(misc);

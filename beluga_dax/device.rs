@@ -66,7 +66,15 @@ pub(crate) struct Inner {
     held: KVec<Arc<Holding>>,
     /// Manager index last logged, to log changes only.
     logged_manager: Option<u32>,
+    /// Tick fast until then: requests were served recently.
+    busy_until_ns: u64,
 }
+
+/// Ticks while idle, and for a while after serving a request (the
+/// latency of calls from other hosts is about one tick).
+const IDLE_TICK_MS: u32 = 5;
+const BUSY_TICK_MS: u32 = 1;
+const BUSY_WINDOW_NS: u64 = 200_000_000;
 
 /// Parameters of a bound pool.
 pub(crate) struct Config {
@@ -137,6 +145,7 @@ impl PoolDevice {
                     engine: None,
                     held: KVec::new(),
                     logged_manager: None,
+                    busy_until_ns: 0,
                 }),
                 mappings <- new_mutex!(None),
             }),
@@ -256,14 +265,22 @@ impl PoolDevice {
 
     /// The periodic step: lease, watching, managing; and the reactions to
     /// what it found.
-    fn tick(&self) {
+    fn tick(&self) -> u32 {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
-            return;
+            return IDLE_TICK_MS;
         };
         let now = time::boottime_ns();
         let report = engine.tick(mem, now);
+        if report.served > 0 {
+            inner.busy_until_ns = now + BUSY_WINDOW_NS;
+        }
+        let next = if now < inner.busy_until_ns {
+            BUSY_TICK_MS
+        } else {
+            IDLE_TICK_MS
+        };
         if report.became_manager {
             pr_info!(
                 "{}: host {} manages the pool\n",
@@ -326,6 +343,7 @@ impl PoolDevice {
                 pr_err!("{}: cannot rejoin the pool\n", self.name());
             }
         }
+        next
     }
 
     /// Runs `call` through the manager and waits for its answer.
@@ -357,7 +375,7 @@ impl PoolDevice {
                     return Err(timed_out());
                 }
             }
-            if let Err(e) = time::sleep_ms_interruptible(1) {
+            if let Err(e) = time::sleep_us_interruptible(100) {
                 if let Some(engine) = self.inner.lock().engine.as_mut() {
                     engine.abandon(seq);
                 }
@@ -646,7 +664,7 @@ impl PoolDevice {
 }
 
 impl PeriodicWork for PoolDevice {
-    fn run(&self) {
-        self.tick();
+    fn run(&self) -> u32 {
+        self.tick()
     }
 }

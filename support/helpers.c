@@ -409,9 +409,9 @@ u64 cxlf_ktime_boottime_ns(void)
 
 struct cxlf_periodic {
 	struct delayed_work dwork;
-	void (*fn)(void *ctx);
+	/* Returns the milliseconds until the next run. */
+	unsigned int (*fn)(void *ctx);
 	void *ctx;
-	unsigned long period;
 	bool stopping;
 };
 
@@ -420,13 +420,16 @@ static void cxlf_periodic_run(struct work_struct *work)
 	struct cxlf_periodic *p =
 		container_of(to_delayed_work(work), struct cxlf_periodic, dwork);
 
-	p->fn(p->ctx);
+	unsigned int next_ms = p->fn(p->ctx);
+
 	if (!READ_ONCE(p->stopping))
-		queue_delayed_work(system_highpri_wq, &p->dwork, p->period);
+		queue_delayed_work(system_highpri_wq, &p->dwork,
+				   max(1UL, msecs_to_jiffies(next_ms)));
 }
 
-struct cxlf_periodic *cxlf_periodic_start(void (*fn)(void *ctx), void *ctx,
-					  unsigned int period_ms, int *err)
+struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
+					  void *ctx, unsigned int first_ms,
+					  int *err)
 {
 	struct cxlf_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
 
@@ -437,8 +440,8 @@ struct cxlf_periodic *cxlf_periodic_start(void (*fn)(void *ctx), void *ctx,
 	INIT_DELAYED_WORK(&p->dwork, cxlf_periodic_run);
 	p->fn = fn;
 	p->ctx = ctx;
-	p->period = max(1UL, msecs_to_jiffies(period_ms));
-	queue_delayed_work(system_highpri_wq, &p->dwork, 0);
+	queue_delayed_work(system_highpri_wq, &p->dwork,
+			   msecs_to_jiffies(first_ms));
 	return p;
 }
 

@@ -52,10 +52,11 @@ u32 cxlf_current_euid(void);
 bool cxlf_signal_pending(void);
 u64 cxlf_ktime_boottime_ns(void);
 
-/* A function run every period on a high-priority workqueue. */
+/* A function run again and again on a high-priority workqueue. */
 struct cxlf_periodic;
-struct cxlf_periodic *cxlf_periodic_start(void (*fn)(void *ctx), void *ctx,
-					  unsigned int period_ms, int *err);
+struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
+					  void *ctx, unsigned int first_ms,
+					  int *err);
 void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 
 /*

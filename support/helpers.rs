@@ -92,9 +92,9 @@ extern "C" {
     pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
 
     pub(crate) fn cxlf_periodic_start(
-        func: unsafe extern "C" fn(*mut c_void),
+        func: unsafe extern "C" fn(*mut c_void) -> c_uint,
         ctx: *mut c_void,
-        period_ms: c_uint,
+        first_ms: c_uint,
         err: *mut c_int,
     ) -> *mut CxlfPeriodic;
     pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);

@@ -24,6 +24,18 @@ pub(crate) fn sleep_ms_interruptible(ms: u32) -> Result {
     Ok(())
 }
 
+/// Sleeps `us` to twice `us` microseconds (hrtimer based); `ERESTARTSYS`
+/// if a signal arrives.
+pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
+    // SAFETY: sleeps in process context, which callers are in.
+    unsafe { bindings::usleep_range_state(us as _, (2 * us) as _, bindings::TASK_INTERRUPTIBLE) };
+    // SAFETY: no preconditions; reads `current`.
+    if unsafe { helpers::cxlf_signal_pending() } {
+        return Err(ERESTARTSYS);
+    }
+    Ok(())
+}
+
 /// Fills `buf` from the kernel's random number generator.
 pub(crate) fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is valid for writes of its length.

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Periodic work (upstream: `kernel::workqueue` with delayed work, 6.16):
-//! `T::run` every period on the high-priority system workqueue, until the
-//! [`Periodic`] is dropped.
+//! `T::run` again and again on the high-priority system workqueue, each run
+//! choosing the delay until the next, until the [`Periodic`] is dropped.
 
 use super::helpers::{self, CxlfPeriodic};
 use core::marker::PhantomData;
-use kernel::ffi::c_void;
+use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::ForeignOwnable;
 
 pub(crate) trait PeriodicWork: Send + Sync {
-    fn run(&self);
+    /// One run; returns the milliseconds until the next.
+    fn run(&self) -> u32;
 }
 
 /// A running periodic work item; stops (and waits for a running `run` to
@@ -35,14 +36,14 @@ unsafe impl<T: PeriodicWork> Send for Periodic<T> {}
 unsafe impl<T: PeriodicWork> Sync for Periodic<T> {}
 
 impl<T: PeriodicWork + 'static> Periodic<T> {
-    /// Starts running `item.run()` now and then every `period_ms`.
-    pub(crate) fn start(item: Arc<T>, period_ms: u32) -> Result<Self> {
+    /// Runs `item.run()` in `first_ms`, then as often as it asks.
+    pub(crate) fn start(item: Arc<T>, first_ms: u32) -> Result<Self> {
         let ctx = item.into_foreign();
         let raw = helpers::register_with("periodic work", |err| {
             // SAFETY: `run_trampoline::<T>` matches the context, which
             // stays valid until `cxlf_periodic_stop` returns in `drop`.
             unsafe {
-                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), period_ms, err)
+                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms, err)
             }
         });
         match raw {
@@ -75,9 +76,9 @@ impl<T: PeriodicWork + 'static> Drop for Periodic<T> {
 /// # Safety
 ///
 /// `ctx` is the context of a live [`Periodic<T>`].
-unsafe extern "C" fn run_trampoline<T: PeriodicWork + 'static>(ctx: *mut c_void) {
+unsafe extern "C" fn run_trampoline<T: PeriodicWork + 'static>(ctx: *mut c_void) -> c_uint {
     // SAFETY: the `Arc<T>` behind `ctx` lives until the work is stopped,
     // which waits for this call to return.
     let item = unsafe { Arc::<T>::borrow(ctx) };
-    item.run();
+    item.run()
 }
