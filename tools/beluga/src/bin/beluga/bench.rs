@@ -199,8 +199,10 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
             }
             let put_rate = rate(puts, start.elapsed());
             let (mut gets, start) = (0u64, Instant::now());
+            // Only the keys the put phase reached.
+            let written = puts.min(slots);
             while start.elapsed() < span {
-                store.get(gets % slots)?.context("block missing")?;
+                store.get(gets % written)?.context("block missing")?;
                 gets += 1;
             }
             let get_rate = rate(gets, start.elapsed());
@@ -294,10 +296,11 @@ fn rpc_server(
                         conn.set_nodelay(true)?;
                         conn.set_read_timeout(Some(Duration::from_secs(1)))?;
                         let mut buf = [0u8; MSG];
+                        // The client hangs up when it is done: any error
+                        // ends this connection, not the server.
                         while Instant::now() < deadline {
-                            match conn.read_exact(&mut buf) {
-                                Ok(()) => conn.write_all(&buf)?,
-                                Err(_) => break,
+                            if conn.read_exact(&mut buf).is_err() || conn.write_all(&buf).is_err() {
+                                break;
                             }
                         }
                     }
