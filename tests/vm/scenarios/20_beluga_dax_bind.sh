@@ -57,6 +57,26 @@ since_bind | grep -q "beluga_dax: beluga0.0: attached as host 0: generation 1, 2
 beluga wait
 to_device_dax
 
+# A damaged object table (8 hosts, 1024 objects on 512 MiB: the table
+# starts at 12 KiB) is refused by the host that would manage it: no
+# allocation is served, the state says why, and formatting recovers.
+to_beluga
+beluga wait
+beluga alloc --size 2M --name victim > /dev/null
+to_device_dax
+daxio write /dev/dax0.0 --offset $((12288 + 8)) --text garbage
+to_beluga
+n=0
+until [ "$(cat /sys/class/misc/beluga0.0/state)" = corrupt ]; do
+	sleep 0.2; n=$((n + 1)); test $n -lt 100
+done
+since_bind | grep -q "beluga_dax: beluga0.0: pool tables refused (object entry fails its checksum); not managing"
+! beluga alloc --size 2M 2>/dev/null
+beluga format
+beluga wait
+test "$(state)" = ready
+to_device_dax
+
 # Bit 200 lies in the uuid: the checksum no longer matches.
 cxlf-selftest write-superblock --size "$size" --flip-bit 200
 to_beluga
