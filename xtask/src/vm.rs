@@ -151,6 +151,7 @@ pub fn build_initramfs() -> Result<PathBuf> {
     copy_into(busybox, &stage.join("bin"))?;
     let vm_dir = repo_root().join("tests/vm");
     fs::copy(vm_dir.join("init"), stage.join("init"))?;
+    fs::copy(vm_dir.join("demo-beluga.sh"), stage.join("demo-beluga.sh"))?;
     for sub in ["scenarios", "selftest", "multihost", "bench"] {
         let dest = stage.join(sub);
         fs::create_dir_all(&dest)?;

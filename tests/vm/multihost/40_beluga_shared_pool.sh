@@ -13,7 +13,7 @@ dax=/sys/bus/dax/drivers
 h=$CXLFABRIC_HOST
 sys=/sys/class/misc/beluga0.0
 
-insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
+grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
 echo dax0.0 > $dax/device_dax/unbind
 if [ "$h" = 0 ]; then
 	echo dax0.0 > $dax/beluga_dax/bind
