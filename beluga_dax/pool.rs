@@ -18,6 +18,9 @@ pub(crate) mod engine;
 #[path = "pool/src/layout.rs"]
 pub(crate) mod layout;
 #[allow(unreachable_pub)]
+#[path = "pool/src/le.rs"]
+pub(crate) mod le;
+#[allow(unreachable_pub)]
 #[path = "pool/src/leases.rs"]
 pub(crate) mod leases;
 #[allow(unreachable_pub)]

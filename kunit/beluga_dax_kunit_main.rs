@@ -11,9 +11,8 @@ mod support;
 #[path = "../beluga_dax/pool.rs"]
 mod pool;
 
-use core::cell::RefCell;
 use pool::checksum::crc32c;
-use pool::engine::{self, Call, Engine, Fault, Memory, Peer};
+use pool::engine::{self, Call, Engine, Peer, SliceMemory};
 use pool::layout::{Geometry, LayoutError, Superblock, SUPERBLOCK_BYTES};
 use pool::leases::{manager, HostSlot, LeaseTracker, Liveness, SlotError, SlotState};
 use pool::mailbox::{Op, Request};
@@ -227,31 +226,9 @@ fn mailbox_request_bit_flips_are_refused() -> Result {
     Ok(())
 }
 
-/// The metadata area of a pool (the engine never touches the sections).
-struct MetadataOnly(RefCell<KVVec<u8>>);
-
-impl Memory for MetadataOnly {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
-        let mem = self.0.borrow();
-        let start = usize::try_from(offset).map_err(|_| Fault)?;
-        let src = mem.get(start..start + buf.len()).ok_or(Fault)?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
-        let mut mem = self.0.borrow_mut();
-        let start = usize::try_from(offset).map_err(|_| Fault)?;
-        mem.get_mut(start..start + data.len())
-            .ok_or(Fault)?
-            .copy_from_slice(data);
-        Ok(())
-    }
-}
-
 type TestEngine = Engine<KVec<Slot>, KVec<u32>, KVec<Peer>>;
 
-fn engine_at(mem: &MetadataOnly, sb: Superblock, index: u32, now: u64) -> Result<TestEngine> {
+fn engine_at(mem: &SliceMemory<'_>, sb: Superblock, index: u32, now: u64) -> Result<TestEngine> {
     let g = sb.geometry();
     Engine::attach(
         mem,
@@ -271,7 +248,9 @@ fn engine_at(mem: &MetadataOnly, sb: Superblock, index: u32, now: u64) -> Result
 /// request through its mailbox, then reclaims its object once its lease
 /// has expired.
 fn engine_serves_remote_requests_and_reclaims() -> Result {
-    let mem = MetadataOnly(RefCell::new(KVVec::from_elem(0u8, 2 << 20, GFP_KERNEL)?));
+    // The metadata area only: the engine never touches the sections.
+    let mut bytes = KVVec::from_elem(0u8, 2 << 20, GFP_KERNEL)?;
+    let mem = SliceMemory::new(&mut bytes);
     let sb = engine::format(&mem, 10 * MIB, 2, 8, [7; 16], 1).map_err(|_| EINVAL)?;
     kassert_eq!(sb.section_count, 4);
     let mut now = 0;

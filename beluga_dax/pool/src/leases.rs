@@ -12,6 +12,7 @@
 //! half written: the CRC32C over the record turns that into a retry.
 
 use super::checksum::crc32c;
+use super::le::{u32_at, u64_at};
 
 pub const SLOT_BYTES: usize = 256;
 pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"BHST");
@@ -76,8 +77,8 @@ impl HostSlot {
         let b = bytes
             .get(..SLOT_BYTES)
             .ok_or(SlotError::Invalid("truncated"))?;
-        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        let u64_at = |at: usize| u64::from(u32_at(at)) | u64::from(u32_at(at + 4)) << 32;
+        let u32_at = |at: usize| u32_at(b, at);
+        let u64_at = |at: usize| u64_at(b, at);
         if u32_at(0) != SLOT_MAGIC {
             return Err(SlotError::Empty);
         }

@@ -13,6 +13,7 @@
 pub mod checksum;
 pub mod engine;
 pub mod layout;
+pub mod le;
 pub mod leases;
 pub mod mailbox;
 pub mod objects;

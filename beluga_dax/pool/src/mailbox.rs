@@ -17,6 +17,7 @@
 //! read-modify-written across hosts.
 
 use super::checksum::crc32c;
+use super::le::{u32_at, u64_at};
 use super::objects::{Name, NAME_BYTES};
 use super::sections::Extent;
 
@@ -84,14 +85,6 @@ pub enum RecordError {
     /// Torn or corrupted: read again.
     BadChecksum,
     Invalid(&'static str),
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from(u32_at(b, at)) | u64::from(u32_at(b, at + 4)) << 32
 }
 
 impl Request {

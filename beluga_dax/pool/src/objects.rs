@@ -7,6 +7,7 @@
 //! live object, and every live object owns exactly its extent.
 
 use super::checksum::crc32c;
+use super::le::{u32_at, u64_at};
 use super::sections::{Extent, SectionMap};
 
 pub const ENTRY_BYTES: usize = 128;
@@ -94,14 +95,6 @@ pub struct ObjectEntry {
 pub enum Slot {
     Free,
     Live(ObjectEntry),
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from(u32_at(b, at)) | u64::from(u32_at(b, at + 4)) << 32
 }
 
 impl Slot {

@@ -3,10 +3,9 @@
 //! reclaim, and a property test that random interleavings of hosts never
 //! give one section to two owners.
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use beluga_pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, TickReport};
+use beluga_pool::engine::{
+    self, Call, Engine, Errno, Handle, Memory, Peer, SliceMemory, TickReport,
+};
 use beluga_pool::layout::Superblock;
 use beluga_pool::leases::Liveness;
 use beluga_pool::objects::{check_tables, Name, Slot, FLAG_SHARED};
@@ -19,37 +18,21 @@ const LEASE_MS: u32 = 100;
 const MS: u64 = 1_000_000;
 
 /// The shared pool: one buffer every simulated host reads and writes.
-#[derive(Clone)]
-struct Pool(Rc<RefCell<Vec<u8>>>);
+type Pool<'a> = SliceMemory<'a>;
 
-impl Memory for Pool {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
-        let mem = self.0.borrow();
-        let start = usize::try_from(offset).map_err(|_| Fault)?;
-        let src = mem.get(start..start + buf.len()).ok_or(Fault)?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
-        let mut mem = self.0.borrow_mut();
-        let start = usize::try_from(offset).map_err(|_| Fault)?;
-        mem.get_mut(start..start + data.len())
-            .ok_or(Fault)?
-            .copy_from_slice(data);
-        Ok(())
-    }
+fn pool_bytes() -> Vec<u8> {
+    vec![0xa5; POOL as usize]
 }
 
 type Host = Engine<Vec<Slot>, Vec<u32>, Vec<Peer>>;
 
-fn formatted(max_hosts: u32, max_objects: u32) -> (Pool, Superblock) {
-    let pool = Pool(Rc::new(RefCell::new(vec![0xa5; POOL as usize])));
+fn formatted(bytes: &mut [u8], max_hosts: u32, max_objects: u32) -> (Pool<'_>, Superblock) {
+    let pool = SliceMemory::new(bytes);
     let sb = engine::format(&pool, POOL, max_hosts, max_objects, [7; 16], 1).unwrap();
     (pool, sb)
 }
 
-fn attach(pool: &Pool, sb: Superblock, index: u32, boot: u8, now: u64) -> Host {
+fn attach(pool: &Pool<'_>, sb: Superblock, index: u32, boot: u8, now: u64) -> Host {
     let g = sb.geometry();
     Engine::attach(
         pool,
@@ -67,7 +50,7 @@ fn attach(pool: &Pool, sb: Superblock, index: u32, boot: u8, now: u64) -> Host {
 
 /// Runs a call to completion, ticking every host (1 ms steps).
 fn call(
-    pool: &Pool,
+    pool: &Pool<'_>,
     hosts: &mut [&mut Host],
     who: usize,
     c: Call,
@@ -86,7 +69,16 @@ fn call(
     panic!("call {c:?} from host {who} never answered");
 }
 
-fn run(pool: &Pool, hosts: &mut [&mut Host], now: &mut u64, ms: u64) -> Vec<TickReport> {
+/// Hosts 0 and 1 attached at time 0 and run until host 0 manages.
+fn settled_pair(pool: &Pool<'_>, sb: Superblock) -> (Host, Host, u64) {
+    let mut now = 0;
+    let mut a = attach(pool, sb, 0, 1, now);
+    let mut b = attach(pool, sb, 1, 2, now);
+    run(pool, &mut [&mut a, &mut b], &mut now, 200);
+    (a, b, now)
+}
+
+fn run(pool: &Pool<'_>, hosts: &mut [&mut Host], now: &mut u64, ms: u64) -> Vec<TickReport> {
     let mut last = Vec::new();
     for _ in 0..ms {
         *now += MS;
@@ -106,7 +98,7 @@ fn alloc(sections: u32, name: Option<&str>, flags: u32) -> Call {
 }
 
 /// Decodes the tables as they are in the pool and checks them.
-fn tables_in_pool(pool: &Pool, sb: &Superblock) -> Vec<Slot> {
+fn tables_in_pool(pool: &Pool<'_>, sb: &Superblock) -> Vec<Slot> {
     let g = sb.geometry();
     let mut objects = Vec::new();
     for i in 0..g.max_objects as u64 {
@@ -128,7 +120,8 @@ fn tables_in_pool(pool: &Pool, sb: &Superblock) -> Vec<Slot> {
 
 #[test]
 fn one_host_becomes_manager_after_one_expiry_and_serves_itself() {
-    let (pool, sb) = formatted(4, 64);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
     let mut now = 0;
     let mut a = attach(&pool, sb, 0, 1, now);
     run(&pool, &mut [&mut a], &mut now, 100);
@@ -189,11 +182,9 @@ fn one_host_becomes_manager_after_one_expiry_and_serves_itself() {
 
 #[test]
 fn two_hosts_share_by_name_and_never_overlap() {
-    let (pool, sb) = formatted(4, 64);
-    let mut now = 0;
-    let mut a = attach(&pool, sb, 0, 1, now);
-    let mut b = attach(&pool, sb, 1, 2, now);
-    run(&pool, &mut [&mut a, &mut b], &mut now, 200);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
     assert!(a.is_managing() && !b.is_managing());
     assert!(a.is_ready() && b.is_ready());
     assert_eq!(b.manager(), Some(0));
@@ -270,11 +261,9 @@ fn two_hosts_share_by_name_and_never_overlap() {
 
 #[test]
 fn a_dead_hosts_private_sections_are_reclaimed_after_its_lease() {
-    let (pool, sb) = formatted(4, 64);
-    let mut now = 0;
-    let mut a = attach(&pool, sb, 0, 1, now);
-    let mut b = attach(&pool, sb, 1, 2, now);
-    run(&pool, &mut [&mut a, &mut b], &mut now, 200);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
     let private = call(&pool, &mut [&mut a, &mut b], 0, alloc(4, None, 0), &mut now).unwrap();
     let shared = call(
         &pool,
@@ -343,11 +332,9 @@ fn a_dead_hosts_private_sections_are_reclaimed_after_its_lease() {
 
 #[test]
 fn a_detached_host_is_reclaimed_at_once_and_never_both_manage() {
-    let (pool, sb) = formatted(4, 64);
-    let mut now = 0;
-    let mut a = attach(&pool, sb, 0, 1, now);
-    let mut b = attach(&pool, sb, 1, 2, now);
-    run(&pool, &mut [&mut a, &mut b], &mut now, 200);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
     call(&pool, &mut [&mut a, &mut b], 1, alloc(3, None, 0), &mut now).unwrap();
     b.detach(&pool, now).unwrap();
     assert!(b.tick(&pool, now + MS) == TickReport::default() && !b.is_managing());
@@ -358,7 +345,8 @@ fn a_detached_host_is_reclaimed_at_once_and_never_both_manage() {
 
 #[test]
 fn two_hosts_on_one_index_are_detected() {
-    let (pool, sb) = formatted(4, 64);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
     let mut now = 0;
     let mut a = attach(&pool, sb, 2, 1, now);
     let mut b = attach(&pool, sb, 2, 2, now);
@@ -370,7 +358,8 @@ fn two_hosts_on_one_index_are_detected() {
 
 #[test]
 fn a_reformatted_pool_ends_the_lease() {
-    let (pool, sb) = formatted(4, 64);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
     let mut now = 0;
     let mut a = attach(&pool, sb, 0, 1, now);
     run(&pool, &mut [&mut a], &mut now, 200);
@@ -382,7 +371,8 @@ fn a_reformatted_pool_ends_the_lease() {
 
 #[test]
 fn hostile_mailboxes_and_tables_do_no_harm() {
-    let (pool, sb) = formatted(4, 64);
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
     let g = sb.geometry();
     let mut now = 0;
     let mut a = attach(&pool, sb, 0, 1, now);
@@ -444,7 +434,8 @@ proptest! {
     /// a valid lease believe they own never overlap.
     #[test]
     fn no_section_has_two_owners(steps in prop::collection::vec(step(), 1..60)) {
-        let (pool, sb) = formatted(3, 128);
+        let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 3, 128);
         let mut now = 0;
         let mut hosts: Vec<Host> = (0..3).map(|i| attach(&pool, sb, i, i as u8 + 1, 0)).collect();
         let mut alive = [true; 3];

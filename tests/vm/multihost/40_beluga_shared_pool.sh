@@ -5,13 +5,7 @@
 # Host 1 keeps two private objects and its hold on the shared one for the
 # next scenario, which kills it.
 set -e
-shm=$(daxio ivshmem)
-base=$((2 << 20))
-flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
-await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
-dax=/sys/bus/dax/drivers
-h=$CXLFABRIC_HOST
-sys=/sys/class/misc/beluga0.0
+. /multihost/flags.inc
 
 grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
 echo dax0.0 > $dax/device_dax/unbind

@@ -3,11 +3,7 @@
 # host 1 reads them; every block read must be whole), and CXL-RPC (host 1
 # calls host 0 at queue depth 8; every answer must match its request).
 set -e
-shm=$(daxio ivshmem)
-base=$((2 << 20))
-flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
-await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
-h=$CXLFABRIC_HOST
+. /multihost/flags.inc
 flag $((8 + h)) kv-$h
 await $((9 - h)) kv-$((1 - h))
 if [ "$h" = 0 ]; then

@@ -3,12 +3,7 @@
 # object host 0 also holds survives with its data. Then a corrupted
 # superblock is refused with a clear message.
 set -e
-shm=$(daxio ivshmem)
-base=$((2 << 20))
-flag() { daxio write "$shm" --offset $((base + $1 * 256)) --text "$2"; }
-await() { daxio wait "$shm" --offset $((base + $1 * 256)) --text "$2" --timeout 180; }
-dax=/sys/bus/dax/drivers
-sys=/sys/class/misc/beluga0.0
+. /multihost/flags.inc
 
 if [ "$CXLFABRIC_HOST" = 1 ]; then
 	flag 7 dying

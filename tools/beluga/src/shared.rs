@@ -112,38 +112,27 @@ impl Shared for HeapRegion {
     }
 }
 
-impl<M: Shared> Shared for &M {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
-        (**self).read(offset, out)
-    }
-    fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
-        (**self).write(offset, data)
-    }
-    fn read_u64(&self, offset: usize) -> io::Result<u64> {
-        (**self).read_u64(offset)
-    }
-    fn write_u64(&self, offset: usize, value: u64) -> io::Result<()> {
-        (**self).write_u64(offset, value)
-    }
+/// Shared memory behind a reference or an `Arc` is shared memory.
+macro_rules! forward_shared {
+    ($($ty:ty),*) => {$(
+        impl<M: Shared> Shared for $ty {
+            fn len(&self) -> usize {
+                (**self).len()
+            }
+            fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
+                (**self).read(offset, out)
+            }
+            fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
+                (**self).write(offset, data)
+            }
+            fn read_u64(&self, offset: usize) -> io::Result<u64> {
+                (**self).read_u64(offset)
+            }
+            fn write_u64(&self, offset: usize, value: u64) -> io::Result<()> {
+                (**self).write_u64(offset, value)
+            }
+        }
+    )*};
 }
 
-impl<M: Shared> Shared for std::sync::Arc<M> {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
-        (**self).read(offset, out)
-    }
-    fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
-        (**self).write(offset, data)
-    }
-    fn read_u64(&self, offset: usize) -> io::Result<u64> {
-        (**self).read_u64(offset)
-    }
-    fn write_u64(&self, offset: usize, value: u64) -> io::Result<()> {
-        (**self).write_u64(offset, value)
-    }
-}
+forward_shared!(&M, std::sync::Arc<M>);

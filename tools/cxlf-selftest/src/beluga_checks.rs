@@ -2,6 +2,7 @@
 //! mmap contract, permissions, SIGBUS after free, and the multi-host
 //! stress and sharing checks the two-VM scenarios run.
 
+use crate::check;
 use anyhow::{bail, ensure, Context, Result};
 use beluga::{abi, Pool, Sharing};
 use nix::errno::Errno;
@@ -31,16 +32,6 @@ pub fn pattern(seed: u64, i: usize) -> u8 {
     let x =
         (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed.wrapping_mul(0xff51_afd7_ed55_8ccd);
     (x >> 29) as u8
-}
-
-fn check(name: &str, result: Result<()>) -> Result<()> {
-    match result {
-        Ok(()) => {
-            println!("ok   {name}");
-            Ok(())
-        }
-        Err(err) => bail!("FAIL {name}: {err:#}"),
-    }
 }
 
 /// Runs `child` in a forked process and returns how it ended.

@@ -98,6 +98,15 @@ struct Handle {
     mode: String,
 }
 
+impl Handle {
+    fn show(&self) {
+        println!(
+            "object {}:{} size {} offset {:#x}",
+            self.index, self.serial, self.size, self.map_offset
+        )
+    }
+}
+
 impl From<abi::ObjectHandle> for Handle {
     fn from(h: abi::ObjectHandle) -> Handle {
         Handle {
@@ -288,24 +297,14 @@ fn main() -> Result<()> {
                 .alloc(size, name.as_deref(), sharing, mode)
                 .context("alloc")?
                 .into();
-            print(cli.json, &h, |h| {
-                println!(
-                    "object {}:{} size {} offset {:#x}",
-                    h.index, h.serial, h.size, h.map_offset
-                )
-            })?;
+            print(cli.json, &h, Handle::show)?;
         }
         Cmd::Share { name } => {
             let h: Handle = pool
                 .open_object(&name)
                 .with_context(|| format!("open {name}"))?
                 .into();
-            print(cli.json, &h, |h| {
-                println!(
-                    "object {}:{} size {} offset {:#x}",
-                    h.index, h.serial, h.size, h.map_offset
-                )
-            })?;
+            print(cli.json, &h, Handle::show)?;
         }
         Cmd::Free { object } => {
             let handle = match object.split_once(':') {
