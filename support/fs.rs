@@ -50,10 +50,10 @@ impl File {
     /// in, so that [`InodeRef::unmap_range`] reaches them. Only from
     /// `open`, before the file can be mapped.
     pub(crate) fn share_mappings_of(&self, inode: &InodeRef) {
-        // SAFETY: the file is valid (invariant) and not yet visible to
-        // user space while `open` runs; the inode outlives the file's
-        // mappings because its owner keeps the `InodeRef` until they are
-        // gone (the device keeps it until it is freed, after the last file).
+        // The inode outlives the file's mappings: its owner keeps the
+        // `InodeRef` until they are gone (the device, until its last file).
+        // SAFETY: the file is valid (invariant) and not yet visible to user
+        // space while `open` runs; the inode is live (see above).
         unsafe { helpers::cxlf_file_set_mapping(self.as_ptr(), inode.0) };
     }
 }

@@ -129,10 +129,10 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
                     unsafe { *err = EINVAL.to_errno() };
                     return core::ptr::null_mut();
                 }
-                // SAFETY: the name is NUL-terminated and copied; the vtable
-                // and attribute names are 'static (C keeps the name
-                // pointers, not the array); `this` is the final, pinned
-                // address of the value being initialised.
+                // C copies the name and keeps the attribute name pointers
+                // (not the array), which are 'static like the vtable.
+                // SAFETY: valid pointers as above; `this` is the final,
+                // pinned address of the value being initialised.
                 unsafe {
                     helpers::cxlf_misc_register(
                         name.as_ptr().cast::<c_char>(),

@@ -182,10 +182,10 @@ pub(crate) mod provider {
             if ptr.is_null() {
                 return None;
             }
-            // SAFETY: the cell's `Arc` lives until `remove`, which runs at
-            // module exit; exported calls come only from modules that
-            // depend on this one's symbols, so none runs after exit
-            // begins (nor before init installs the source).
+            // Exported calls come only from modules that depend on this
+            // one's symbols: none runs before init installs the source or
+            // after exit begins.
+            // SAFETY: the cell's `Arc` lives until `remove`, at module exit.
             let borrowed = unsafe { Arc::<T>::borrow(ptr) };
             Some(borrowed.into())
         }
