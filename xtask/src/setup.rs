@@ -29,6 +29,8 @@ const APT_PACKAGES: &[&str] = &[
     "xz-utils",
     "make",
     "python3",
+    // /bin/kill: the harness stops QEMU process groups.
+    "procps",
 ];
 
 fn is_installed(pkg: &str) -> bool {
