@@ -647,7 +647,8 @@ impl PoolDevice {
     /// Unbind: no more ticks run (the caller stopped them). Revokes every
     /// mapping, leaves the pool cleanly, and releases the memory.
     pub(crate) fn shutdown(&self) {
-        let _serial = self.calls.lock();
+        // Not `calls`: a caller waiting for a manager that does not answer
+        // would hold up the unbind; it sees the engine gone at its next poll.
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         self.revoke_all(inner);
