@@ -97,6 +97,48 @@ fn alloc(sections: u32, name: Option<&str>, flags: u32) -> Call {
     }
 }
 
+/// Freeing `h` as its owner (uid 1000).
+fn free_of(h: &Handle) -> Call {
+    Call::Free {
+        object: h.object,
+        serial: h.serial,
+        uid: 1000,
+    }
+}
+
+fn open_named(name: &str, uid: u32) -> Call {
+    Call::Open {
+        name: Name::new(name.as_bytes()).unwrap(),
+        uid,
+    }
+}
+
+/// Submits `c` from host `h` and ticks the live hosts until it is
+/// answered (or 50 ms pass, when the call is abandoned).
+fn drive(
+    pool: &Pool<'_>,
+    hosts: &mut [Host],
+    alive: &[bool],
+    h: usize,
+    c: Call,
+    now: &mut u64,
+) -> Option<Result<Handle, Errno>> {
+    let seq = hosts[h].submit(pool, c, false, *now).ok()?;
+    for _ in 0..50 {
+        if let Some(r) = hosts[h].poll(pool, seq) {
+            return Some(r);
+        }
+        *now += MS;
+        for (host, live) in hosts.iter_mut().zip(alive) {
+            if *live {
+                host.tick(pool, *now);
+            }
+        }
+    }
+    hosts[h].abandon(seq);
+    None
+}
+
 /// Decodes the tables as they are in the pool and checks them.
 fn tables_in_pool(pool: &Pool<'_>, sb: &Superblock) -> Vec<Slot> {
     let g = sb.geometry();
@@ -166,11 +208,7 @@ fn one_host_becomes_manager_after_one_expiry_and_serves_itself() {
         call(&pool, &mut [&mut a], 0, stale, &mut now),
         Err(Errno::ENOENT)
     );
-    let free = Call::Free {
-        object: x.object,
-        serial: x.serial,
-        uid: 1000,
-    };
+    let free = free_of(&x);
     assert!(call(&pool, &mut [&mut a], 0, free, &mut now).is_ok());
     assert_eq!(
         call(&pool, &mut [&mut a], 0, free, &mut now),
@@ -215,42 +253,28 @@ fn two_hosts_share_by_name_and_never_overlap() {
         &mut now,
     )
     .unwrap();
-    let open = Call::Open {
-        name: Name::new(b"model.w").unwrap(),
-        uid: 1000,
-    };
+    let open = open_named("model.w", 1000);
     let seen = call(&pool, &mut [&mut a, &mut b], 0, open, &mut now).unwrap();
     assert_eq!(
         (seen.object, seen.serial, seen.extent),
         (shared.object, shared.serial, shared.extent)
     );
     // Another uid without permission bits for others is refused.
-    let other = Call::Open {
-        name: Name::new(b"model.w").unwrap(),
-        uid: 7,
-    };
+    let other = open_named("model.w", 7);
     assert_eq!(
         call(&pool, &mut [&mut a, &mut b], 0, other, &mut now),
         Err(Errno::EACCES)
     );
     // Host 1's private objects cannot be freed or opened from host 0.
     let theirs = owned[1];
-    let free = Call::Free {
-        object: theirs.object,
-        serial: theirs.serial,
-        uid: 1000,
-    };
+    let free = free_of(&theirs);
     assert_eq!(
         call(&pool, &mut [&mut a, &mut b], 0, free, &mut now),
         Err(Errno::ENOENT)
     );
 
     // The creator lets go; the object stays while host 0 holds it.
-    let free_shared = Call::Free {
-        object: shared.object,
-        serial: shared.serial,
-        uid: 1000,
-    };
+    let free_shared = free_of(&shared);
     call(&pool, &mut [&mut a, &mut b], 1, free_shared, &mut now).unwrap();
     let live = tables_in_pool(&pool, &sb);
     assert!(matches!(live[shared.object as usize], Slot::Live(e) if e.holders == 1));
@@ -273,10 +297,7 @@ fn a_dead_hosts_private_sections_are_reclaimed_after_its_lease() {
         &mut now,
     )
     .unwrap();
-    let open = Call::Open {
-        name: Name::new(b"kept").unwrap(),
-        uid: 1000,
-    };
+    let open = open_named("kept", 1000);
     call(&pool, &mut [&mut a, &mut b], 1, open, &mut now).unwrap();
 
     // Host 0 (the manager) stops: b waits the lease plus margin.
@@ -451,42 +472,14 @@ proptest! {
         for step in steps {
             match step {
                 Step::Alloc { h, n } if alive[h] => {
-                    if let Ok(seq) = hosts[h].submit(&pool, alloc(n, None, 0), false, now) {
-                        for _ in 0..50 {
-                            if let Some(r) = hosts[h].poll(&pool, seq) {
-                                if let Ok(handle) = r {
-                                    held[h].push(handle);
-                                }
-                                break;
-                            }
-                            now += MS;
-                            for i in 0..3 {
-                                if alive[i] {
-                                    hosts[i].tick(&pool, now);
-                                }
-                            }
-                        }
-                        hosts[h].abandon(seq);
+                    if let Some(Ok(handle)) = drive(&pool, &mut hosts, &alive, h, alloc(n, None, 0), &mut now) {
+                        held[h].push(handle);
                     }
                 }
                 Step::Free { h, pick } if alive[h] && !held[h].is_empty() => {
                     let at = pick % held[h].len();
                     let x = held[h].remove(at);
-                    let free = Call::Free { object: x.object, serial: x.serial, uid: 1000 };
-                    if let Ok(seq) = hosts[h].submit(&pool, free, false, now) {
-                        for _ in 0..50 {
-                            if hosts[h].poll(&pool, seq).is_some() {
-                                break;
-                            }
-                            now += MS;
-                            for i in 0..3 {
-                                if alive[i] {
-                                    hosts[i].tick(&pool, now);
-                                }
-                            }
-                        }
-                        hosts[h].abandon(seq);
-                    }
+                    drive(&pool, &mut hosts, &alive, h, free_of(&x), &mut now);
                 }
                 Step::Run { ms } => {
                     for _ in 0..ms {
