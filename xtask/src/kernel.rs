@@ -94,7 +94,7 @@ fn make(dir: &Path) -> Command {
     cmd
 }
 
-/// Every `CONFIG_X=y` the fragments ask for must survive olddefconfig: a
+/// Every `CONFIG_X=y` (or `=m`) the fragments ask for must survive olddefconfig: a
 /// silently dropped option (unmet dependency) would otherwise surface much
 /// later as a missing feature in the guest.
 fn check_config(dir: &Path, fragments: &[PathBuf]) -> Result<()> {
@@ -103,7 +103,7 @@ fn check_config(dir: &Path, fragments: &[PathBuf]) -> Result<()> {
     for fragment in fragments {
         for line in std::fs::read_to_string(fragment)?.lines() {
             let line = line.trim();
-            if let Some(option) = line.strip_suffix("=y") {
+            if let Some(option) = line.strip_suffix("=y").or(line.strip_suffix("=m")) {
                 if !config.lines().any(|l| l == line) {
                     dropped.push(option.to_string());
                 }
