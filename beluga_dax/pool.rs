@@ -12,7 +12,7 @@
 #[path = "pool/src/checksum.rs"]
 pub(crate) mod checksum;
 #[allow(unreachable_pub)]
-#[path = "pool/src/engine.rs"]
+#[path = "pool/src/engine/mod.rs"]
 pub(crate) mod engine;
 #[allow(unreachable_pub)]
 #[path = "pool/src/layout.rs"]

@@ -9,6 +9,7 @@
 //! field before use and returns an error, never panics.
 
 #![no_std]
+#![forbid(unsafe_code)]
 
 pub mod checksum;
 pub mod engine;

@@ -17,8 +17,9 @@
 //! read-modify-written across hosts.
 
 use super::checksum::crc32c;
+use super::engine::Errno;
 use super::le::{u32_at, u64_at};
-use super::objects::{Name, NAME_BYTES};
+use super::objects::{Name, ObjectEntry, NAME_BYTES};
 use super::sections::Extent;
 
 pub const REQUEST_OFF: u64 = 64;
@@ -88,6 +89,23 @@ pub enum RecordError {
 }
 
 impl Request {
+    /// A request for `op` with every argument zero (the engine fills in
+    /// seq and boot id when it sends it).
+    pub fn empty(op: Op) -> Request {
+        Request {
+            op,
+            seq: 0,
+            boot_id: [0; 16],
+            object: 0,
+            sections: 0,
+            serial: 0,
+            flags: 0,
+            uid: 0,
+            mode: 0,
+            name: None,
+        }
+    }
+
     pub fn encode(&self) -> [u8; REQUEST_BYTES] {
         let mut b = [0u8; REQUEST_BYTES];
         b[0..4].copy_from_slice(&REQUEST_MAGIC.to_le_bytes());
@@ -171,6 +189,37 @@ pub fn boot_tag(boot_id: &[u8; 16]) -> [u8; 8] {
 }
 
 impl Reply {
+    /// A reply carrying only a status (`Errno(0)`: success without an
+    /// object); the manager fills in seq and boot tag.
+    pub fn error(errno: Errno) -> Reply {
+        Reply {
+            seq: 0,
+            boot_tag: [0; 8],
+            status: errno.0,
+            object: 0,
+            extent: Extent { first: 0, count: 0 },
+            flags: 0,
+            serial: 0,
+            uid: 0,
+            mode: 0,
+        }
+    }
+
+    /// A successful reply naming object `index`.
+    pub fn of(index: u32, entry: &ObjectEntry) -> Reply {
+        Reply {
+            seq: 0,
+            boot_tag: [0; 8],
+            status: 0,
+            object: index,
+            extent: entry.extent,
+            flags: entry.flags,
+            serial: entry.serial,
+            uid: entry.uid,
+            mode: entry.mode,
+        }
+    }
+
     pub fn encode(&self) -> [u8; REPLY_BYTES] {
         let mut b = [0u8; REPLY_BYTES];
         b[0..4].copy_from_slice(&REPLY_MAGIC.to_le_bytes());

@@ -11,6 +11,7 @@ use super::le::{u32_at, u64_at};
 use super::sections::{Extent, SectionMap};
 
 pub const ENTRY_BYTES: usize = 128;
+const _: () = assert!(ENTRY_BYTES as u64 == super::layout::OBJECT_ENTRY_BYTES);
 pub const NAME_BYTES: usize = 48;
 /// Bytes covered by the checksum (everything before it).
 const COVERED: usize = 104;

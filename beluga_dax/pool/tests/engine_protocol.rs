@@ -6,7 +6,7 @@
 use beluga_pool::engine::{
     self, Call, Engine, Errno, Handle, Memory, Peer, SliceMemory, TickReport,
 };
-use beluga_pool::layout::Superblock;
+use beluga_pool::layout::{Superblock, OBJECT_ENTRY_BYTES, SECTION_ENTRY_BYTES};
 use beluga_pool::leases::Liveness;
 use beluga_pool::objects::{check_tables, Name, Slot, FLAG_SHARED};
 use beluga_pool::sections::SectionMap;
@@ -144,15 +144,19 @@ fn tables_in_pool(pool: &Pool<'_>, sb: &Superblock) -> Vec<Slot> {
     let g = sb.geometry();
     let mut objects = Vec::new();
     for i in 0..g.max_objects as u64 {
-        let mut raw = [0u8; 128];
-        pool.read(g.object_table_off + i * 128, &mut raw).unwrap();
+        let mut raw = [0u8; OBJECT_ENTRY_BYTES as usize];
+        pool.read(g.object_table_off + i * OBJECT_ENTRY_BYTES, &mut raw)
+            .unwrap();
         objects.push(Slot::decode(&raw, g.section_count, g.max_hosts).unwrap());
     }
     let mut sections = vec![0u32; g.section_count as usize];
     for (s, cell) in sections.iter_mut().enumerate() {
-        let mut raw = [0u8; 16];
-        pool.read(g.section_table_off + s as u64 * 16, &mut raw)
-            .unwrap();
+        let mut raw = [0u8; SECTION_ENTRY_BYTES as usize];
+        pool.read(
+            g.section_table_off + s as u64 * SECTION_ENTRY_BYTES,
+            &mut raw,
+        )
+        .unwrap();
         *cell = u32::from_le_bytes(raw[..4].try_into().unwrap());
     }
     let map = SectionMap::new(&mut sections, g.max_objects).unwrap();

@@ -1,0 +1,185 @@
+//! Calls through this host's mailbox: write a request, poll for the reply.
+
+use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
+use super::super::mailbox::{REQUEST_OFF, REQ_ADMIN};
+use super::super::objects::{Name, Slot};
+use super::super::sections::Extent;
+use super::{Engine, Errno, Memory, Peer, State};
+
+/// What a caller asks of the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Alloc {
+        sections: u32,
+        flags: u32,
+        uid: u32,
+        mode: u32,
+        name: Option<Name>,
+    },
+    Open {
+        name: Name,
+        uid: u32,
+    },
+    Free {
+        object: u32,
+        serial: u64,
+        uid: u32,
+    },
+    Reclaim {
+        host: u32,
+    },
+}
+
+/// A served call: the object it concerns, already checked against the
+/// geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    pub object: u32,
+    pub serial: u64,
+    pub extent: Extent,
+    pub flags: u32,
+    pub uid: u32,
+    pub mode: u32,
+}
+
+impl<O, S, P> Engine<O, S, P>
+where
+    O: core::ops::DerefMut<Target = [Slot]>,
+    S: core::ops::DerefMut<Target = [u32]>,
+    P: core::ops::DerefMut<Target = [Peer]>,
+{
+    pub(super) fn send<M: Memory>(
+        &mut self,
+        mem: &M,
+        op: Op,
+        template: &Request,
+        now_ns: u64,
+    ) -> Result<u64, Errno> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let request = Request {
+            op,
+            seq,
+            boot_id: self.boot_id,
+            ..*template
+        };
+        mem.write(self.slot_off(self.index) + REQUEST_OFF, &request.encode())?;
+        self.outstanding = Some(seq);
+        // Served by the next tick otherwise.
+        if self.may_manage_now(now_ns) {
+            self.serve(mem, self.index);
+        }
+        Ok(seq)
+    }
+
+    /// Sends a call to the manager; `poll` with the returned sequence
+    /// number until it is answered. One call at a time (`EBUSY`).
+    pub fn submit<M: Memory>(
+        &mut self,
+        mem: &M,
+        call: Call,
+        admin: bool,
+        now_ns: u64,
+    ) -> Result<u64, Errno> {
+        if !self.lease_valid(now_ns) {
+            self.lose_lease();
+        }
+        match self.state {
+            State::Ready => {}
+            State::Attaching(_) => return Err(Errno::EAGAIN),
+            State::LeaseLost | State::Detached => return Err(Errno::ESTALE),
+        }
+        if self.outstanding.is_some() {
+            return Err(Errno::EBUSY);
+        }
+        let mut request = Request::empty(Op::Alloc);
+        if admin {
+            request.flags |= REQ_ADMIN;
+        }
+        let op = match call {
+            Call::Alloc {
+                sections,
+                flags,
+                uid,
+                mode,
+                name,
+            } => {
+                request.sections = sections;
+                request.flags |= flags;
+                request.uid = uid;
+                request.mode = mode;
+                request.name = name;
+                Op::Alloc
+            }
+            Call::Open { name, uid } => {
+                request.name = Some(name);
+                request.uid = uid;
+                Op::Open
+            }
+            Call::Free {
+                object,
+                serial,
+                uid,
+            } => {
+                request.object = object;
+                request.serial = serial;
+                request.uid = uid;
+                Op::Free
+            }
+            Call::Reclaim { host } => {
+                request.object = host;
+                Op::Reclaim
+            }
+        };
+        self.send(mem, op, &request, now_ns)
+    }
+
+    /// The answer to call `seq`, if it has come: a handle, or the errno
+    /// the manager (or a failed check of its reply) gives.
+    pub fn poll<M: Memory>(&mut self, mem: &M, seq: u64) -> Option<Result<Handle, Errno>> {
+        if self.outstanding != Some(seq) {
+            return Some(Err(Errno::ESTALE));
+        }
+        let reply = match self.poll_raw(mem, seq) {
+            Ok(Some(reply)) => reply,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        self.outstanding = None;
+        if reply.status != 0 {
+            return Some(Err(Errno(reply.status)));
+        }
+        let end = reply.extent.first.checked_add(reply.extent.count);
+        let in_pool = matches!(end, Some(end) if end <= self.geometry.section_count);
+        // A reclaim answers with a count, not an object.
+        let plausible =
+            reply.extent.count == 0 || (in_pool && reply.object < self.geometry.max_objects);
+        if !plausible {
+            return Some(Err(Errno::EIO));
+        }
+        Some(Ok(Handle {
+            object: reply.object,
+            serial: reply.serial,
+            extent: reply.extent,
+            flags: reply.flags,
+            uid: reply.uid,
+            mode: reply.mode,
+        }))
+    }
+
+    /// Gives up on call `seq` (timed out): a later reply is ignored.
+    pub fn abandon(&mut self, seq: u64) {
+        if self.outstanding == Some(seq) {
+            self.outstanding = None;
+        }
+    }
+
+    pub(super) fn poll_raw<M: Memory>(&self, mem: &M, seq: u64) -> Result<Option<Reply>, Errno> {
+        let mut bytes = [0u8; REPLY_BYTES];
+        mem.read(self.slot_off(self.index) + REPLY_OFF, &mut bytes)?;
+        Ok(match Reply::decode(&bytes) {
+            Ok(r) if r.seq == seq && r.boot_tag == boot_tag(&self.boot_id) => Some(r),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! This host's lease, its view of the others', and the tick that drives
+//! the protocol (including when this host may act as manager).
+
+use super::super::leases::{manager_may_write, HostSlot, LeaseTracker, Liveness, SlotState};
+use super::super::leases::{SlotError, SLOT_BYTES};
+use super::super::mailbox::boot_tag;
+use super::super::objects::Slot;
+use super::{read_superblock, Engine, Errno, Memory, Peer, State, MS, READ_TRIES};
+
+/// What a tick saw and did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// This host's lease ran out (or another host writes its slot): drop
+    /// every mapping and handle, then `reattach`.
+    pub lease_lost: bool,
+    pub slot_conflict: bool,
+    /// The superblock changed under us (reformatted or damaged).
+    pub pool_changed: bool,
+    pub became_manager: bool,
+    /// The tables failed validation when this host took over.
+    pub corrupt: Option<&'static str>,
+    pub served: u32,
+    /// Objects freed or released for dead or departed hosts.
+    pub reclaimed: u32,
+}
+
+/// How long a host must have heartbeated without a gap before it may act
+/// as manager: by then every other host has seen it live, and it has
+/// observed every other host for a full expiry period.
+pub fn expiry_ns(lease_ms: u32) -> u64 {
+    let lease = lease_ms as u64 * MS;
+    lease + lease * LeaseTracker::MARGIN_PERMILLE / 1000
+}
+
+impl<O, S, P> Engine<O, S, P>
+where
+    O: core::ops::DerefMut<Target = [Slot]>,
+    S: core::ops::DerefMut<Target = [u32]>,
+    P: core::ops::DerefMut<Target = [Peer]>,
+{
+    pub(super) fn write_lease<M: Memory>(
+        &mut self,
+        mem: &M,
+        state: SlotState,
+        now_ns: u64,
+    ) -> Result<(), Errno> {
+        self.heartbeat += 1;
+        let slot = HostSlot {
+            state,
+            host_index: self.index,
+            boot_id: self.boot_id,
+            heartbeat: self.heartbeat,
+            lease_ms: self.lease_ms,
+            generation: self.superblock.generation,
+        };
+        mem.write(self.slot_off(self.index), &slot.encode()[..64])?;
+        self.last_beat_ns = now_ns;
+        Ok(())
+    }
+
+    fn read_slot<M: Memory>(&self, mem: &M, host: u32) -> Option<Result<HostSlot, ()>> {
+        let mut bytes = [0u8; SLOT_BYTES];
+        for _ in 0..READ_TRIES {
+            if mem.read(self.slot_off(host), &mut bytes[..64]).is_err() {
+                return None;
+            }
+            match HostSlot::decode(&bytes, host, self.geometry.max_hosts) {
+                Ok(slot) => return Some(Ok(slot)),
+                Err(SlotError::Empty) => return Some(Err(())),
+                Err(_) => continue,
+            }
+        }
+        None
+    }
+
+    /// One round of the protocol, every few milliseconds: heartbeat,
+    /// watch the other leases, and, as manager, reclaim and serve.
+    pub fn tick<M: Memory>(&mut self, mem: &M, now_ns: u64) -> TickReport {
+        let mut report = TickReport::default();
+        if matches!(self.state, State::LeaseLost | State::Detached) {
+            report.lease_lost = self.state == State::LeaseLost;
+            return report;
+        }
+        let lease_ns = self.lease_ms as u64 * MS;
+        if now_ns.saturating_sub(self.last_beat_ns) > lease_ns {
+            // Others may already have expired us and reclaimed our objects.
+            self.lose_lease();
+            report.lease_lost = true;
+            return report;
+        }
+        match read_superblock(mem, self.geometry.pool_size) {
+            Ok(sb) if sb == self.superblock => {}
+            _ => {
+                self.lose_lease();
+                report.lease_lost = true;
+                report.pool_changed = true;
+                return report;
+            }
+        }
+        // Someone else writing our slot means two hosts share an index.
+        if let Some(Ok(own)) = self.read_slot(mem, self.index) {
+            if own.boot_id != self.boot_id {
+                self.lose_lease();
+                report.lease_lost = true;
+                report.slot_conflict = true;
+                return report;
+            }
+        }
+        if now_ns.saturating_sub(self.last_beat_ns) >= lease_ns / 4
+            && self.write_lease(mem, SlotState::Attached, now_ns).is_err()
+        {
+            self.lose_lease();
+            report.lease_lost = true;
+            return report;
+        }
+        self.observe(mem, now_ns);
+        self.last_scan_ns = now_ns;
+
+        let eligible = self.manager() == Some(self.index)
+            && now_ns.saturating_sub(self.beating_since_ns) >= expiry_ns(self.lease_ms)
+            && manager_may_write(self.last_beat_ns, now_ns, self.lease_ms);
+        if eligible && !self.managing {
+            match self.load_tables(mem) {
+                Ok(()) => {
+                    self.managing = true;
+                    report.became_manager = true;
+                    // The object table is the truth; the section table is
+                    // an index of it, rewritten at every takeover.
+                    let _ = self.write_sections(mem, 0, self.geometry.section_count);
+                }
+                Err(why) => report.corrupt = Some(why),
+            }
+        } else if !eligible {
+            self.managing = false;
+        }
+
+        if self.managing {
+            for host in 0..self.geometry.max_hosts {
+                // Not `Absent`: a slot this host could not read is no
+                // evidence of death (an admin can force that reclaim).
+                let dead = matches!(
+                    self.liveness[host as usize],
+                    Liveness::Expired | Liveness::Detached
+                );
+                if host != self.index && dead && self.holds_anything(host) {
+                    report.reclaimed += self.reclaim_host(mem, host);
+                    if self.liveness[host as usize] == Liveness::Expired {
+                        let peer = &mut self.peers[host as usize];
+                        peer.reclaimed = Some(boot_tag(&peer.tracker.boot_id()));
+                    }
+                }
+            }
+            for host in 0..self.geometry.max_hosts {
+                if self.liveness[host as usize] == Liveness::Live && self.serve(mem, host) {
+                    report.served += 1;
+                }
+            }
+        }
+
+        if let State::Attaching(seq) = self.state {
+            if let Ok(Some(reply)) = self.poll_raw(mem, seq) {
+                self.outstanding = None;
+                self.state = if reply.status == 0 {
+                    State::Ready
+                } else {
+                    State::LeaseLost
+                };
+            }
+        }
+        report
+    }
+
+    pub(super) fn lose_lease(&mut self) {
+        self.state = State::LeaseLost;
+        self.managing = false;
+        self.outstanding = None;
+    }
+
+    fn observe<M: Memory>(&mut self, mem: &M, now_ns: u64) {
+        for host in 0..self.geometry.max_hosts {
+            let h = host as usize;
+            if host == self.index {
+                self.liveness[h] = Liveness::Live;
+                continue;
+            }
+            match self.read_slot(mem, host) {
+                Some(Ok(slot)) if slot.generation == self.superblock.generation => {
+                    self.peers[h].tracker.observe(&slot, now_ns)
+                }
+                // A slot from another format of the pool, or never written.
+                Some(_) => self.peers[h].tracker = LeaseTracker::default(),
+                // Torn or unreadable this round: judged on what was seen.
+                None => {}
+            }
+            self.liveness[h] = self.peers[h].tracker.liveness(now_ns);
+        }
+    }
+
+    /// Whether this host may write the tables right now: it manages, its
+    /// own lease is fresh enough that nobody can have expired it, and it
+    /// read the other slots recently (a lower host may have come back).
+    pub(super) fn may_manage_now(&self, now_ns: u64) -> bool {
+        let lease_ns = self.lease_ms as u64 * MS;
+        self.managing
+            && manager_may_write(self.last_beat_ns, now_ns, self.lease_ms)
+            && now_ns.saturating_sub(self.last_scan_ns) < lease_ns / 4
+    }
+}

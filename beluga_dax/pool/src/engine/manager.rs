@@ -1,0 +1,244 @@
+//! The manager's side: serving the mailboxes, and reclaiming what dead or
+//! departed hosts held.
+
+use super::super::leases::Liveness;
+use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
+use super::super::mailbox::{REQUEST_BYTES, REQUEST_OFF, REQ_ADMIN};
+use super::super::objects::{ObjectEntry, Slot, FLAG_SHARED};
+use super::super::sections::{AllocError, SectionMap};
+use super::{Engine, Errno, Memory, Peer};
+
+impl<O, S, P> Engine<O, S, P>
+where
+    O: core::ops::DerefMut<Target = [Slot]>,
+    S: core::ops::DerefMut<Target = [u32]>,
+    P: core::ops::DerefMut<Target = [Peer]>,
+{
+    /// Serves `host`'s mailbox if it holds a request not yet answered.
+    pub(super) fn serve<M: Memory>(&mut self, mem: &M, host: u32) -> bool {
+        let h = host as usize;
+        let expected_boot = if host == self.index {
+            self.boot_id
+        } else {
+            self.peers[h].tracker.boot_id()
+        };
+        let mut bytes = [0u8; REQUEST_BYTES];
+        let off = self.slot_off(host);
+        if mem.read(off + REQUEST_OFF, &mut bytes).is_err() {
+            return false;
+        }
+        let Ok(request) = Request::decode(&bytes) else {
+            return false;
+        };
+        let tag = boot_tag(&request.boot_id);
+        if request.boot_id != expected_boot || self.peers[h].served == (request.seq, tag) {
+            return false;
+        }
+        let mut reply_bytes = [0u8; REPLY_BYTES];
+        if mem.read(off + REPLY_OFF, &mut reply_bytes).is_err() {
+            return false;
+        }
+        if let Ok(old) = Reply::decode(&reply_bytes) {
+            if old.seq == request.seq && old.boot_tag == tag {
+                self.peers[h].served = (request.seq, tag);
+                return false;
+            }
+        }
+        let mut reply = if self.peers[h].reclaimed == Some(tag) {
+            Reply::error(Errno::ESTALE)
+        } else {
+            match self.execute(mem, host, &request) {
+                Ok(reply) => reply,
+                Err(e) => Reply::error(e),
+            }
+        };
+        reply.seq = request.seq;
+        reply.boot_tag = tag;
+        if mem.write(off + REPLY_OFF, &reply.encode()).is_err() {
+            return false;
+        }
+        self.peers[h].served = (request.seq, tag);
+        true
+    }
+
+    fn execute<M: Memory>(
+        &mut self,
+        mem: &M,
+        host: u32,
+        request: &Request,
+    ) -> Result<Reply, Errno> {
+        let admin = request.flags & REQ_ADMIN != 0;
+        match request.op {
+            Op::Attach => {
+                // Whatever the slot's earlier incarnations held is gone.
+                self.reclaim_host(mem, host);
+                self.peers[host as usize].reclaimed = None;
+                Ok(Reply::error(Errno(0)))
+            }
+            Op::Alloc => self.alloc(mem, host, request),
+            Op::Open => self.open(mem, host, request, admin),
+            Op::Free => self.free(mem, host, request, admin),
+            Op::Reclaim => {
+                let target = request.object;
+                if !admin {
+                    return Err(Errno::EPERM);
+                }
+                if target >= self.geometry.max_hosts || target == host {
+                    return Err(Errno::EINVAL);
+                }
+                if self.liveness[target as usize] == Liveness::Live {
+                    return Err(Errno::EBUSY);
+                }
+                let count = self.reclaim_host(mem, target);
+                let mut reply = Reply::error(Errno(0));
+                reply.object = count;
+                Ok(reply)
+            }
+        }
+    }
+
+    fn alloc<M: Memory>(&mut self, mem: &M, host: u32, request: &Request) -> Result<Reply, Errno> {
+        let flags = request.flags & !REQ_ADMIN;
+        if flags & !FLAG_SHARED != 0 || request.mode > 0o777 || request.sections == 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & FLAG_SHARED != 0 && request.name.is_none() {
+            return Err(Errno::EINVAL);
+        }
+        // Served again after a manager change: the object is already there.
+        let seq = request.seq as u32;
+        if let Some((index, entry)) = self
+            .live()
+            .find(|(_, e)| e.owner_host == host && e.request_seq == seq)
+        {
+            return Ok(Reply::of(index, entry));
+        }
+        if let Some(name) = &request.name {
+            if self.find_name(name).is_some() {
+                return Err(Errno::EEXIST);
+            }
+        }
+        let index = self
+            .objects
+            .iter()
+            .position(|s| *s == Slot::Free)
+            .ok_or(Errno::ENOSPC)? as u32;
+        let max_objects = self.geometry.max_objects;
+        let mut map =
+            SectionMap::new(&mut self.sections, max_objects).map_err(|_| Errno::EUCLEAN)?;
+        let extent = map.allocate(request.sections, index).map_err(|e| match e {
+            AllocError::NoSpace { .. } => Errno::ENOSPC,
+            _ => Errno::EINVAL,
+        })?;
+        let entry = ObjectEntry {
+            extent,
+            owner_host: host,
+            flags,
+            uid: request.uid,
+            mode: request.mode,
+            holders: 1u64 << host,
+            generation: self.superblock.generation,
+            serial: self.next_serial,
+            request_seq: seq,
+            name: request.name,
+        };
+        self.next_serial += 1;
+        self.objects[index as usize] = Slot::Live(entry);
+        // Entry first: a takeover rebuilds the section index from entries.
+        self.write_object(mem, index)?;
+        self.write_sections(mem, extent.first, extent.count)?;
+        Ok(Reply::of(index, &entry))
+    }
+
+    fn open<M: Memory>(
+        &mut self,
+        mem: &M,
+        host: u32,
+        request: &Request,
+        admin: bool,
+    ) -> Result<Reply, Errno> {
+        let name = request.name.as_ref().ok_or(Errno::EINVAL)?;
+        let (index, mut entry) = self.find_name(name).ok_or(Errno::ENOENT)?;
+        if entry.flags & FLAG_SHARED == 0 && entry.owner_host != host {
+            return Err(Errno::ENOENT);
+        }
+        if !admin && !entry.may_map(request.uid, false) {
+            return Err(Errno::EACCES);
+        }
+        if entry.holders & (1u64 << host) == 0 {
+            entry.holders |= 1 << host;
+            self.objects[index as usize] = Slot::Live(entry);
+            self.write_object(mem, index)?;
+        }
+        Ok(Reply::of(index, &entry))
+    }
+
+    fn free<M: Memory>(
+        &mut self,
+        mem: &M,
+        host: u32,
+        request: &Request,
+        admin: bool,
+    ) -> Result<Reply, Errno> {
+        let index = request.object;
+        let entry = match self.objects.get(index as usize) {
+            Some(Slot::Live(e)) if e.serial == request.serial => *e,
+            _ => return Err(Errno::ENOENT),
+        };
+        if entry.holders & (1u64 << host) == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if !admin && request.uid != entry.uid {
+            return Err(Errno::EPERM);
+        }
+        self.release(mem, index, host)?;
+        Ok(Reply::of(index, &entry))
+    }
+
+    /// Drops `host`'s hold on object `index`; the object is freed when it
+    /// is private or no host holds it any more. Returns whether it was.
+    fn release<M: Memory>(&mut self, mem: &M, index: u32, host: u32) -> Result<bool, Errno> {
+        let Some(Slot::Live(mut entry)) = self.objects.get(index as usize).copied() else {
+            return Err(Errno::ENOENT);
+        };
+        entry.holders &= !(1u64 << host);
+        let shared = entry.flags & FLAG_SHARED != 0;
+        if shared && entry.holders != 0 {
+            self.objects[index as usize] = Slot::Live(entry);
+            self.write_object(mem, index)?;
+            return Ok(false);
+        }
+        let max_objects = self.geometry.max_objects;
+        let mut map =
+            SectionMap::new(&mut self.sections, max_objects).map_err(|_| Errno::EUCLEAN)?;
+        map.free(entry.extent, index).map_err(|_| Errno::EUCLEAN)?;
+        self.objects[index as usize] = Slot::Free;
+        // Sections first: they are free only once the entry says so, and a
+        // takeover rebuilds them from the entries anyway.
+        self.write_sections(mem, entry.extent.first, entry.extent.count)?;
+        self.write_object(mem, index)?;
+        Ok(true)
+    }
+
+    pub(super) fn holds_anything(&self, host: u32) -> bool {
+        self.live().any(|(_, e)| {
+            e.holders & (1u64 << host) != 0 || e.owner_host == host && e.flags & FLAG_SHARED == 0
+        })
+    }
+
+    /// Frees `host`'s private objects and drops its holds on shared ones.
+    pub(super) fn reclaim_host<M: Memory>(&mut self, mem: &M, host: u32) -> u32 {
+        let mut count = 0;
+        for index in 0..self.geometry.max_objects {
+            let Some(Slot::Live(entry)) = self.objects.get(index as usize).copied() else {
+                continue;
+            };
+            let private_of_host = entry.owner_host == host && entry.flags & FLAG_SHARED == 0;
+            let held = private_of_host || entry.holders & (1u64 << host) != 0;
+            if held && self.release(mem, index, host).is_ok() {
+                count += 1;
+            }
+        }
+        count
+    }
+}
