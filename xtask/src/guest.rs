@@ -7,6 +7,10 @@
 //! @|<line of the block>
 //! @@ END
 //! @@ DONE
+//! @@ KILL-ME                     (multi-host: the harness kills this VM)
+//! @@ POKE <offset> <hex bytes>   (multi-host: the harness writes the
+//!                                 bytes into the shared pool at region
+//!                                 offset <offset>, from outside the VMs)
 //! ```
 
 use crate::ktap::Outcome;
@@ -34,6 +38,49 @@ pub struct GuestReport {
     /// A scenario asked the host to kill this VM (`@@ KILL-ME`): the
     /// multi-host lease tests need a host to die without warning.
     pub kill_requested: bool,
+    /// Writes into the shared pool that scenarios ask the host to make
+    /// (`@@ POKE`), in order: a peer or a fault damaging pool memory.
+    pub pokes: Vec<Poke>,
+}
+
+/// A write into the shared CXL pool, at an offset of the 2-way region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Poke {
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Poke {
+    fn parse(offset: &str, hex: &str) -> Option<Poke> {
+        let offset = u64::from_str_radix(offset.trim_start_matches("0x"), 16).ok()?;
+        if hex.len() % 2 != 0 || hex.is_empty() {
+            return None;
+        }
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect::<Option<Vec<u8>>>()?;
+        Some(Poke { offset, bytes })
+    }
+
+    /// Where the bytes live in the type-3 devices' backing files: the
+    /// region interleaves `ways` devices (ordered by serial, as cxlctl
+    /// builds it) every `granularity` bytes, and each device's DPA is its
+    /// file offset. One piece per granule touched.
+    pub fn locate(&self, ways: u64, granularity: u64) -> Vec<(usize, u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut done = 0usize;
+        while done < self.bytes.len() {
+            let off = self.offset + done as u64;
+            let in_granule = off % granularity;
+            let n = ((granularity - in_granule) as usize).min(self.bytes.len() - done);
+            let device = ((off / granularity) % ways) as usize;
+            let dpa = off / (granularity * ways) * granularity + in_granule;
+            out.push((device, dpa, self.bytes[done..done + n].to_vec()));
+            done += n;
+        }
+        out
+    }
 }
 
 impl GuestReport {
@@ -63,6 +110,14 @@ impl GuestReport {
                 Some("HELLO") => report.hello = Some(command["HELLO ".len()..].to_string()),
                 Some("DONE") => report.done = true,
                 Some("KILL-ME") => report.kill_requested = true,
+                Some("POKE") => {
+                    if let Some(p) = Poke::parse(
+                        words.next().unwrap_or_default(),
+                        words.next().unwrap_or_default(),
+                    ) {
+                        report.pokes.push(p);
+                    }
+                }
                 Some("BEGIN") => {
                     current = Some(Block {
                         kind: words.next().unwrap_or_default().to_string(),
@@ -148,6 +203,24 @@ fn our_leaks(report: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pokes_parse_and_land_in_the_interleaved_devices() {
+        let r = GuestReport::parse("@@ POKE 0x2ffe aabbccdd\n@@ POKE 10 zz\n@@ POKE 1 abc\n");
+        assert_eq!(
+            r.pokes,
+            vec![Poke {
+                offset: 0x2ffe,
+                bytes: vec![0xaa, 0xbb, 0xcc, 0xdd]
+            }]
+        );
+        // 0x2ffe is in granule 2 (device 0, DPA 0x1ffe); 0x3000 starts
+        // granule 3 (device 1, DPA 0x1000).
+        assert_eq!(
+            r.pokes[0].locate(2, 4096),
+            vec![(0, 0x1ffe, vec![0xaa, 0xbb]), (1, 0x1000, vec![0xcc, 0xdd])]
+        );
+    }
 
     #[test]
     fn parses_scenarios_blocks_and_done() {

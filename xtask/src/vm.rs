@@ -356,6 +356,28 @@ pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec
 }
 
 /// One boot; `None` if a guest stalled before init and the boot was killed.
+/// The testbed's region: 2-way, 4 KiB granularity (the window's), over
+/// `cxl-pool0.raw` and `cxl-pool1.raw` in serial order.
+const REGION_WAYS: u64 = 2;
+const REGION_GRANULARITY: u64 = 4096;
+
+/// Writes a scenario's `@@ POKE` into the pool's backing files, as a
+/// device fault or a hostile peer would change pool memory.
+fn apply_poke(run_dir: &Path, poke: &crate::guest::Poke) -> Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    for (device, dpa, bytes) in poke.locate(REGION_WAYS, REGION_GRANULARITY) {
+        if dpa + bytes.len() as u64 > CXL_DEVICE_BYTES {
+            bail!("POKE at {:#x} lies outside the pool", poke.offset);
+        }
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .open(run_dir.join(format!("cxl-pool{device}.raw")))?;
+        file.seek(SeekFrom::Start(dpa))?;
+        file.write_all(&bytes)?;
+    }
+    Ok(())
+}
+
 fn boot_once(
     tree: &KernelTree,
     initramfs: &Path,
@@ -400,6 +422,7 @@ fn boot_once(
     let start = std::time::Instant::now();
     let mut statuses: Vec<Option<std::process::ExitStatus>> = vec![None; children.len()];
     let mut killed = vec![false; children.len()];
+    let mut poked = vec![0usize; children.len()];
     loop {
         for (i, (host, child)) in children.iter_mut().enumerate() {
             if statuses[i].is_none()
@@ -413,6 +436,11 @@ fn boot_once(
                     .status();
                 killed[i] = true;
             }
+            let pokes = GuestReport::parse(&results_of(*host)).pokes;
+            for poke in pokes.iter().skip(poked[i]) {
+                apply_poke(run_dir, poke)?;
+            }
+            poked[i] = pokes.len();
             if statuses[i].is_none() {
                 statuses[i] = child.try_wait()?;
             }
