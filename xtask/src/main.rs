@@ -61,6 +61,9 @@ enum Cmd {
         /// Per-boot timeout in seconds.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        /// Print what `--only` selects, run nothing.
+        #[arg(long)]
+        list: bool,
     },
     /// Benchmarks, each side by side with its anchor (JSON + table).
     Bench {
@@ -115,7 +118,10 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Test { only, timeout } => test::test(test::TestOptions {
+        Cmd::Test {
+            only, list: true, ..
+        } => test::list(only.as_deref()),
+        Cmd::Test { only, timeout, .. } => test::test(test::TestOptions {
             only,
             timeout: Duration::from_secs(timeout),
             flavor,

@@ -348,7 +348,12 @@ fn multihost(
             &format!("{label}: ran the multi-host scenarios"),
             !run.report.scenarios.is_empty(),
         );
-        record_scenarios(tally, run, &format!("{label}: scenario"), &|_| true);
+        let wanted = |name: &str| {
+            opts.only
+                .as_deref()
+                .is_none_or(|o| selects(o, "multihost", name))
+        };
+        record_scenarios(tally, run, &format!("{label}: scenario"), &wanted);
     }
     Ok(())
 }
@@ -384,6 +389,47 @@ fn print_scenario_output(run: &HostRun, name: &str) {
     }
 }
 
+/// Whether filter `only` selects scenario `name` of directory `dir`
+/// (`tests/vm/<dir>`): by a part of its name, or by the directory's name.
+fn selects(only: &str, dir: &str, name: &str) -> bool {
+    name.contains(only) || dir == only
+}
+
+/// The scenarios of `tests/vm/<dir>`, by name.
+fn scenario_names(dir: &str) -> Result<Vec<String>> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(crate::util::repo_root().join("tests/vm").join(dir))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".sh").map(str::to_string)
+            })
+            .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// `cargo xtask test --list [--only X]`: what the filter selects.
+pub fn list(only: Option<&str>) -> Result<()> {
+    let crates = match only {
+        None => vec!["(the whole workspace)".to_string()],
+        Some(o) => crates_for(o)?,
+    };
+    println!("host crates: {}", crates.join(", "));
+    for (dir, label) in [("scenarios", "one host"), ("multihost", "two hosts")] {
+        let names: Vec<String> = scenario_names(dir)?
+            .into_iter()
+            .filter(|n| only.is_none_or(|o| selects(o, dir, n)))
+            .collect();
+        println!("scenarios ({label}): {}", names.join(", "));
+    }
+    match only {
+        None => println!("kunit: every case of every suite"),
+        Some(o) => println!("kunit: cases whose name contains '{o}'"),
+    }
+    Ok(())
+}
+
 pub fn test(opts: TestOptions) -> Result<()> {
     let mut phases = Phases::default();
     let mut tally = Tally::default();
@@ -417,7 +463,13 @@ pub fn test(opts: TestOptions) -> Result<()> {
         phases.time("vm: harness self-test", || {
             selftest(&mut tally, &tree, &initramfs, &opts)
         })?;
-        if opts.only.as_deref().is_none_or(|o| o == "multihost") {
+        let two_hosts = match opts.only.as_deref() {
+            None => true,
+            Some(o) => scenario_names("multihost")?
+                .iter()
+                .any(|n| selects(o, "multihost", n)),
+        };
+        if two_hosts {
             phases.time("vm: two hosts, one pool", || {
                 multihost(&mut tally, &tree, &initramfs, &opts)
             })?;
