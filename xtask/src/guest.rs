@@ -53,7 +53,7 @@ pub struct Poke {
 impl Poke {
     fn parse(offset: &str, hex: &str) -> Option<Poke> {
         let offset = u64::from_str_radix(offset.trim_start_matches("0x"), 16).ok()?;
-        if hex.len() % 2 != 0 || hex.is_empty() {
+        if !hex.len().is_multiple_of(2) || hex.is_empty() {
             return None;
         }
         let bytes = (0..hex.len())
