@@ -1,6 +1,8 @@
 //! CRC32C (Castagnoli), the checksum of every metadata record in the pool.
 //! Bitwise: metadata records are small and this needs no table.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 const POLY: u32 = 0x82F6_3B78;
 
 /// CRC32C of `data`, continuing from `crc` (start with 0).

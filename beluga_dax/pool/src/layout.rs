@@ -13,7 +13,10 @@
 //! count: it recomputes the geometry from the pool size and the table sizes
 //! and requires the stored values to match.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::checksum::crc32c;
+use super::le::bytes_at;
 
 /// "BELUGAPL" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"BELUGAPL");
@@ -48,6 +51,16 @@ pub enum LayoutError {
     Truncated,
 }
 
+/// Offset of entry `index` of a table of `count` entries of `size` bytes.
+fn entry_offset(table: u64, index: u32, count: u32, size: u64) -> Option<u64> {
+    if index >= count {
+        return None;
+    }
+    u64::from(index)
+        .checked_mul(size)
+        .and_then(|off| table.checked_add(off))
+}
+
 /// Where everything is, derived from the pool size and table sizes only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
@@ -61,11 +74,17 @@ pub struct Geometry {
     pub section_count: u32,
 }
 
-const fn align_up(value: u64, align: u64) -> Option<u64> {
-    match value.checked_add(align - 1) {
-        Some(v) => Some(v / align * align),
-        None => None,
-    }
+fn align_up(value: u64, align: u64) -> Option<u64> {
+    value
+        .checked_add(align.checked_sub(1)?)?
+        .checked_div(align)?
+        .checked_mul(align)
+}
+
+/// The end of a table of `count` entries of `size` bytes at `off`,
+/// aligned up to `align`; `None` if it overflows.
+fn table_end(off: u64, count: u64, size: u64, align: u64) -> Option<u64> {
+    align_up(off.checked_add(count.checked_mul(size)?)?, align)
 }
 
 impl Geometry {
@@ -78,35 +97,40 @@ impl Geometry {
         }
         let overflow = LayoutError::Geometry("pool size overflows the layout");
         let host_table_off = SUPERBLOCK_RESERVED;
-        let section_table_off = align_up(
-            host_table_off + max_hosts as u64 * HOST_SLOT_BYTES,
+        let section_table_off = table_end(
+            host_table_off,
+            max_hosts.into(),
+            HOST_SLOT_BYTES,
             TABLE_ALIGN,
         )
         .ok_or(overflow)?;
         // The section table is sized for every section the pool could hold;
         // the metadata then takes a few of them.
         let section_capacity = pool_size / SECTION_SIZE;
-        let object_table_off = section_capacity
-            .checked_mul(SECTION_ENTRY_BYTES)
-            .and_then(|b| align_up(section_table_off + b, TABLE_ALIGN))
-            .ok_or(overflow)?;
-        let data_off = align_up(
-            object_table_off + max_objects as u64 * OBJECT_ENTRY_BYTES,
+        let object_table_off = table_end(
+            section_table_off,
+            section_capacity,
+            SECTION_ENTRY_BYTES,
+            TABLE_ALIGN,
+        )
+        .ok_or(overflow)?;
+        let data_off = table_end(
+            object_table_off,
+            max_objects.into(),
+            OBJECT_ENTRY_BYTES,
             SECTION_SIZE,
         )
         .ok_or(overflow)?;
-        if data_off >= pool_size {
-            return Err(LayoutError::Geometry(
-                "pool too small for its metadata and one section",
-            ));
-        }
-        let sections = (pool_size - data_off) / SECTION_SIZE;
+        let too_small = LayoutError::Geometry("pool too small for its metadata and one section");
+        let sections = pool_size
+            .checked_sub(data_off)
+            .filter(|&data| data > 0)
+            .ok_or(too_small)?
+            / SECTION_SIZE;
         let section_count =
             u32::try_from(sections).map_err(|_| LayoutError::Geometry("too many sections"))?;
         if section_count == 0 {
-            return Err(LayoutError::Geometry(
-                "pool too small for its metadata and one section",
-            ));
+            return Err(too_small);
         }
         Ok(Geometry {
             pool_size,
@@ -122,7 +146,37 @@ impl Geometry {
 
     /// Byte offset of section `index` in the pool.
     pub fn section_offset(&self, index: u32) -> Option<u64> {
-        (index < self.section_count).then(|| self.data_off + index as u64 * SECTION_SIZE)
+        if index >= self.section_count {
+            return None;
+        }
+        u64::from(index)
+            .checked_mul(SECTION_SIZE)
+            .and_then(|off| self.data_off.checked_add(off))
+    }
+
+    /// Byte offset of host slot `host`, if the host table has it.
+    pub fn host_slot_offset(&self, host: u32) -> Option<u64> {
+        entry_offset(self.host_table_off, host, self.max_hosts, HOST_SLOT_BYTES)
+    }
+
+    /// Byte offset of the section table entry of `section`, if any.
+    pub fn section_entry_offset(&self, section: u32) -> Option<u64> {
+        entry_offset(
+            self.section_table_off,
+            section,
+            self.section_count,
+            SECTION_ENTRY_BYTES,
+        )
+    }
+
+    /// Byte offset of object entry `index`, if the object table has it.
+    pub fn object_entry_offset(&self, index: u32) -> Option<u64> {
+        entry_offset(
+            self.object_table_off,
+            index,
+            self.max_objects,
+            OBJECT_ENTRY_BYTES,
+        )
     }
 }
 
@@ -161,16 +215,20 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    /// Appends `bytes` (the encoders fill a buffer of the record's size
+    /// exactly, which the round-trip tests check).
     fn put(&mut self, bytes: &[u8]) {
-        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
-        self.at += bytes.len();
+        let end = self.at.saturating_add(bytes.len());
+        if let Some(field) = self.buf.get_mut(self.at..end) {
+            field.copy_from_slice(bytes);
+        }
+        self.at = end;
     }
 }
 
 fn take<const N: usize>(buf: &[u8], at: &mut usize) -> [u8; N] {
-    let mut out = [0u8; N];
-    out.copy_from_slice(&buf[*at..*at + N]);
-    *at += N;
+    let out = bytes_at(buf, *at);
+    *at = at.saturating_add(N);
     out
 }
 

@@ -11,6 +11,8 @@
 //! Slots are read without cross-host coherence, so a reader can see a slot
 //! half written: the CRC32C over the record turns that into a retry.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 
@@ -177,8 +179,7 @@ impl LeaseTracker {
 
     /// The time after the last change at which the lease is expired.
     pub fn expiry_ns(&self) -> u64 {
-        let lease_ns = self.lease_ms as u64 * 1_000_000;
-        lease_ns + lease_ns * Self::MARGIN_PERMILLE / 1000
+        expiry_ns(self.lease_ms)
     }
 
     pub fn liveness(&self, now_ns: u64) -> Liveness {
@@ -196,6 +197,20 @@ impl LeaseTracker {
     }
 }
 
+/// A lease period in nanoseconds. Any `u32` fits (`u32::MAX * 10^6 <
+/// 2^53`); it saturates all the same rather than trust that.
+pub fn lease_ns(lease_ms: u32) -> u64 {
+    u64::from(lease_ms).saturating_mul(1_000_000)
+}
+
+/// How long after the last change of a heartbeat its lease is expired:
+/// the lease plus `LeaseTracker::MARGIN_PERMILLE`. Saturates.
+pub fn expiry_ns(lease_ms: u32) -> u64 {
+    let lease = lease_ns(lease_ms);
+    let margin = lease.saturating_mul(LeaseTracker::MARGIN_PERMILLE) / 1000;
+    lease.saturating_add(margin)
+}
+
 /// The manager: the lowest-indexed live host.
 pub fn manager(liveness: &[Liveness]) -> Option<usize> {
     liveness.iter().position(|l| *l == Liveness::Live)
@@ -205,7 +220,7 @@ pub fn manager(liveness: &[Liveness]) -> Option<usize> {
 /// write completed: only within the part of its lease that no observer can
 /// have expired yet (half the lease, leaving the margin for the write).
 pub fn manager_may_write(last_own_heartbeat_ns: u64, now_ns: u64, lease_ms: u32) -> bool {
-    now_ns.saturating_sub(last_own_heartbeat_ns) < lease_ms as u64 * 1_000_000 / 2
+    now_ns.saturating_sub(last_own_heartbeat_ns) < lease_ns(lease_ms) / 2
 }
 
 #[cfg(test)]

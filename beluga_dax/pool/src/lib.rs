@@ -10,6 +10,7 @@
 
 #![no_std]
 #![forbid(unsafe_code)]
+#![deny(clippy::arithmetic_side_effects)]
 
 pub mod checksum;
 pub mod engine;

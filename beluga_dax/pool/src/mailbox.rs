@@ -16,6 +16,8 @@
 //! half written fails its CRC32C and is read again later; nothing is ever
 //! read-modify-written across hosts.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::checksum::crc32c;
 use super::engine::Errno;
 use super::le::{u32_at, u64_at};
@@ -120,7 +122,10 @@ impl Request {
         b[56..60].copy_from_slice(&self.mode.to_le_bytes());
         if let Some(name) = &self.name {
             let bytes = name.as_bytes();
-            b[64..64 + bytes.len()].copy_from_slice(bytes);
+            // A name is shorter than `NAME_BYTES`; `get` never fails here.
+            if let Some(field) = b.get_mut(64..).and_then(|f| f.get_mut(..bytes.len())) {
+                field.copy_from_slice(bytes);
+            }
         }
         let crc = crc32c(&b[..REQUEST_COVERED]);
         b[REQUEST_COVERED..REQUEST_COVERED + 4].copy_from_slice(&crc.to_le_bytes());

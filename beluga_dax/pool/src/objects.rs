@@ -6,6 +6,8 @@
 //! allocator's central promise: every used section belongs to exactly one
 //! live object, and every live object owns exactly its extent.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 use super::sections::{Extent, SectionMap};
@@ -15,6 +17,12 @@ const _: () = assert!(ENTRY_BYTES as u64 == super::layout::OBJECT_ENTRY_BYTES);
 pub const NAME_BYTES: usize = 48;
 /// Bytes covered by the checksum (everything before it).
 const COVERED: usize = 104;
+
+/// The bit of `host` in a holders mask (0 for an index past the 64 a mask
+/// can hold, which no valid host has).
+pub fn host_bit(host: u32) -> u64 {
+    1u64.checked_shl(host).unwrap_or(0)
+}
 
 /// Shared objects can be opened by name from other hosts.
 pub const FLAG_SHARED: u32 = 1;
@@ -233,14 +241,16 @@ pub fn check_tables(sections: &SectionMap<'_>, objects: &[Slot]) -> Result<(), I
             }
         }
         if let Some(name) = &entry.name {
-            let duplicate = objects[i + 1..].iter().position(|other| match other {
+            let next = i.saturating_add(1);
+            let later = objects.get(next..).unwrap_or(&[]);
+            let duplicate = later.iter().position(|other| match other {
                 Slot::Live(o) => o.name.as_ref() == Some(name),
                 Slot::Free => false,
             });
             if let Some(j) = duplicate {
                 return Err(Inconsistency::DuplicateName {
                     first: i as u32,
-                    second: (i + 1 + j) as u32,
+                    second: next.saturating_add(j) as u32,
                 });
             }
         }

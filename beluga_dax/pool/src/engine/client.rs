@@ -1,10 +1,12 @@
 //! Calls through this host's mailbox: write a request, poll for the reply.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_OFF, REQ_ADMIN};
 use super::super::objects::{Name, Slot};
 use super::super::sections::Extent;
-use super::{Engine, Errno, Memory, Peer, State};
+use super::{errno_for_status, Engine, Errno, Memory, Peer, State};
 
 /// What a caller asks of the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,14 +58,15 @@ where
         now_ns: u64,
     ) -> Result<u64, Errno> {
         let seq = self.next_seq;
-        self.next_seq += 1;
+        // Seq 0 is never sent (an empty request line carries it).
+        self.next_seq = self.next_seq.checked_add(1).unwrap_or(1);
         let request = Request {
             op,
             seq,
             boot_id: self.boot_id,
             ..*template
         };
-        mem.write(self.slot_off(self.index) + REQUEST_OFF, &request.encode())?;
+        mem.write(self.slot_off(self.index, REQUEST_OFF)?, &request.encode())?;
         self.outstanding = Some(seq);
         // Served by the next tick otherwise.
         if self.may_manage_now(now_ns) {
@@ -135,7 +138,9 @@ where
     }
 
     /// The answer to call `seq`, if it has come: a handle, or the errno
-    /// the manager (or a failed check of its reply) gives.
+    /// the manager (or a failed check of its reply) gives. The errno is
+    /// always in `1..=Errno::MAX`: a reply status outside it is `EIO`
+    /// (`errno_for_status`).
     pub fn poll<M: Memory>(&mut self, mem: &M, seq: u64) -> Option<Result<Handle, Errno>> {
         if self.outstanding != Some(seq) {
             return Some(Err(Errno::ESTALE));
@@ -147,7 +152,7 @@ where
         };
         self.outstanding = None;
         if reply.status != 0 {
-            return Some(Err(Errno(reply.status)));
+            return Some(Err(errno_for_status(reply.status)));
         }
         let end = reply.extent.first.checked_add(reply.extent.count);
         let in_pool = matches!(end, Some(end) if end <= self.geometry.section_count);
@@ -176,7 +181,7 @@ where
 
     pub(super) fn poll_raw<M: Memory>(&self, mem: &M, seq: u64) -> Result<Option<Reply>, Errno> {
         let mut bytes = [0u8; REPLY_BYTES];
-        mem.read(self.slot_off(self.index) + REPLY_OFF, &mut bytes)?;
+        mem.read(self.slot_off(self.index, REPLY_OFF)?, &mut bytes)?;
         Ok(match Reply::decode(&bytes) {
             Ok(r) if r.seq == seq && r.boot_tag == boot_tag(&self.boot_id) => Some(r),
             _ => None,

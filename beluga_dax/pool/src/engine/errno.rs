@@ -1,4 +1,11 @@
 //! Errno values carried in replies and returned to callers.
+//!
+//! Every `Errno` the engine returns lies in `1..=Errno::MAX` (4095, the
+//! kernel's `MAX_ERRNO`), including those it takes from a reply another
+//! host wrote (`errno_for_status`), so a caller may negate it as an `i32`.
+//! `Errno::to_kernel` does that and maps anything else to `-EIO`.
+
+#![deny(clippy::arithmetic_side_effects)]
 
 use super::memory::Fault;
 
@@ -17,8 +24,36 @@ impl Errno {
     pub const EEXIST: Errno = Errno(17);
     pub const EINVAL: Errno = Errno(22);
     pub const ENOSPC: Errno = Errno(28);
+    pub const EOVERFLOW: Errno = Errno(75);
     pub const ESTALE: Errno = Errno(116);
     pub const EUCLEAN: Errno = Errno(117);
+
+    /// The largest errno value (the kernel's `MAX_ERRNO`).
+    pub const MAX: u32 = 4095;
+
+    /// The negative value a kernel function returns for this error:
+    /// `-self.0`, or `-EIO` if `self.0` is not in `1..=MAX` (never
+    /// overflows, never 0).
+    pub fn to_kernel(self) -> i32 {
+        let valid = if (1..=Self::MAX).contains(&self.0) {
+            self.0
+        } else {
+            Self::EIO.0
+        };
+        // `valid <= 4095`: the conversion and the negation cannot fail.
+        i32::try_from(valid).map_or(-5, i32::wrapping_neg)
+    }
+}
+
+/// The errno a caller sees for a nonzero reply status (0 is success): the
+/// status itself if it is a valid errno (`1..=Errno::MAX`), else `EIO`. A
+/// reply is written by another host; its status is never trusted further.
+pub fn errno_for_status(status: u32) -> Errno {
+    if (1..=Errno::MAX).contains(&status) {
+        Errno(status)
+    } else {
+        Errno::EIO
+    }
 }
 
 impl From<Fault> for Errno {

@@ -1,11 +1,16 @@
 //! This host's lease, its view of the others', and the tick that drives
 //! the protocol (including when this host may act as manager).
 
-use super::super::leases::{manager_may_write, HostSlot, LeaseTracker, Liveness, SlotState};
-use super::super::leases::{SlotError, SLOT_BYTES};
+#![deny(clippy::arithmetic_side_effects)]
+
+use super::super::leases::{lease_ns, manager_may_write, HostSlot, LeaseTracker, Liveness};
+use super::super::leases::{SlotError, SlotState, SLOT_BYTES};
 use super::super::mailbox::boot_tag;
 use super::super::objects::Slot;
-use super::{read_superblock, Engine, Errno, Memory, Peer, State, MS, READ_TRIES};
+use super::{read_superblock, Engine, Errno, Memory, Peer, State, READ_TRIES};
+
+/// Bytes of a host slot that hold the lease record (its first line).
+const LEASE_BYTES: usize = 64;
 
 /// What a tick saw and did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,8 +33,7 @@ pub struct TickReport {
 /// as manager: by then every other host has seen it live, and it has
 /// observed every other host for a full expiry period.
 pub fn expiry_ns(lease_ms: u32) -> u64 {
-    let lease = lease_ms as u64 * MS;
-    lease + lease * LeaseTracker::MARGIN_PERMILLE / 1000
+    super::super::leases::expiry_ns(lease_ms)
 }
 
 impl<O, S, P> Engine<O, S, P>
@@ -44,7 +48,8 @@ where
         state: SlotState,
         now_ns: u64,
     ) -> Result<(), Errno> {
-        self.heartbeat += 1;
+        // Observers look for a change, not an increase: wrapping is fine.
+        self.heartbeat = self.heartbeat.wrapping_add(1);
         let slot = HostSlot {
             state,
             host_index: self.index,
@@ -53,21 +58,22 @@ where
             lease_ms: self.lease_ms,
             generation: self.superblock.generation,
         };
-        mem.write(self.slot_off(self.index), &slot.encode()[..64])?;
+        let record = slot.encode();
+        let line = record.get(..LEASE_BYTES).ok_or(Errno::EIO)?;
+        mem.write(self.slot_off(self.index, 0)?, line)?;
         self.last_beat_ns = now_ns;
         Ok(())
     }
 
     fn read_slot<M: Memory>(&self, mem: &M, host: u32) -> Option<Result<HostSlot, ()>> {
         let mut bytes = [0u8; SLOT_BYTES];
+        let at = self.slot_off(host, 0).ok()?;
         for _ in 0..READ_TRIES {
-            if mem.read(self.slot_off(host), &mut bytes[..64]).is_err() {
-                return None;
-            }
+            mem.read(at, bytes.get_mut(..LEASE_BYTES)?).ok()?;
             match HostSlot::decode(&bytes, host, self.geometry.max_hosts) {
                 Ok(slot) => return Some(Ok(slot)),
                 Err(SlotError::Empty) => return Some(Err(())),
-                Err(_) => continue,
+                Err(_) => {}
             }
         }
         None
@@ -81,7 +87,7 @@ where
             report.lease_lost = self.state == State::LeaseLost;
             return report;
         }
-        let lease_ns = self.lease_ms as u64 * MS;
+        let lease_ns = lease_ns(self.lease_ms);
         if now_ns.saturating_sub(self.last_beat_ns) > lease_ns {
             // Others may already have expired us and reclaimed our objects.
             self.lose_lease();
@@ -138,21 +144,21 @@ where
             for host in 0..self.geometry.max_hosts {
                 // Not `Absent`: a slot this host could not read is no
                 // evidence of death (an admin can force that reclaim).
-                let dead = matches!(
-                    self.liveness[host as usize],
-                    Liveness::Expired | Liveness::Detached
-                );
+                let liveness = self.liveness_of(host);
+                let dead = matches!(liveness, Liveness::Expired | Liveness::Detached);
                 if host != self.index && dead && self.holds_anything(host) {
-                    report.reclaimed += self.reclaim_host(mem, host);
-                    if self.liveness[host as usize] == Liveness::Expired {
-                        let peer = &mut self.peers[host as usize];
-                        peer.reclaimed = Some(boot_tag(&peer.tracker.boot_id()));
+                    let reclaimed = self.reclaim_host(mem, host);
+                    report.reclaimed = report.reclaimed.saturating_add(reclaimed);
+                    if liveness == Liveness::Expired {
+                        if let Some(peer) = self.peer_mut(host) {
+                            peer.reclaimed = Some(boot_tag(&peer.tracker.boot_id()));
+                        }
                     }
                 }
             }
             for host in 0..self.geometry.max_hosts {
-                if self.liveness[host as usize] == Liveness::Live && self.serve(mem, host) {
-                    report.served += 1;
+                if self.liveness_of(host) == Liveness::Live && self.serve(mem, host) {
+                    report.served = report.served.saturating_add(1);
                 }
             }
         }
@@ -178,21 +184,31 @@ where
 
     fn observe<M: Memory>(&mut self, mem: &M, now_ns: u64) {
         for host in 0..self.geometry.max_hosts {
-            let h = host as usize;
-            if host == self.index {
-                self.liveness[h] = Liveness::Live;
-                continue;
-            }
-            match self.read_slot(mem, host) {
-                Some(Ok(slot)) if slot.generation == self.superblock.generation => {
-                    self.peers[h].tracker.observe(&slot, now_ns)
+            let liveness = if host == self.index {
+                Liveness::Live
+            } else {
+                let read = self.read_slot(mem, host);
+                let generation = self.superblock.generation;
+                let Some(peer) = self.peer_mut(host) else {
+                    continue;
+                };
+                match read {
+                    Some(Ok(slot)) if slot.generation == generation => {
+                        peer.tracker.observe(&slot, now_ns)
+                    }
+                    // A slot from another format of the pool, or never written.
+                    Some(_) => peer.tracker = LeaseTracker::default(),
+                    // Torn or unreadable this round: judged on what was seen.
+                    None => {}
                 }
-                // A slot from another format of the pool, or never written.
-                Some(_) => self.peers[h].tracker = LeaseTracker::default(),
-                // Torn or unreadable this round: judged on what was seen.
-                None => {}
+                peer.tracker.liveness(now_ns)
+            };
+            if let Some(l) = usize::try_from(host)
+                .ok()
+                .and_then(|h| self.liveness.get_mut(h))
+            {
+                *l = liveness;
             }
-            self.liveness[h] = self.peers[h].tracker.liveness(now_ns);
         }
     }
 
@@ -200,9 +216,66 @@ where
     /// own lease is fresh enough that nobody can have expired it, and it
     /// read the other slots recently (a lower host may have come back).
     pub(super) fn may_manage_now(&self, now_ns: u64) -> bool {
-        let lease_ns = self.lease_ms as u64 * MS;
+        let lease_ns = lease_ns(self.lease_ms);
         self.managing
             && manager_may_write(self.last_beat_ns, now_ns, self.lease_ms)
             && now_ns.saturating_sub(self.last_scan_ns) < lease_ns / 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::super::super::layout::Geometry;
+    use super::super::super::layout::Superblock;
+    use super::super::{format, Engine, Peer, SliceMemory};
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_heartbeat_wraps_and_observers_still_see_it_change() {
+        let mut bytes = std::vec![0u8; 8 << 20];
+        let mem = SliceMemory::new(&mut bytes);
+        let sb: Superblock = format(&mem, 8 << 20, 2, 4, [1; 16], 1).unwrap();
+        let g: Geometry = sb.geometry();
+        let (mut o0, mut s0, mut p0) = ([Slot::Free; 4], [0u32; 3], [Peer::default(); 2]);
+        let (mut o1, mut s1, mut p1) = ([Slot::Free; 4], [0u32; 3], [Peer::default(); 2]);
+        assert_eq!(g.section_count, 3);
+        let lease = 100;
+        let mut a = Engine::attach(
+            &mem,
+            sb,
+            0,
+            [1; 16],
+            lease,
+            0,
+            &mut o0[..],
+            &mut s0[..],
+            &mut p0[..],
+        )
+        .unwrap();
+        let mut b = Engine::attach(
+            &mem,
+            sb,
+            1,
+            [2; 16],
+            lease,
+            0,
+            &mut o1[..],
+            &mut s1[..],
+            &mut p1[..],
+        )
+        .unwrap();
+        a.heartbeat = u64::MAX - 2;
+        let mut now = 0;
+        for _ in 0..1000 {
+            now += MS;
+            a.tick(&mem, now);
+            b.tick(&mem, now);
+        }
+        assert!(a.heartbeat < 100, "wrapped");
+        assert_eq!(b.liveness()[0], Liveness::Live);
+        assert!(a.is_managing());
     }
 }

@@ -1,10 +1,12 @@
 //! The manager's side: serving the mailboxes, and reclaiming what dead or
 //! departed hosts held.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::super::leases::Liveness;
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_BYTES, REQUEST_OFF, REQ_ADMIN};
-use super::super::objects::{ObjectEntry, Slot, FLAG_SHARED};
+use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_SHARED};
 use super::super::sections::{AllocError, SectionMap};
 use super::{Engine, Errno, Memory, Peer};
 
@@ -16,35 +18,42 @@ where
 {
     /// Serves `host`'s mailbox if it holds a request not yet answered.
     pub(super) fn serve<M: Memory>(&mut self, mem: &M, host: u32) -> bool {
-        let h = host as usize;
+        let Some(peer) = self.peer(host).copied() else {
+            return false;
+        };
         let expected_boot = if host == self.index {
             self.boot_id
         } else {
-            self.peers[h].tracker.boot_id()
+            peer.tracker.boot_id()
+        };
+        let (Ok(request_off), Ok(reply_off)) = (
+            self.slot_off(host, REQUEST_OFF),
+            self.slot_off(host, REPLY_OFF),
+        ) else {
+            return false;
         };
         let mut bytes = [0u8; REQUEST_BYTES];
-        let off = self.slot_off(host);
-        if mem.read(off + REQUEST_OFF, &mut bytes).is_err() {
+        if mem.read(request_off, &mut bytes).is_err() {
             return false;
         }
         let Ok(request) = Request::decode(&bytes) else {
             return false;
         };
         let tag = boot_tag(&request.boot_id);
-        if request.boot_id != expected_boot || self.peers[h].served == (request.seq, tag) {
+        if request.boot_id != expected_boot || peer.served == (request.seq, tag) {
             return false;
         }
         let mut reply_bytes = [0u8; REPLY_BYTES];
-        if mem.read(off + REPLY_OFF, &mut reply_bytes).is_err() {
+        if mem.read(reply_off, &mut reply_bytes).is_err() {
             return false;
         }
         if let Ok(old) = Reply::decode(&reply_bytes) {
             if old.seq == request.seq && old.boot_tag == tag {
-                self.peers[h].served = (request.seq, tag);
+                self.set_served(host, request.seq, tag);
                 return false;
             }
         }
-        let mut reply = if self.peers[h].reclaimed == Some(tag) {
+        let mut reply = if peer.reclaimed == Some(tag) {
             Reply::error(Errno::ESTALE)
         } else {
             match self.execute(mem, host, &request) {
@@ -54,11 +63,17 @@ where
         };
         reply.seq = request.seq;
         reply.boot_tag = tag;
-        if mem.write(off + REPLY_OFF, &reply.encode()).is_err() {
+        if mem.write(reply_off, &reply.encode()).is_err() {
             return false;
         }
-        self.peers[h].served = (request.seq, tag);
+        self.set_served(host, request.seq, tag);
         true
+    }
+
+    fn set_served(&mut self, host: u32, seq: u64, tag: [u8; 8]) {
+        if let Some(peer) = self.peer_mut(host) {
+            peer.served = (seq, tag);
+        }
     }
 
     fn execute<M: Memory>(
@@ -72,7 +87,9 @@ where
             Op::Attach => {
                 // Whatever the slot's earlier incarnations held is gone.
                 self.reclaim_host(mem, host);
-                self.peers[host as usize].reclaimed = None;
+                if let Some(peer) = self.peer_mut(host) {
+                    peer.reclaimed = None;
+                }
                 Ok(Reply::error(Errno(0)))
             }
             Op::Alloc => self.alloc(mem, host, request),
@@ -86,7 +103,7 @@ where
                 if target >= self.geometry.max_hosts || target == host {
                     return Err(Errno::EINVAL);
                 }
-                if self.liveness[target as usize] == Liveness::Live {
+                if self.liveness_of(target) == Liveness::Live {
                     return Err(Errno::EBUSY);
                 }
                 let count = self.reclaim_host(mem, target);
@@ -106,6 +123,7 @@ where
             return Err(Errno::EINVAL);
         }
         // Served again after a manager change: the object is already there.
+        // (Matched on the low 32 bits of the seq, which the entry keeps.)
         let seq = request.seq as u32;
         if let Some((index, entry)) = self
             .live()
@@ -118,11 +136,14 @@ where
                 return Err(Errno::EEXIST);
             }
         }
+        // Serials never repeat: after the last one, the pool needs a format.
+        let serial = self.next_serial.ok_or(Errno::EUCLEAN)?;
         let index = self
             .objects
             .iter()
             .position(|s| *s == Slot::Free)
-            .ok_or(Errno::ENOSPC)? as u32;
+            .and_then(|i| u32::try_from(i).ok())
+            .ok_or(Errno::ENOSPC)?;
         let max_objects = self.geometry.max_objects;
         let mut map =
             SectionMap::new(&mut self.sections, max_objects).map_err(|_| Errno::EUCLEAN)?;
@@ -136,16 +157,15 @@ where
             flags,
             uid: request.uid,
             mode: request.mode,
-            holders: 1u64 << host,
+            holders: host_bit(host),
             generation: self.superblock.generation,
-            serial: self.next_serial,
+            serial,
             request_seq: seq,
             name: request.name,
         };
-        self.next_serial += 1;
-        self.objects[index as usize] = Slot::Live(entry);
+        self.next_serial = serial.checked_add(1);
         // Entry first: a takeover rebuilds the section index from entries.
-        self.write_object(mem, index)?;
+        self.store_object(mem, index, Slot::Live(entry))?;
         self.write_sections(mem, extent.first, extent.count)?;
         Ok(Reply::of(index, &entry))
     }
@@ -165,10 +185,9 @@ where
         if !admin && !entry.may_map(request.uid, false) {
             return Err(Errno::EACCES);
         }
-        if entry.holders & (1u64 << host) == 0 {
-            entry.holders |= 1 << host;
-            self.objects[index as usize] = Slot::Live(entry);
-            self.write_object(mem, index)?;
+        if entry.holders & host_bit(host) == 0 {
+            entry.holders |= host_bit(host);
+            self.store_object(mem, index, Slot::Live(entry))?;
         }
         Ok(Reply::of(index, &entry))
     }
@@ -181,11 +200,11 @@ where
         admin: bool,
     ) -> Result<Reply, Errno> {
         let index = request.object;
-        let entry = match self.objects.get(index as usize) {
-            Some(Slot::Live(e)) if e.serial == request.serial => *e,
+        let entry = match self.object(index) {
+            Some(e) if e.serial == request.serial => e,
             _ => return Err(Errno::ENOENT),
         };
-        if entry.holders & (1u64 << host) == 0 {
+        if entry.holders & host_bit(host) == 0 {
             return Err(Errno::ENOENT);
         }
         if !admin && request.uid != entry.uid {
@@ -198,21 +217,20 @@ where
     /// Drops `host`'s hold on object `index`; the object is freed when it
     /// is private or no host holds it any more. Returns whether it was.
     fn release<M: Memory>(&mut self, mem: &M, index: u32, host: u32) -> Result<bool, Errno> {
-        let Some(Slot::Live(mut entry)) = self.objects.get(index as usize).copied() else {
+        let Some(mut entry) = self.object(index) else {
             return Err(Errno::ENOENT);
         };
-        entry.holders &= !(1u64 << host);
+        entry.holders &= !host_bit(host);
         let shared = entry.flags & FLAG_SHARED != 0;
         if shared && entry.holders != 0 {
-            self.objects[index as usize] = Slot::Live(entry);
-            self.write_object(mem, index)?;
+            self.store_object(mem, index, Slot::Live(entry))?;
             return Ok(false);
         }
         let max_objects = self.geometry.max_objects;
         let mut map =
             SectionMap::new(&mut self.sections, max_objects).map_err(|_| Errno::EUCLEAN)?;
         map.free(entry.extent, index).map_err(|_| Errno::EUCLEAN)?;
-        self.objects[index as usize] = Slot::Free;
+        self.set_object(index, Slot::Free)?;
         // Sections first: they are free only once the entry says so, and a
         // takeover rebuilds them from the entries anyway.
         self.write_sections(mem, entry.extent.first, entry.extent.count)?;
@@ -222,21 +240,21 @@ where
 
     pub(super) fn holds_anything(&self, host: u32) -> bool {
         self.live().any(|(_, e)| {
-            e.holders & (1u64 << host) != 0 || e.owner_host == host && e.flags & FLAG_SHARED == 0
+            e.holders & host_bit(host) != 0 || e.owner_host == host && e.flags & FLAG_SHARED == 0
         })
     }
 
     /// Frees `host`'s private objects and drops its holds on shared ones.
     pub(super) fn reclaim_host<M: Memory>(&mut self, mem: &M, host: u32) -> u32 {
-        let mut count = 0;
+        let mut count = 0u32;
         for index in 0..self.geometry.max_objects {
-            let Some(Slot::Live(entry)) = self.objects.get(index as usize).copied() else {
+            let Some(entry) = self.object(index) else {
                 continue;
             };
             let private_of_host = entry.owner_host == host && entry.flags & FLAG_SHARED == 0;
-            let held = private_of_host || entry.holders & (1u64 << host) != 0;
+            let held = private_of_host || entry.holders & host_bit(host) != 0;
             if held && self.release(mem, index, host).is_ok() {
-                count += 1;
+                count = count.saturating_add(1);
             }
         }
         count

@@ -1,5 +1,7 @@
 //! How the engine reaches the pool.
 
+#![deny(clippy::arithmetic_side_effects)]
+
 /// Access to the pool. Implementations keep the flush discipline: a read
 /// invalidates the lines first, a write stores, writes back and fences.
 pub trait Memory {

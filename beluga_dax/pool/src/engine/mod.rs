@@ -19,6 +19,8 @@
 //! `client` (calls through this host's mailbox), `manager` (serving
 //! requests, reclaim) and `tables` (the object and section tables).
 
+#![deny(clippy::arithmetic_side_effects)]
+
 mod client;
 mod errno;
 mod format;
@@ -32,9 +34,9 @@ mod tables;
 #[allow(unused_imports)]
 pub use client::{Call, Handle};
 #[allow(unused_imports)]
-pub use errno::Errno;
+pub use errno::{errno_for_status, Errno};
 #[allow(unused_imports)]
-pub use format::{format, read_superblock};
+pub use format::{format, next_generation, read_superblock};
 #[allow(unused_imports)]
 pub use lease::{expiry_ns, TickReport};
 #[allow(unused_imports)]
@@ -43,11 +45,10 @@ pub use memory::{Fault, Memory, SliceMemory};
 pub use tables::Stats;
 
 use super::layout::{Geometry, Superblock, MAX_HOSTS};
-use super::leases::{LeaseTracker, Liveness, SlotState, LEASE_MS_RANGE, SLOT_BYTES};
+use super::leases::{lease_ns, LeaseTracker, Liveness, SlotState, LEASE_MS_RANGE};
 use super::mailbox::{Op, Request};
 use super::objects::Slot;
 
-const MS: u64 = 1_000_000;
 const HOSTS: usize = MAX_HOSTS as usize;
 /// Reads of a record that keep failing their checksum before giving up
 /// for this round (a writer is mid-update, or the record is corrupt).
@@ -90,7 +91,9 @@ pub struct Engine<O, S, P> {
     managing: bool,
     objects: O,
     sections: S,
-    next_serial: u64,
+    /// The serial of the next object; `None` once `u64::MAX` has been
+    /// given (or seen in the table): no more allocations until a format.
+    next_serial: Option<u64>,
     peers: P,
 }
 
@@ -129,6 +132,11 @@ where
         sections: S,
         peers: P,
     ) -> Result<Self, Errno> {
+        // Normally read with `read_superblock`; one built otherwise gets
+        // the same checks, so every offset derived from it is in range.
+        if Superblock::decode(&superblock.encode(), superblock.pool_size) != Ok(superblock) {
+            return Err(Errno::EINVAL);
+        }
         let geometry = superblock.geometry();
         if index >= geometry.max_hosts || !LEASE_MS_RANGE.contains(&lease_ms) {
             return Err(Errno::EINVAL);
@@ -156,7 +164,7 @@ where
             managing: false,
             objects,
             sections,
-            next_serial: 1,
+            next_serial: Some(1),
             peers,
         };
         engine.start_incarnation(mem, boot_id, now_ns)?;
@@ -230,7 +238,7 @@ where
     /// may reclaim it (they wait a margin longer).
     pub fn lease_valid(&self, now_ns: u64) -> bool {
         matches!(self.state, State::Ready | State::Attaching(_))
-            && now_ns.saturating_sub(self.last_beat_ns) <= self.lease_ms as u64 * MS
+            && now_ns.saturating_sub(self.last_beat_ns) <= lease_ns(self.lease_ms)
     }
 
     pub fn is_managing(&self) -> bool {
@@ -239,7 +247,8 @@ where
 
     /// This host's view of every host (its own entry is always live).
     pub fn liveness(&self) -> &[Liveness] {
-        &self.liveness[..self.geometry.max_hosts as usize]
+        let hosts = usize::try_from(self.geometry.max_hosts).unwrap_or(HOSTS);
+        self.liveness.get(..hosts).unwrap_or(&self.liveness)
     }
 
     pub fn manager(&self) -> Option<u32> {
@@ -249,7 +258,27 @@ where
             .map(|i| i as u32)
     }
 
-    fn slot_off(&self, host: u32) -> u64 {
-        self.geometry.host_table_off + host as u64 * SLOT_BYTES as u64
+    /// Offset of byte `within` of host `host`'s slot.
+    fn slot_off(&self, host: u32, within: u64) -> Result<u64, Fault> {
+        self.geometry
+            .host_slot_offset(host)
+            .and_then(|slot| slot.checked_add(within))
+            .ok_or(Fault)
+    }
+
+    fn peer(&self, host: u32) -> Option<&Peer> {
+        self.peers.get(usize::try_from(host).ok()?)
+    }
+
+    fn peer_mut(&mut self, host: u32) -> Option<&mut Peer> {
+        self.peers.get_mut(usize::try_from(host).ok()?)
+    }
+
+    fn liveness_of(&self, host: u32) -> Liveness {
+        usize::try_from(host)
+            .ok()
+            .and_then(|h| self.liveness.get(h))
+            .copied()
+            .unwrap_or(Liveness::Absent)
     }
 }

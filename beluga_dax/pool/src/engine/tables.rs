@@ -1,10 +1,12 @@
 //! The object and section tables: loading and validating them, writing
 //! entries, and what they say (usage, names).
 
+#![deny(clippy::arithmetic_side_effects)]
+
 use super::super::layout::SECTION_ENTRY_BYTES;
 use super::super::objects::{check_tables, Name, ObjectEntry, ObjectError, Slot, ENTRY_BYTES};
-use super::super::sections::SectionMap;
-use super::{Engine, Errno, Memory, Peer, HOSTS, READ_TRIES};
+use super::super::sections::{Extent, SectionMap};
+use super::{Engine, Errno, Fault, Memory, Peer, HOSTS, READ_TRIES};
 
 /// Pool usage, from the manager's tables or a validated read of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +20,23 @@ pub struct Stats {
     pub used_by_host: [u32; HOSTS],
 }
 
+/// Section table entries written per pool write.
+const SECTION_RUN: usize = 32;
+/// Object entries read per pool read.
+const ENTRY_RUN: usize = 8;
+
+/// A section table entry: the owner (object index + 1, 0 when free), 4
+/// reserved bytes, the owner's serial.
+fn section_entry(owner: u32, serial: u64) -> [u8; SECTION_ENTRY_BYTES as usize] {
+    let mut e = [0u8; SECTION_ENTRY_BYTES as usize];
+    let (owner_field, rest) = e.split_at_mut(4);
+    owner_field.copy_from_slice(&owner.to_le_bytes());
+    if let Some(serial_field) = rest.get_mut(4..12) {
+        serial_field.copy_from_slice(&serial.to_le_bytes());
+    }
+    e
+}
+
 impl<O, S, P> Engine<O, S, P>
 where
     O: core::ops::DerefMut<Target = [Slot]>,
@@ -29,9 +48,17 @@ where
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s {
-                Slot::Live(e) => Some((i as u32, e)),
+                Slot::Live(e) => Some((u32::try_from(i).ok()?, e)),
                 Slot::Free => None,
             })
+    }
+
+    /// Object `index`, if it is live.
+    pub(super) fn object(&self, index: u32) -> Option<ObjectEntry> {
+        match self.objects.get(usize::try_from(index).ok()?) {
+            Some(Slot::Live(e)) => Some(*e),
+            _ => None,
+        }
     }
 
     pub(super) fn find_name(&self, name: &Name) -> Option<(u32, ObjectEntry)> {
@@ -40,9 +67,34 @@ where
             .map(|(i, e)| (i, *e))
     }
 
+    /// Sets entry `index` in this host's copy only.
+    pub(super) fn set_object(&mut self, index: u32, slot: Slot) -> Result<(), Errno> {
+        let cell = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.objects.get_mut(i))
+            .ok_or(Errno::EIO)?;
+        *cell = slot;
+        Ok(())
+    }
+
+    /// Sets entry `index` and writes it to the pool.
+    pub(super) fn store_object<M: Memory>(
+        &mut self,
+        mem: &M,
+        index: u32,
+        slot: Slot,
+    ) -> Result<(), Errno> {
+        self.set_object(index, slot)?;
+        self.write_object(mem, index)
+    }
+
     pub(super) fn write_object<M: Memory>(&self, mem: &M, index: u32) -> Result<(), Errno> {
-        let at = self.geometry.object_table_off + index as u64 * ENTRY_BYTES as u64;
-        mem.write(at, &self.objects[index as usize].encode())?;
+        let at = self.geometry.object_entry_offset(index).ok_or(Fault)?;
+        let slot = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.objects.get(i))
+            .ok_or(Errno::EIO)?;
+        mem.write(at, &slot.encode())?;
         Ok(())
     }
 
@@ -54,29 +106,26 @@ where
         first: u32,
         count: u32,
     ) -> Result<(), Errno> {
-        let mut buf = [0u8; 32 * SECTION_ENTRY_BYTES as usize];
-        let entry_bytes = SECTION_ENTRY_BYTES as usize;
-        let mut done = 0;
-        while done < count {
-            let n = (count - done).min(32);
-            for i in 0..n {
-                let section = first + done + i;
-                let owner = self.sections[section as usize];
-                let serial = match owner
-                    .checked_sub(1)
-                    .and_then(|o| self.objects.get(o as usize))
-                {
-                    Some(Slot::Live(e)) => e.serial,
-                    _ => 0,
+        let extent = Extent { first, count };
+        let owners = self.sections.get(extent.indices()).ok_or(Errno::EIO)?;
+        let mut buf = [0u8; SECTION_RUN * SECTION_ENTRY_BYTES as usize];
+        let mut section = first;
+        for run in owners.chunks(SECTION_RUN) {
+            let mut len = 0usize;
+            for (&owner, e) in run
+                .iter()
+                .zip(buf.chunks_exact_mut(SECTION_ENTRY_BYTES as usize))
+            {
+                let serial = match owner.checked_sub(1).and_then(|o| self.object(o)) {
+                    Some(entry) => entry.serial,
+                    None => 0,
                 };
-                let e = &mut buf[i as usize * entry_bytes..(i as usize + 1) * entry_bytes];
-                e[0..4].copy_from_slice(&owner.to_le_bytes());
-                e[4..8].fill(0);
-                e[8..16].copy_from_slice(&serial.to_le_bytes());
+                e.copy_from_slice(&section_entry(owner, serial));
+                len = len.saturating_add(e.len());
             }
-            let at = self.geometry.section_table_off + (first + done) as u64 * SECTION_ENTRY_BYTES;
-            mem.write(at, &buf[..n as usize * entry_bytes])?;
-            done += n;
+            let at = self.geometry.section_entry_offset(section).ok_or(Fault)?;
+            mem.write(at, buf.get(..len).ok_or(Errno::EIO)?)?;
+            section = section.saturating_add(u32::try_from(run.len()).unwrap_or(u32::MAX));
         }
         Ok(())
     }
@@ -84,53 +133,71 @@ where
     /// Reads and validates the object table into the lent storage and
     /// rebuilds the section index from it.
     pub(super) fn load_tables<M: Memory>(&mut self, mem: &M) -> Result<(), &'static str> {
-        let mut chunk = [0u8; 8 * ENTRY_BYTES];
-        let max_objects = self.geometry.max_objects;
-        let mut index = 0;
-        while index < max_objects {
-            let n = (max_objects - index).min(8);
-            let at = self.geometry.object_table_off + index as u64 * ENTRY_BYTES as u64;
-            let bytes = &mut chunk[..n as usize * ENTRY_BYTES];
+        let geometry = self.geometry;
+        if self.objects.len() != geometry.max_objects as usize
+            || self.sections.len() != geometry.section_count as usize
+        {
+            return Err("table storage does not match the geometry");
+        }
+        let mut chunk = [0u8; ENTRY_RUN * ENTRY_BYTES];
+        let mut index = 0u32;
+        for slots in self.objects.chunks_mut(ENTRY_RUN) {
+            let at = geometry
+                .object_entry_offset(index)
+                .ok_or("object table outside the pool")?;
+            let len = slots.len().saturating_mul(ENTRY_BYTES);
+            let bytes = chunk.get_mut(..len).ok_or("object table read")?;
             let mut tries = 0;
             loop {
                 if mem.read(at, bytes).is_err() {
                     return Err("object table outside the pool");
                 }
                 let mut torn = false;
-                for (i, raw) in bytes.chunks(ENTRY_BYTES).enumerate() {
-                    let slot = &mut self.objects[index as usize + i];
-                    match Slot::decode(raw, self.geometry.section_count, self.geometry.max_hosts) {
+                for (raw, slot) in bytes.chunks(ENTRY_BYTES).zip(slots.iter_mut()) {
+                    match Slot::decode(raw, geometry.section_count, geometry.max_hosts) {
                         Ok(decoded) => *slot = decoded,
                         Err(ObjectError::BadChecksum) => torn = true,
                         Err(ObjectError::Invalid(why)) => return Err(why),
                     }
                 }
-                tries += 1;
+                tries = usize::saturating_add(tries, 1);
                 if !torn {
                     break;
                 }
-                if tries == READ_TRIES {
+                if tries >= READ_TRIES {
                     return Err("object entry fails its checksum");
                 }
             }
-            index += n;
+            index = index.saturating_add(u32::try_from(slots.len()).unwrap_or(u32::MAX));
         }
         self.sections.fill(0);
-        let mut next_serial = 1;
-        for i in 0..max_objects as usize {
-            let Slot::Live(e) = self.objects[i] else {
+        let mut highest_serial = 0u64;
+        for (i, slot) in self.objects.iter().enumerate() {
+            let Slot::Live(e) = slot else {
                 continue;
             };
-            let cells = &mut self.sections[e.extent.first as usize..e.extent.end() as usize];
+            let owner = u32::try_from(i)
+                .ok()
+                .and_then(|i| i.checked_add(1))
+                .ok_or("object index")?;
+            let cells = self
+                .sections
+                .get_mut(e.extent.indices())
+                .ok_or("extent outside the data area")?;
             if cells.iter().any(|&c| c != 0) {
                 return Err("two objects claim one section");
             }
-            cells.fill(i as u32 + 1);
-            next_serial = next_serial.max(e.serial + 1);
+            cells.fill(owner);
+            highest_serial = highest_serial.max(e.serial);
         }
-        let map = SectionMap::new(&mut self.sections, max_objects).map_err(|_| "section index")?;
+        let map = SectionMap::new(&mut self.sections, geometry.max_objects)
+            .map_err(|_| "section index")?;
         check_tables(&map, &self.objects).map_err(|_| "tables disagree")?;
-        self.next_serial = self.next_serial.max(next_serial);
+        // After `u64::MAX` no serial is left (`None`) until a format.
+        self.next_serial = match (self.next_serial, highest_serial.checked_add(1)) {
+            (Some(ours), Some(after_table)) => Some(ours.max(after_table)),
+            _ => None,
+        };
         Ok(())
     }
 
@@ -157,11 +224,11 @@ where
     pub fn stats(&mut self) -> Stats {
         let max_objects = self.geometry.max_objects;
         let mut used_by_host = [0u32; HOSTS];
-        let mut objects = 0;
+        let mut objects = 0u32;
         for (_, e) in self.live() {
-            objects += 1;
+            objects = objects.saturating_add(1);
             if let Some(used) = used_by_host.get_mut(e.owner_host as usize) {
-                *used += e.extent.count;
+                *used = used.saturating_add(e.extent.count);
             }
         }
         let sections = self.geometry.section_count;
