@@ -4,8 +4,10 @@
 //! Objects are whole 2 MiB sections. A handle is `(index, serial)`: the
 //! serial is unique per allocation, so a stale handle never names a reused
 //! entry. `map_offset` is the `mmap` offset of an object (its place in the
-//! pool); a mapping must lie inside one object this host holds and be
-//! `MAP_SHARED`. Every structure is `#[repr(C)]` with explicit padding and
+//! pool); a mapping must lie inside one object the open file allocated or
+//! opened and be `MAP_SHARED`. Each file that allocates or opens an object
+//! holds one use of it; `FREE` unlinks (the name goes at once, the memory
+//! when the last use on every host goes: files, mappings, pinned pages). Every structure is `#[repr(C)]` with explicit padding and
 //! only integer fields, so the kernel copies it as bytes.
 
 use super::ioctl::{io, ior, iow, iowr};
@@ -39,8 +41,18 @@ pub const LEASE_DETACHED: u8 = 3;
 
 /// Object flag: can be opened by name from other hosts.
 pub const FLAG_SHARED: u32 = 1;
+/// Object flag (`ObjectInfo::flags` only, never set by a caller): the
+/// object was freed (unlinked: its name is gone, `OPEN` cannot find it)
+/// but is still in use (an open file that allocated or opened it, a
+/// mapping, a pinned page, another host). Its sections are freed when the
+/// last use goes, as a file's blocks are when its last opener closes it.
+pub const FLAG_UNLINKED: u32 = 2;
 
 /// Cache mode of the mappings a file makes from now on (`SET_MAP_MODE`).
+/// Only `MAP_WRITE_BACK` is accepted: pool pages are in the kernel's
+/// direct map, write-back, and x86 PAT allows one memory type per range,
+/// so the other modes fail with `EINVAL` rather than silently map
+/// write-back.
 pub const MAP_WRITE_BACK: u32 = 0;
 pub const MAP_UNCACHED: u32 = 1;
 pub const MAP_WRITE_COMBINING: u32 = 2;

@@ -20,7 +20,7 @@ pub mod shared;
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
@@ -35,7 +35,9 @@ pub enum Sharing {
     Shared,
 }
 
-/// Cache mode of the mappings made after [`Pool::set_map_mode`].
+/// Cache mode of the mappings made after [`Pool::set_map_mode`]. Only
+/// `WriteBack` is accepted; the others fail with `EINVAL` (the pool's
+/// pages are mapped write-back by the kernel, and PAT allows one type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapMode {
     WriteBack,
@@ -47,6 +49,20 @@ pub enum MapMode {
 pub struct Pool {
     file: File,
     path: PathBuf,
+}
+
+/// The device file, for callers that issue raw ioctls or `mmap`s of their
+/// own (tests); the file's uses of objects are those of this `Pool`.
+impl AsFd for Pool {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+impl AsRawFd for Pool {
+    fn as_raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
 }
 
 fn ioctl<T>(file: &File, cmd: u32, arg: *mut T) -> io::Result<()> {
@@ -135,8 +151,12 @@ impl Pool {
         Ok(args.handle)
     }
 
-    /// Frees a private object, or lets go of a shared one on this host.
-    /// Mappings of it on this host raise SIGBUS afterwards.
+    /// Unlinks an object (owner uid or root): its name goes at once, and
+    /// this `Pool` gives up its use of it (it may not map it again). The
+    /// memory is freed when the last use on every host goes (open files
+    /// that allocated or opened it, mappings, pinned pages); until then
+    /// existing mappings keep working and [`Pool::list`] shows it with
+    /// [`abi::FLAG_UNLINKED`].
     pub fn free(&self, handle: &ObjectHandle) -> io::Result<()> {
         let mut args = FreeArgs {
             index: handle.index,
@@ -146,6 +166,8 @@ impl Pool {
         ioctl(&self.file, abi::FREE, &mut args)
     }
 
+    /// The objects in the pool, including unlinked ones still in use
+    /// (see [`is_unlinked`]).
     pub fn list(&self) -> io::Result<Vec<ObjectInfo>> {
         let mut out = Vec::new();
         let mut start = 0;
@@ -194,7 +216,8 @@ impl Pool {
         ioctl(&self.file, abi::SET_MAP_MODE, &mut value)
     }
 
-    /// Maps a whole object read-write.
+    /// Maps a whole object read-write (one this `Pool` allocated or
+    /// opened and has not freed).
     pub fn map(&self, handle: &ObjectHandle) -> io::Result<Mapping> {
         self.map_range(handle.map_offset, handle.size as usize, true)
     }
@@ -388,4 +411,10 @@ fn flush_lines(ptr: *const u8, len: usize) {
 /// The name in an ABI name field, as text.
 pub fn name_of(field: &[u8; abi::NAME_BYTES]) -> String {
     String::from_utf8_lossy(abi::field_name(field)).into_owned()
+}
+
+/// Whether a listed object is unlinked: freed, its name gone, but still in
+/// use somewhere (its memory goes with the last use).
+pub fn is_unlinked(info: &ObjectInfo) -> bool {
+    info.flags & abi::FLAG_UNLINKED != 0
 }

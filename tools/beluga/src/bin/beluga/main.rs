@@ -34,7 +34,8 @@ enum Cmd {
         #[arg(long, default_value_t = 1024)]
         objects: u32,
     },
-    /// Allocate an object (sizes take K, M, G suffixes).
+    /// Allocate an object (sizes take K, M, G suffixes). A named object
+    /// stays after the command exits; an unnamed one is freed with it.
     Alloc {
         #[arg(long, value_parser = parse_size)]
         size: u64,
@@ -49,7 +50,8 @@ enum Cmd {
     },
     /// Open a named object (holds it on this host).
     Share { name: String },
-    /// Free an object (or let go of a shared one on this host).
+    /// Free (unlink) an object: its name goes at once, its memory when
+    /// nothing uses it any more.
     Free {
         /// Object name, or index:serial.
         object: String,
@@ -129,6 +131,8 @@ struct Object {
     size: u64,
     map_offset: u64,
     shared: bool,
+    /// Freed, name gone, still in use (its memory goes with the last use).
+    unlinked: bool,
     owner_host: u32,
     holders: Vec<u32>,
     uid: u32,
@@ -219,6 +223,7 @@ fn objects(pool: &Pool) -> Result<Vec<Object>> {
             size: o.size,
             map_offset: o.map_offset,
             shared: o.flags & abi::FLAG_SHARED != 0,
+            unlinked: beluga::is_unlinked(&o),
             owner_host: o.owner_host,
             holders: (0..64).filter(|h| o.holders & (1 << h) != 0).collect(),
             uid: o.uid,
@@ -328,7 +333,7 @@ fn main() -> Result<()> {
                 );
                 for o in list {
                     println!(
-                        "{:>5} {:>8} {:>10} {:>6} {:>5} {:>4}  {}{}",
+                        "{:>5} {:>8} {:>10} {:>6} {:>5} {:>4}  {}{}{}",
                         o.index,
                         o.serial,
                         o.size,
@@ -336,7 +341,8 @@ fn main() -> Result<()> {
                         o.uid,
                         o.mode,
                         o.name,
-                        if o.shared { " (shared)" } else { "" }
+                        if o.shared { " (shared)" } else { "" },
+                        if o.unlinked { " (unlinked)" } else { "" }
                     );
                 }
             })?;
