@@ -36,7 +36,7 @@ pub fn pattern(seed: u64, i: usize) -> u8 {
 }
 
 /// Runs `child` in a forked process and returns how it ended.
-fn in_child(child: impl FnOnce() -> i32) -> Result<WaitStatus> {
+pub(crate) fn in_child(child: impl FnOnce() -> i32) -> Result<WaitStatus> {
     // SAFETY: the test is single-threaded; the child only runs `child`
     // and exits without returning into the parent's code.
     match unsafe { fork() }.context("fork")? {

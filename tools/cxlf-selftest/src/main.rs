@@ -25,11 +25,19 @@ struct Cli {
 }
 
 mod beluga_checks;
+mod beluga_gup;
 
 #[derive(Subcommand)]
 enum Cmd {
     /// beluga_dax: the mmap and ioctl contract on one host.
     BelugaContract {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+    },
+    /// beluga_dax: what needs get_user_pages works on pool mappings
+    /// (process_vm_readv, /proc/pid/mem, O_DIRECT, io_uring fixed buffers,
+    /// vmsplice, mbind), and a long-term pin keeps a freed object.
+    BelugaGup {
         #[arg(long, default_value = "/dev/beluga0.0")]
         dev: std::path::PathBuf,
     },
@@ -406,6 +414,7 @@ fn misc(device: &str) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::BelugaContract { dev } => beluga_checks::contract(&dev),
+        Cmd::BelugaGup { dev } => beluga_gup::gup(&dev),
         Cmd::BelugaHold {
             dev,
             ready,
