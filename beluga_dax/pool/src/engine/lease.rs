@@ -3,7 +3,7 @@
 
 #![deny(clippy::arithmetic_side_effects)]
 
-use super::super::leases::{lease_ns, manager_may_write, HostSlot, LeaseTracker, Liveness};
+use super::super::leases::{lease_ns, manager_may_write, HostSlot, Liveness};
 use super::super::leases::{SlotError, SlotState, SLOT_BYTES};
 use super::super::mailbox::boot_tag;
 use super::super::objects::Slot;
@@ -65,14 +65,16 @@ where
         Ok(())
     }
 
-    fn read_slot<M: Memory>(&self, mem: &M, host: u32) -> Option<Result<HostSlot, ()>> {
+    /// The lease record of `host`, if it reads valid (a torn read is read
+    /// again; an empty or corrupt record is `None`).
+    fn read_slot<M: Memory>(&self, mem: &M, host: u32) -> Option<HostSlot> {
         let mut bytes = [0u8; SLOT_BYTES];
         let at = self.slot_off(host, 0).ok()?;
         for _ in 0..READ_TRIES {
             mem.read(at, bytes.get_mut(..LEASE_BYTES)?).ok()?;
             match HostSlot::decode(&bytes, host, self.geometry.max_hosts) {
-                Ok(slot) => return Some(Ok(slot)),
-                Err(SlotError::Empty) => return Some(Err(())),
+                Ok(slot) => return Some(slot),
+                Err(SlotError::Empty) => return None,
                 Err(_) => {}
             }
         }
@@ -104,7 +106,8 @@ where
             }
         }
         // Someone else writing our slot means two hosts share an index.
-        if let Some(Ok(own)) = self.read_slot(mem, self.index) {
+        let own = self.read_slot(mem, self.index);
+        if let Some(own) = own {
             if own.boot_id != self.boot_id {
                 self.lose_lease();
                 report.lease_lost = true;
@@ -112,9 +115,12 @@ where
                 return report;
             }
         }
-        if now_ns.saturating_sub(self.last_beat_ns) >= lease_ns / 4
-            && self.write_lease(mem, SlotState::Attached, now_ns).is_err()
-        {
+        // A lease line that does not read back as written was damaged:
+        // rewrite it now rather than at the next beat (observers judge
+        // only by valid records, so until then they see no change).
+        let intact = own.is_some_and(|own| own.heartbeat == self.heartbeat);
+        let beat_due = now_ns.saturating_sub(self.last_beat_ns) >= lease_ns / 4;
+        if (beat_due || !intact) && self.write_lease(mem, SlotState::Attached, now_ns).is_err() {
             self.lose_lease();
             report.lease_lost = true;
             return report;
@@ -193,13 +199,22 @@ where
                     continue;
                 };
                 match read {
-                    Some(Ok(slot)) if slot.generation == generation => {
+                    // Evidence: a valid record of this format that is a
+                    // heartbeat (or a new incarnation) or a clean detach.
+                    Some(slot)
+                        if slot.generation == generation && slot.state != SlotState::Free =>
+                    {
                         peer.tracker.observe(&slot, now_ns)
                     }
-                    // A slot from another format of the pool, or never written.
-                    Some(_) => peer.tracker = LeaseTracker::default(),
-                    // Torn or unreadable this round: judged on what was seen.
-                    None => {}
+                    // No evidence: an empty, torn, corrupt or unreadable
+                    // record, one of another format, or one saying Free
+                    // (no host writes that). A peer seen before is judged
+                    // on what was seen (its lease expires by this host's
+                    // clock unless a valid heartbeat change arrives); one
+                    // never seen stays Absent. Resetting the tracker here
+                    // would make a live manager Absent at once, and the
+                    // next host a second manager.
+                    _ => {}
                 }
                 peer.tracker.liveness(now_ns)
             };
