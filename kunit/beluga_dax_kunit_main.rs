@@ -248,8 +248,8 @@ fn engine_at(mem: &SliceMemory<'_>, sb: Superblock, index: u32, now: u64) -> Res
 /// request through its mailbox, then reclaims its object once its lease
 /// has expired.
 fn engine_serves_remote_requests_and_reclaims() -> Result {
-    // The metadata area only: the engine never touches the sections.
-    let mut bytes = KVVec::from_elem(0u8, 2 << 20, GFP_KERNEL)?;
+    // The whole pool: the manager clears sections before it gives them.
+    let mut bytes = KVVec::from_elem(0u8, 10 * MIB as usize, GFP_KERNEL)?;
     let mem = SliceMemory::new(&mut bytes);
     let sb = engine::format(&mem, 10 * MIB, 2, 8, [7; 16], 1).map_err(|_| EINVAL)?;
     kassert_eq!(sb.section_count, 4);

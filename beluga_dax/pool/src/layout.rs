@@ -20,7 +20,9 @@ use super::le::bytes_at;
 
 /// "BELUGAPL" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"BELUGAPL");
-pub const VERSION: u32 = 1;
+/// 2: objects live by holders and name (FLAG_UNLINKED, RELEASE, FREE is
+/// unlink). Version 1 hosts free at FREE: the two must not share a pool.
+pub const VERSION: u32 = 2;
 pub const SECTION_SIZE: u64 = 2 << 20;
 pub const SUPERBLOCK_BYTES: usize = 128;
 pub const SUPERBLOCK_RESERVED: u64 = 4096;
@@ -152,6 +154,18 @@ impl Geometry {
         u64::from(index)
             .checked_mul(SECTION_SIZE)
             .and_then(|off| self.data_off.checked_add(off))
+    }
+
+    /// The bytes of sections `[first, first + count)`: offset and length,
+    /// if they lie in the data area.
+    pub fn sections_span(&self, first: u32, count: u32) -> Option<(u64, u64)> {
+        if first.checked_add(count)? > self.section_count {
+            return None;
+        }
+        let offset = u64::from(first)
+            .checked_mul(SECTION_SIZE)
+            .and_then(|off| self.data_off.checked_add(off))?;
+        Some((offset, u64::from(count).checked_mul(SECTION_SIZE)?))
     }
 
     /// Byte offset of host slot `host`, if the host table has it.
@@ -422,12 +436,14 @@ mod tests {
                 device: 256 * MIB
             })
         );
-        let mut v2 = sb;
-        v2.version = 2;
-        assert_eq!(
-            Superblock::decode(&v2.encode(), 512 * MIB),
-            Err(LayoutError::UnsupportedVersion(2))
-        );
+        for version in [1, 3] {
+            let mut other = sb;
+            other.version = version;
+            assert_eq!(
+                Superblock::decode(&other.encode(), 512 * MIB),
+                Err(LayoutError::UnsupportedVersion(version))
+            );
+        }
         // A consistent checksum over inconsistent offsets is still refused.
         let mut shifted = sb;
         shifted.data_off += SECTION_SIZE;

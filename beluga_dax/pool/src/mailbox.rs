@@ -43,10 +43,15 @@ pub enum Op {
     /// slot's previous incarnation left before it answers.
     Attach = 1,
     Alloc = 2,
+    /// Open a named object: the host holds it.
     Open = 3,
+    /// Unlink `object` (its name goes; the sections go with its last
+    /// holder). Does not drop the caller's hold.
     Free = 4,
     /// Reclaim the host in `object` now (admin; the host must not be live).
     Reclaim = 5,
+    /// Drop the caller's hold on `object`.
+    Release = 6,
 }
 
 impl Op {
@@ -57,6 +62,7 @@ impl Op {
             3 => Op::Open,
             4 => Op::Free,
             5 => Op::Reclaim,
+            6 => Op::Release,
             _ => return None,
         })
     }
@@ -67,11 +73,11 @@ pub struct Request {
     pub op: Op,
     pub seq: u64,
     pub boot_id: [u8; 16],
-    /// Object index (free), or host index (reclaim).
+    /// Object index (free, release), or host index (reclaim).
     pub object: u32,
     /// Sections (alloc).
     pub sections: u32,
-    /// Object serial (free).
+    /// Object serial (free, release).
     pub serial: u64,
     /// Object flags (alloc) and `REQ_ADMIN`.
     pub flags: u32,

@@ -26,7 +26,11 @@ pub fn host_bit(host: u32) -> u64 {
 
 /// Shared objects can be opened by name from other hosts.
 pub const FLAG_SHARED: u32 = 1;
-const KNOWN_FLAGS: u32 = FLAG_SHARED;
+/// Unlinked (FREE): its name is gone (OPEN does not find it, a new object
+/// may take it), its sections go with its last holder. Set by the manager
+/// only.
+pub const FLAG_UNLINKED: u32 = 2;
+const KNOWN_FLAGS: u32 = FLAG_SHARED | FLAG_UNLINKED;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectError {
@@ -87,7 +91,8 @@ pub struct ObjectEntry {
     /// Owner and permission bits, as for a file (`0o600` by default).
     pub uid: u32,
     pub mode: u32,
-    /// Hosts holding a shared object open (bit per host slot).
+    /// Hosts holding the object (bit per host slot): it lives while any
+    /// does, or while it has a name and is not unlinked.
     pub holders: u64,
     /// Pool generation at creation.
     pub generation: u64,
@@ -197,6 +202,34 @@ impl Slot {
 }
 
 impl ObjectEntry {
+    pub fn is_shared(&self) -> bool {
+        self.flags & FLAG_SHARED != 0
+    }
+
+    pub fn is_unlinked(&self) -> bool {
+        self.flags & FLAG_UNLINKED != 0
+    }
+
+    /// The name OPEN finds it by: none once unlinked (the entry keeps the
+    /// name for display).
+    pub fn visible_name(&self) -> Option<&Name> {
+        if self.is_unlinked() {
+            None
+        } else {
+            self.name.as_ref()
+        }
+    }
+
+    pub fn held_by(&self, host: u32) -> bool {
+        self.holders & host_bit(host) != 0
+    }
+
+    /// Nothing keeps it: no host holds it and no name reaches it. The
+    /// manager frees such an object at once.
+    pub fn is_garbage(&self) -> bool {
+        self.holders == 0 && self.visible_name().is_none()
+    }
+
     /// Permission to map (`write` for read-write), for a caller with `uid`
     /// that is not privileged: owner bits for the owner, other bits for
     /// everyone else.
@@ -217,7 +250,7 @@ pub enum Inconsistency {
     SectionOfFreeObject { section: u32, object: u32 },
     /// A live object's extent has a section marked for someone else.
     ExtentNotOwned { object: u32, section: u32 },
-    /// Two live objects share a name.
+    /// Two live objects that are not unlinked share a name.
     DuplicateName { first: u32, second: u32 },
 }
 
@@ -240,11 +273,11 @@ pub fn check_tables(sections: &SectionMap<'_>, objects: &[Slot]) -> Result<(), I
                 });
             }
         }
-        if let Some(name) = &entry.name {
+        if let Some(name) = entry.visible_name() {
             let next = i.saturating_add(1);
             let later = objects.get(next..).unwrap_or(&[]);
             let duplicate = later.iter().position(|other| match other {
-                Slot::Live(o) => o.name.as_ref() == Some(name),
+                Slot::Live(o) => o.visible_name() == Some(name),
                 Slot::Free => false,
             });
             if let Some(j) = duplicate {
@@ -326,6 +359,12 @@ mod tests {
             "shared without a name"
         );
         assert!(check(entry(0, 1, None, 4), 10).is_err(), "unknown flag");
+        assert!(
+            check(entry(0, 1, None, 1 << 31), 10).is_err(),
+            "unknown flag"
+        );
+        let unlinked = Slot::Live(entry(0, 1, Some(b"x"), FLAG_SHARED | FLAG_UNLINKED));
+        assert_eq!(Slot::decode(&unlinked.encode(), 10, 8), Ok(unlinked));
         let mut torn = Slot::Live(entry(0, 1, None, 0)).encode();
         torn[5] ^= 1;
         assert_eq!(Slot::decode(&torn, 10, 8), Err(ObjectError::BadChecksum));
@@ -390,5 +429,8 @@ mod tests {
                 second: 2
             })
         );
+        // An unlinked object's name is free for another.
+        dup[0] = Slot::Live(entry(0, 2, Some(b"a"), FLAG_SHARED | FLAG_UNLINKED));
+        assert_eq!(check_tables(&map, &dup), Ok(()));
     }
 }

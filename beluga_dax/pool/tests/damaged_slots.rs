@@ -18,8 +18,11 @@ const HOSTS: usize = 3;
 enum Step {
     /// Host `h` allocates `n` sections.
     Alloc { h: usize, n: u32 },
-    /// Host `h` frees the handle it holds at `pick`.
+    /// Host `h` frees (unlinks, then releases) the handle it holds at
+    /// `pick`.
     Free { h: usize, pick: usize },
+    /// Host `h` releases the handle it holds at `pick` (unnamed: freed).
+    Release { h: usize, pick: usize },
     /// Everyone alive ticks `ticks` times, `step_ms` apart.
     Run { ticks: u32, step_ms: u64 },
     /// Host `h` stops ticking (dies) or comes back.
@@ -43,6 +46,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => (0..HOSTS, 1u32..5).prop_map(|(h, n)| Step::Alloc { h, n }),
         2 => (0..HOSTS, any::<usize>()).prop_map(|(h, pick)| Step::Free { h, pick }),
+        1 => (0..HOSTS, any::<usize>()).prop_map(|(h, pick)| Step::Release { h, pick }),
         3 => (1u32..40, 1u64..6).prop_map(|(ticks, step_ms)| Step::Run { ticks, step_ms }),
         1 => (0..HOSTS).prop_map(|h| Step::Toggle { h }),
         4 => (0..HOSTS as u32, word, value)
@@ -215,6 +219,12 @@ proptest! {
                     let at = pick % sim.held[h].len();
                     let x = sim.held[h].remove(at);
                     sim.drive(h, free_of(&x))?;
+                    sim.drive(h, release_of(&x))?;
+                }
+                Step::Release { h, pick } if sim.alive[h] && !sim.held[h].is_empty() => {
+                    let at = pick % sim.held[h].len();
+                    let x = sim.held[h].remove(at);
+                    sim.drive(h, release_of(&x))?;
                 }
                 Step::Run { ticks, step_ms } => {
                     for _ in 0..ticks {

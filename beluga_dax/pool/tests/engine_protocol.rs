@@ -59,13 +59,24 @@ fn one_host_becomes_manager_after_one_expiry_and_serves_itself() {
         call(&pool, &mut [&mut a], 0, stale, &mut now),
         Err(Errno::ENOENT)
     );
+    // FREE unlinks: the name goes at once, the object stays while this
+    // host holds it; RELEASE lets go, and then it is freed.
     let free = free_of(&x);
     assert!(call(&pool, &mut [&mut a], 0, free, &mut now).is_ok());
     assert_eq!(
         call(&pool, &mut [&mut a], 0, free, &mut now),
         Err(Errno::ENOENT)
     );
-    assert_eq!(a.stats().objects, 1);
+    assert_eq!(a.stats().objects, 2);
+    let kv = call(&pool, &mut [&mut a], 0, alloc(1, Some("kv"), 0), &mut now).unwrap();
+    assert!(!kv.extent.overlaps(&x.extent));
+    let release = release_of(&x);
+    call(&pool, &mut [&mut a], 0, release, &mut now).unwrap();
+    assert_eq!(
+        call(&pool, &mut [&mut a], 0, release, &mut now),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(a.stats().objects, 2);
     tables_in_pool(&pool, &sb);
 }
 
@@ -124,12 +135,15 @@ fn two_hosts_share_by_name_and_never_overlap() {
         Err(Errno::ENOENT)
     );
 
-    // The creator lets go; the object stays while host 0 holds it.
+    // The creator unlinks and lets go; the object stays while host 0
+    // holds it, and goes with host 0's release.
     let free_shared = free_of(&shared);
     call(&pool, &mut [&mut a, &mut b], 1, free_shared, &mut now).unwrap();
+    let release = release_of(&shared);
+    call(&pool, &mut [&mut a, &mut b], 1, release, &mut now).unwrap();
     let live = tables_in_pool(&pool, &sb);
     assert!(matches!(live[shared.object as usize], Slot::Live(e) if e.holders == 1));
-    call(&pool, &mut [&mut a, &mut b], 0, free_shared, &mut now).unwrap();
+    call(&pool, &mut [&mut a, &mut b], 0, release, &mut now).unwrap();
     let live = tables_in_pool(&pool, &sb);
     assert_eq!(live[shared.object as usize], Slot::Free);
 }
@@ -281,8 +295,11 @@ fn hostile_mailboxes_and_tables_do_no_harm() {
 enum Step {
     /// Host `h` allocates `n` sections.
     Alloc { h: usize, n: u32 },
-    /// Host `h` frees the handle it holds at `pick`.
+    /// Host `h` frees (unlinks, then releases) the handle it holds at
+    /// `pick`.
     Free { h: usize, pick: usize },
+    /// Host `h` releases the handle it holds at `pick` (unnamed: freed).
+    Release { h: usize, pick: usize },
     /// Everyone alive ticks for `ms` milliseconds.
     Run { ms: u64 },
     /// Host `h` stops ticking (dies) or comes back.
@@ -293,6 +310,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => (0usize..3, 1u32..5).prop_map(|(h, n)| Step::Alloc { h, n }),
         2 => (0usize..3, any::<usize>()).prop_map(|(h, pick)| Step::Free { h, pick }),
+        1 => (0usize..3, any::<usize>()).prop_map(|(h, pick)| Step::Release { h, pick }),
         2 => (1u64..40).prop_map(|ms| Step::Run { ms }),
         1 => (0usize..3).prop_map(|h| Step::Toggle { h }),
     ]
@@ -331,6 +349,12 @@ proptest! {
                     let at = pick % held[h].len();
                     let x = held[h].remove(at);
                     drive(&pool, &mut hosts, &alive, h, free_of(&x), &mut now);
+                    drive(&pool, &mut hosts, &alive, h, release_of(&x), &mut now);
+                }
+                Step::Release { h, pick } if alive[h] && !held[h].is_empty() => {
+                    let at = pick % held[h].len();
+                    let x = held[h].remove(at);
+                    drive(&pool, &mut hosts, &alive, h, release_of(&x), &mut now);
                 }
                 Step::Run { ms } => {
                     for _ in 0..ms {

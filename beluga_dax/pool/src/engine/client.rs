@@ -4,13 +4,16 @@
 
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_OFF, REQ_ADMIN};
-use super::super::objects::{Name, Slot};
+use super::super::objects::{Name, ObjectEntry, Slot};
 use super::super::sections::Extent;
 use super::{errno_for_status, Engine, Errno, Memory, Peer, State};
 
-/// What a caller asks of the pool.
+/// What a caller asks of the pool. Objects live like files: a name (until
+/// FREE unlinks it) and the hosts that hold it (ALLOC and OPEN take a
+/// hold, RELEASE drops it) keep an object; with neither, it is freed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
+    /// A new object of `sections` zeroed sections, held by this host.
     Alloc {
         sections: u32,
         flags: u32,
@@ -18,18 +21,20 @@ pub enum Call {
         mode: u32,
         name: Option<Name>,
     },
-    Open {
-        name: Name,
-        uid: u32,
-    },
-    Free {
-        object: u32,
-        serial: u64,
-        uid: u32,
-    },
-    Reclaim {
-        host: u32,
-    },
+    /// The object named `name` (shared, or private to this host), held by
+    /// this host from now on.
+    Open { name: Name, uid: u32 },
+    /// Unlinks the object: its name goes at once (a new object may take
+    /// it); its sections go when no host holds it (at once if none does).
+    /// For its uid (or admin); a shared object from any host, a private
+    /// one from its owner host. Does not drop this host's hold.
+    Free { object: u32, serial: u64, uid: u32 },
+    /// Drops this host's hold (`ENOENT` if it holds none). The object is
+    /// freed if no host holds it and it is unlinked or has no name; a
+    /// named object persists and can be opened again.
+    Release { object: u32, serial: u64 },
+    /// Reclaims host `host` now (admin; the host must not be live).
+    Reclaim { host: u32 },
 }
 
 /// A served call: the object it concerns, already checked against the
@@ -42,6 +47,20 @@ pub struct Handle {
     pub flags: u32,
     pub uid: u32,
     pub mode: u32,
+}
+
+impl Handle {
+    /// The handle of object `index`.
+    pub fn of(index: u32, entry: &ObjectEntry) -> Handle {
+        Handle {
+            object: index,
+            serial: entry.serial,
+            extent: entry.extent,
+            flags: entry.flags,
+            uid: entry.uid,
+            mode: entry.mode,
+        }
+    }
 }
 
 impl<O, S, P> Engine<O, S, P>
@@ -128,6 +147,11 @@ where
                 request.serial = serial;
                 request.uid = uid;
                 Op::Free
+            }
+            Call::Release { object, serial } => {
+                request.object = object;
+                request.serial = serial;
+                Op::Release
             }
             Call::Reclaim { host } => {
                 request.object = host;

@@ -139,6 +139,8 @@ where
                     // The object table is the truth; the section table is
                     // an index of it, rewritten at every takeover.
                     let _ = self.write_sections(mem, 0, self.geometry.section_count);
+                    let collected = self.collect_garbage(mem);
+                    report.reclaimed = report.reclaimed.saturating_add(collected);
                 }
                 Err(why) => report.corrupt = Some(why),
             }

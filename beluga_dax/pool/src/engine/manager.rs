@@ -6,9 +6,9 @@
 use super::super::leases::Liveness;
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_BYTES, REQUEST_OFF, REQ_ADMIN};
-use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_SHARED};
+use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_SHARED, FLAG_UNLINKED};
 use super::super::sections::{AllocError, SectionMap};
-use super::{Engine, Errno, Memory, Peer};
+use super::{Engine, Errno, Fault, Memory, Peer};
 
 impl<O, S, P> Engine<O, S, P>
 where
@@ -94,7 +94,8 @@ where
             }
             Op::Alloc => self.alloc(mem, host, request),
             Op::Open => self.open(mem, host, request, admin),
-            Op::Free => self.free(mem, host, request, admin),
+            Op::Free => self.unlink(mem, host, request, admin),
+            Op::Release => self.release(mem, host, request),
             Op::Reclaim => {
                 let target = request.object;
                 if !admin {
@@ -122,12 +123,14 @@ where
         if flags & FLAG_SHARED != 0 && request.name.is_none() {
             return Err(Errno::EINVAL);
         }
-        // Served again after a manager change: the object is already there.
-        // (Matched on the low 32 bits of the seq, which the entry keeps.)
+        // Served again after a manager change: the object is already there,
+        // still held by the asking incarnation (the attach of a later one
+        // dropped the holds of the earlier ones, whose seqs it reuses).
+        // Matched on the low 32 bits of the seq, which the entry keeps.
         let seq = request.seq as u32;
         if let Some((index, entry)) = self
             .live()
-            .find(|(_, e)| e.owner_host == host && e.request_seq == seq)
+            .find(|(_, e)| e.owner_host == host && e.request_seq == seq && e.held_by(host))
         {
             return Ok(Reply::of(index, entry));
         }
@@ -151,6 +154,17 @@ where
             AllocError::NoSpace { .. } => Errno::ENOSPC,
             _ => Errno::EINVAL,
         })?;
+        // The sections may hold an earlier owner's data: cleared before any
+        // entry names them. If they cannot be, they stay free.
+        let cleared = self
+            .geometry
+            .sections_span(extent.first, extent.count)
+            .ok_or(Fault)
+            .and_then(|(offset, len)| mem.zero(offset, len));
+        if cleared.is_err() {
+            let _ = map.free(extent, index);
+            return Err(Errno::EIO);
+        }
         let entry = ObjectEntry {
             extent,
             owner_host: host,
@@ -179,20 +193,24 @@ where
     ) -> Result<Reply, Errno> {
         let name = request.name.as_ref().ok_or(Errno::EINVAL)?;
         let (index, mut entry) = self.find_name(name).ok_or(Errno::ENOENT)?;
-        if entry.flags & FLAG_SHARED == 0 && entry.owner_host != host {
+        if !entry.is_shared() && entry.owner_host != host {
             return Err(Errno::ENOENT);
         }
         if !admin && !entry.may_map(request.uid, false) {
             return Err(Errno::EACCES);
         }
-        if entry.holders & host_bit(host) == 0 {
+        if !entry.held_by(host) {
             entry.holders |= host_bit(host);
             self.store_object(mem, index, Slot::Live(entry))?;
         }
         Ok(Reply::of(index, &entry))
     }
 
-    fn free<M: Memory>(
+    /// FREE: unlinks the object (for its uid or admin; a shared object
+    /// from any host, a private one from its owner host). Its name goes at
+    /// once; it is freed now if no host holds it, else with its last
+    /// holder. The caller's hold stays.
+    fn unlink<M: Memory>(
         &mut self,
         mem: &M,
         host: u32,
@@ -200,32 +218,62 @@ where
         admin: bool,
     ) -> Result<Reply, Errno> {
         let index = request.object;
-        let entry = match self.object(index) {
-            Some(e) if e.serial == request.serial => e,
+        let mut entry = match self.object(index) {
+            Some(e) if e.serial == request.serial && !e.is_unlinked() => e,
             _ => return Err(Errno::ENOENT),
         };
-        if entry.holders & host_bit(host) == 0 {
+        if !entry.is_shared() && entry.owner_host != host {
             return Err(Errno::ENOENT);
         }
         if !admin && request.uid != entry.uid {
             return Err(Errno::EPERM);
         }
-        self.release(mem, index, host)?;
+        entry.flags |= FLAG_UNLINKED;
+        self.settle(mem, index, entry)?;
         Ok(Reply::of(index, &entry))
     }
 
-    /// Drops `host`'s hold on object `index`; the object is freed when it
-    /// is private or no host holds it any more. Returns whether it was.
-    fn release<M: Memory>(&mut self, mem: &M, index: u32, host: u32) -> Result<bool, Errno> {
-        let Some(mut entry) = self.object(index) else {
-            return Err(Errno::ENOENT);
+    /// RELEASE: drops the caller's hold (`ENOENT` if it has none).
+    fn release<M: Memory>(
+        &mut self,
+        mem: &M,
+        host: u32,
+        request: &Request,
+    ) -> Result<Reply, Errno> {
+        let index = request.object;
+        let mut entry = match self.object(index) {
+            Some(e) if e.serial == request.serial && e.held_by(host) => e,
+            _ => return Err(Errno::ENOENT),
         };
         entry.holders &= !host_bit(host);
-        let shared = entry.flags & FLAG_SHARED != 0;
-        if shared && entry.holders != 0 {
-            self.store_object(mem, index, Slot::Live(entry))?;
-            return Ok(false);
+        self.settle(mem, index, entry)?;
+        Ok(Reply::of(index, &entry))
+    }
+
+    /// Records the new state of live object `index`: freed if nothing
+    /// keeps it any more (no holder, and unlinked or unnamed), else
+    /// written. Returns whether it was freed.
+    fn settle<M: Memory>(
+        &mut self,
+        mem: &M,
+        index: u32,
+        entry: ObjectEntry,
+    ) -> Result<bool, Errno> {
+        if entry.is_garbage() {
+            self.free_object(mem, index, &entry)?;
+            return Ok(true);
         }
+        self.store_object(mem, index, Slot::Live(entry))?;
+        Ok(false)
+    }
+
+    /// Frees object `index`: its sections, then its entry.
+    fn free_object<M: Memory>(
+        &mut self,
+        mem: &M,
+        index: u32,
+        entry: &ObjectEntry,
+    ) -> Result<(), Errno> {
         let max_objects = self.geometry.max_objects;
         let mut map =
             SectionMap::new(&mut self.sections, max_objects).map_err(|_| Errno::EUCLEAN)?;
@@ -235,25 +283,49 @@ where
         // takeover rebuilds them from the entries anyway.
         self.write_sections(mem, entry.extent.first, entry.extent.count)?;
         self.write_object(mem, index)?;
-        Ok(true)
+        Ok(())
     }
 
     pub(super) fn holds_anything(&self, host: u32) -> bool {
-        self.live().any(|(_, e)| {
-            e.holders & host_bit(host) != 0 || e.owner_host == host && e.flags & FLAG_SHARED == 0
-        })
+        self.live()
+            .any(|(_, e)| e.held_by(host) || e.owner_host == host && !e.is_shared())
     }
 
-    /// Frees `host`'s private objects and drops its holds on shared ones.
+    /// A dead or departed host (or an earlier incarnation of one): drops
+    /// its hold on every object and frees its private objects, named or
+    /// not; shared objects are then freed by the usual rule (no holder,
+    /// and unlinked). Returns the number of objects released or freed.
     pub(super) fn reclaim_host<M: Memory>(&mut self, mem: &M, host: u32) -> u32 {
         let mut count = 0u32;
         for index in 0..self.geometry.max_objects {
-            let Some(entry) = self.object(index) else {
+            let Some(mut entry) = self.object(index) else {
                 continue;
             };
-            let private_of_host = entry.owner_host == host && entry.flags & FLAG_SHARED == 0;
-            let held = private_of_host || entry.holders & host_bit(host) != 0;
-            if held && self.release(mem, index, host).is_ok() {
+            let private_of_host = entry.owner_host == host && !entry.is_shared();
+            let done = if private_of_host {
+                self.free_object(mem, index, &entry)
+            } else if entry.held_by(host) {
+                entry.holders &= !host_bit(host);
+                self.settle(mem, index, entry).map(|_| ())
+            } else {
+                continue;
+            };
+            if done.is_ok() {
+                count = count.saturating_add(1);
+            }
+        }
+        count
+    }
+
+    /// Frees every object nothing keeps (none should exist; a manager
+    /// taking over makes sure). Returns how many it freed.
+    pub(super) fn collect_garbage<M: Memory>(&mut self, mem: &M) -> u32 {
+        let mut count = 0u32;
+        for index in 0..self.geometry.max_objects {
+            let Some(entry) = self.object(index).filter(ObjectEntry::is_garbage) else {
+                continue;
+            };
+            if self.free_object(mem, index, &entry).is_ok() {
                 count = count.saturating_add(1);
             }
         }

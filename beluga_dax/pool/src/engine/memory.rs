@@ -7,6 +7,24 @@
 pub trait Memory {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault>;
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault>;
+
+    /// Writes zeros over `len` bytes at `offset`, written back like
+    /// `write`. The engine calls it only on the data area (an object's
+    /// sections, before they change owner), so an implementation may reach
+    /// the data area another way than the metadata. By default, `write`s
+    /// of a small zero buffer.
+    fn zero(&self, offset: u64, len: u64) -> Result<(), Fault> {
+        let zeros = [0u8; 512];
+        let end = offset.checked_add(len).ok_or(Fault)?;
+        let mut at = offset;
+        while at < end {
+            let left = usize::try_from(end.saturating_sub(at)).unwrap_or(zeros.len());
+            let chunk = zeros.get(..left.min(zeros.len())).ok_or(Fault)?;
+            self.write(at, chunk)?;
+            at = at.saturating_add(u64::try_from(chunk.len()).map_err(|_| Fault)?);
+        }
+        Ok(())
+    }
 }
 
 /// An access outside the pool.
@@ -45,6 +63,15 @@ impl Memory for SliceMemory<'_> {
             .get_mut(start..end)
             .ok_or(Fault)?
             .copy_from_slice(data);
+        Ok(())
+    }
+
+    fn zero(&self, offset: u64, len: u64) -> Result<(), Fault> {
+        let mut bytes = self.bytes.try_borrow_mut().map_err(|_| Fault)?;
+        let start = usize::try_from(offset).map_err(|_| Fault)?;
+        let len = usize::try_from(len).map_err(|_| Fault)?;
+        let end = start.checked_add(len).ok_or(Fault)?;
+        bytes.get_mut(start..end).ok_or(Fault)?.fill(0);
         Ok(())
     }
 }

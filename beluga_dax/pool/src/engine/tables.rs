@@ -4,9 +4,10 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use super::super::layout::SECTION_ENTRY_BYTES;
+use super::super::objects::host_bit;
 use super::super::objects::{check_tables, Name, ObjectEntry, ObjectError, Slot, ENTRY_BYTES};
 use super::super::sections::{Extent, SectionMap};
-use super::{Engine, Errno, Fault, Memory, Peer, HOSTS, READ_TRIES};
+use super::{Engine, Errno, Fault, Handle, Memory, Peer, HOSTS, READ_TRIES};
 
 /// Pool usage, from the manager's tables or a validated read of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +62,22 @@ where
         }
     }
 
+    /// The object OPEN finds by `name` (unlinked ones keep their name
+    /// for display only).
     pub(super) fn find_name(&self, name: &Name) -> Option<(u32, ObjectEntry)> {
         self.live()
-            .find(|(_, e)| e.name.as_ref() == Some(name))
+            .find(|(_, e)| e.visible_name() == Some(name))
             .map(|(i, e)| (i, *e))
+    }
+
+    /// The objects this host holds, from the manager's live tables or the
+    /// last `refresh`: what a driver reconciles its own records with after
+    /// an abandoned call (a hold it has no record of is to be released).
+    pub fn held_by_me(&self) -> impl Iterator<Item = Handle> + '_ {
+        let bit = host_bit(self.index);
+        self.live()
+            .filter(move |(_, e)| e.holders & bit != 0)
+            .map(|(i, e)| Handle::of(i, e))
     }
 
     /// Sets entry `index` in this host's copy only.

@@ -104,6 +104,14 @@ pub fn free_of(h: &Handle) -> Call {
     }
 }
 
+/// Host's release of `h`.
+pub fn release_of(h: &Handle) -> Call {
+    Call::Release {
+        object: h.object,
+        serial: h.serial,
+    }
+}
+
 pub fn open_named(name: &str, uid: u32) -> Call {
     Call::Open {
         name: Name::new(name.as_bytes()).unwrap(),
@@ -159,5 +167,11 @@ pub fn tables_in_pool(pool: &Pool<'_>, sb: &Superblock) -> Vec<Slot> {
     }
     let map = SectionMap::new(&mut sections, g.max_objects).unwrap();
     check_tables(&map, &objects).unwrap();
+    // The manager frees at once what nothing keeps (no holder, no name).
+    for (i, slot) in objects.iter().enumerate() {
+        if let Slot::Live(e) = slot {
+            assert!(!e.is_garbage(), "object {i} is kept by nothing: {e:?}");
+        }
+    }
     objects
 }
