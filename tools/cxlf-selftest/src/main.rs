@@ -25,6 +25,7 @@ struct Cli {
 }
 
 mod beluga_checks;
+mod beluga_fuzz;
 mod beluga_gup;
 
 #[derive(Subcommand)]
@@ -40,6 +41,22 @@ enum Cmd {
     BelugaGup {
         #[arg(long, default_value = "/dev/beluga0.0")]
         dev: std::path::PathBuf,
+    },
+    /// beluga_dax: random ioctls (numbers, arguments, bad pointers) and
+    /// random mmap/munmap/mremap/mprotect/madvise of pool mappings from
+    /// racing threads, for a bounded time; fails only on broken promises.
+    BelugaFuzz {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Fuzz as this uid (setgroups, setgid and setuid to it first).
+        #[arg(long)]
+        uid: Option<u32>,
     },
     /// beluga_dax: hold a mapping until `ready` is removed, then touch it
     /// (expected to die of SIGBUS when the pool was unbound meanwhile).
@@ -415,6 +432,13 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::BelugaContract { dev } => beluga_checks::contract(&dev),
         Cmd::BelugaGup { dev } => beluga_gup::gup(&dev),
+        Cmd::BelugaFuzz {
+            dev,
+            seconds,
+            seed,
+            threads,
+            uid,
+        } => beluga_fuzz::fuzz(&dev, seconds, seed, threads, uid),
         Cmd::BelugaHold {
             dev,
             ready,
