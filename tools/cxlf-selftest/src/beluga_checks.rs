@@ -339,7 +339,9 @@ pub fn contract(dev: &Path) -> Result<()> {
             Errno::EEXIST,
         )?;
         pool.free(&a)?;
-        Ok(())
+        // Unlinked and unused: it leaves the pool (and the next check
+        // finds the pool as it was).
+        wait_unlisted(&pool, &a, RELEASE_TIMEOUT)
     })?;
     check(
         "a new object reads as zeros (sections are cleared before they change owner)",
