@@ -639,6 +639,8 @@ pub fn hold(dev: &Path, ready: &Path, timeout: Duration) -> Result<()> {
 /// host's id and its serial, checking that no object this host holds
 /// ever changes under it (another host writing it would mean a section
 /// given to two owners). Ends by freeing everything except `--keep`.
+/// The objects are named (`st.<host>.<pid>.<n>`, private) so the kept ones
+/// outlive the process: an unnamed object goes with its last user.
 pub fn stress(dev: &Path, seconds: u64, keep: usize, seed: u64) -> Result<()> {
     let pool = Pool::open(dev)?;
     pool.wait_ready()?;
@@ -687,7 +689,8 @@ pub fn stress(dev: &Path, seconds: u64, keep: usize, seed: u64) -> Result<()> {
     while start.elapsed() < Duration::from_secs(seconds) {
         if held.len() < 4 || next() % 3 != 0 {
             let sections = 1 + next() % 3;
-            match pool.alloc(sections * 2 * MIB, None, Sharing::Private, 0o600) {
+            let name = format!("st.{me}.{}.{allocs}", std::process::id());
+            match pool.alloc(sections * 2 * MIB, Some(&name), Sharing::Private, 0o600) {
                 Ok(h) => {
                     let m = pool.map(&h)?;
                     let s = stamp(&h);
