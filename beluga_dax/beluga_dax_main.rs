@@ -22,7 +22,7 @@ mod pool;
 mod region;
 
 use chardev::PoolFile;
-use device::{Config, PoolDevice};
+use device::{Config, PoolDevice, Reaper};
 use kernel::str::CString;
 use kernel::sync::Arc;
 use region::Registry;
@@ -55,9 +55,11 @@ static REGIONS: SourceCell<Registry> = SourceCell::new();
 export_beluga_regions!(crate::REGIONS, crate::region::Registry);
 
 /// One bound pool. Dropped at unbind: the device node goes first (no new
-/// opens, no sysfs reads), then the tick, then the pool itself.
+/// opens, no sysfs reads), then the reaper and the tick, then the pool
+/// itself.
 struct BelugaPool {
     misc: Option<Pin<KBox<MiscDeviceRegistration<PoolFile>>>>,
+    reaper: Option<Periodic<Reaper>>,
     tick: Option<Periodic<PoolDevice>>,
     dev: Arc<PoolDevice>,
     registry: Arc<Registry>,
@@ -84,7 +86,7 @@ impl DaxDriver for BelugaPool {
             host_index: host_index(),
             lease_ms: lease_ms(),
         };
-        let dev = PoolDevice::new(config, claim)?;
+        let dev = PoolDevice::new(config, claim, dax.inode(), dax.target_node())?;
         let misc = KBox::pin_init(
             MiscDeviceRegistration::register(
                 MiscDeviceOptions {
@@ -110,9 +112,22 @@ impl DaxDriver for BelugaPool {
                 return Err(e);
             }
         };
+        let reaper = match Arc::new(Reaper(dev.clone()), GFP_KERNEL)
+            .map_err(Error::from)
+            .and_then(|r| Periodic::start(r, 0))
+        {
+            Ok(reaper) => reaper,
+            Err(e) => {
+                drop(misc);
+                drop(tick);
+                dev.shutdown();
+                return Err(e);
+            }
+        };
         let pool = KBox::pin(
             BelugaPool {
                 misc: Some(misc),
+                reaper: Some(reaper),
                 tick: Some(tick),
                 dev: dev.clone(),
                 registry: registry.clone(),
@@ -133,6 +148,7 @@ impl Drop for BelugaPool {
     fn drop(&mut self) {
         self.registry.remove(&self.dev);
         drop(self.misc.take());
+        drop(self.reaper.take());
         drop(self.tick.take());
         self.dev.shutdown();
         pr_info!("{}: released\n", self.dev.name());

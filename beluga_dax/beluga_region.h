@@ -22,6 +22,7 @@
 #ifndef CXLFABRIC_BELUGA_REGION_H
 #define CXLFABRIC_BELUGA_REGION_H
 
+#include <linux/mm.h>
 #include <linux/types.h>
 
 struct beluga_region;
@@ -35,5 +36,19 @@ int beluga_region_read(const struct beluga_region *region, u64 offset,
 		       void *buf, size_t len);
 int beluga_region_write(const struct beluga_region *region, u64 offset,
 			const void *buf, size_t len);
+
+/*
+ * The page at @offset of the region: the pool's memory has struct pages
+ * (ZONE_DEVICE), valid while the region is held. A reference taken on it
+ * (get_page, an sk_buff fragment) keeps the object's sections from reuse
+ * until it is dropped, and must be dropped before beluga_dax unbinds.
+ */
+static inline struct page *beluga_region_page(const struct beluga_region *region,
+					      u64 offset)
+{
+	if (offset >= beluga_region_size(region))
+		return NULL;
+	return pfn_to_page(PHYS_PFN(beluga_region_phys(region) + offset));
+}
 
 #endif

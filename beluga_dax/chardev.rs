@@ -4,27 +4,37 @@
 //! objects, and the sysfs attributes of the device.
 
 use crate::device::{PoolDevice, Status};
+use crate::mapping::{HoldRef, MappingRef};
 use crate::pool::leases::Liveness;
 use crate::pool::objects::{Name, Slot, FLAG_SHARED};
 use crate::support::cred;
-use crate::support::fs::File;
+use crate::support::fs::{File, InodeRef};
+use crate::support::kvec::VecExt;
 use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
-use crate::support::mm::{CacheMode, VmaNew};
+use crate::support::mm::VmaNew;
 use crate::support::uapi::beluga as abi;
 use crate::support::uapi::ioctl::size_of_cmd;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::c_str;
+use kernel::new_mutex;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 use kernel::uaccess::UserSlice;
 
 /// One open file of a pool device.
+///
+/// Lock order: the mmap lock, then `objects`; nothing else is taken
+/// under `objects`.
+#[pin_data]
 pub(crate) struct PoolFile {
     dev: Arc<PoolDevice>,
-    /// `abi::MAP_*` for the next mappings.
-    map_mode: AtomicU32,
+    /// The objects this file allocated or opened (one use per ALLOC or
+    /// OPEN): the file keeps them alive, and may map only them.
+    #[pin]
+    objects: Mutex<KVec<HoldRef>>,
+    /// The inode whose address space `f_mapping` points at.
+    _inode: InodeRef,
 }
 
 const ATTRIBUTES: &[&CStr] = &[
@@ -38,6 +48,9 @@ const ATTRIBUTES: &[&CStr] = &[
     c_str!("fragmentation_permille"),
     c_str!("used_by_host"),
     c_str!("lease_state"),
+    c_str!("cleared_bytes"),
+    c_str!("clear_ns"),
+    c_str!("pinned_objects"),
 ];
 
 fn status_name(info: &crate::device::Info) -> &'static str {
@@ -72,7 +85,7 @@ fn lease_code(l: Liveness) -> u8 {
     }
 }
 
-fn handle_out(h: &crate::mapping::Holding) -> abi::ObjectHandle {
+fn handle_out(h: &HoldRef) -> abi::ObjectHandle {
     abi::ObjectHandle {
         index: h.handle.object,
         flags: h.handle.flags,
@@ -104,143 +117,216 @@ fn require_admin(what: &str) -> Result {
     }
 }
 
+impl PoolFile {
+    /// Keeps `hold` for this file.
+    fn keep(&self, hold: HoldRef) -> Result {
+        self.objects.lock().push(hold, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Gives up one of this file's uses of an object (dropped by the
+    /// caller, outside the lock).
+    fn forget(&self, object: u32, serial: u64) -> Option<HoldRef> {
+        let mut objects = self.objects.lock();
+        let at = objects
+            .iter()
+            .position(|h| h.same_object(object, serial))?;
+        objects.swap_remove(at)
+    }
+
+    /// One of this file's objects covering `[offset, offset + len)`.
+    fn covering(&self, offset: u64, len: u64) -> Option<HoldRef> {
+        self.objects
+            .lock()
+            .iter()
+            .find(|h| h.covers(offset, len) && !h.is_revoked())
+            .cloned()
+    }
+
+    fn ioctl_alloc(&self, user: UserSlice) -> Result {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut args: abi::AllocArgs = reader.read()?;
+        if args.flags & !abi::FLAG_SHARED != 0 || args.mode > 0o777 {
+            return Err(EINVAL);
+        }
+        let name = parse_name(&args.name)?;
+        if args.flags & FLAG_SHARED != 0 && name.is_none() {
+            return Err(EINVAL);
+        }
+        let uid = cred::current_euid();
+        let hold = self.dev.alloc(args.size, args.flags, args.mode, name, uid)?;
+        let (object, serial) = (hold.handle.object, hold.handle.serial);
+        args.handle = handle_out(&hold);
+        // Recorded before the caller can learn of it; undone if it cannot
+        // learn of it (a failed copy): unlinked, and let go with its hold.
+        let kept = self.keep(hold);
+        let result = kept.and_then(|()| writer.write(&args));
+        if let Err(e) = result {
+            drop(self.forget(object, serial));
+            match self.dev.free(object, serial, uid, true) {
+                Ok(()) => self.dev.release_if_idle(object, serial),
+                Err(undo) => pr_warn!(
+                    "{}: cannot undo object {} after a failed ALLOC: {:?}\n",
+                    self.dev.name(),
+                    object,
+                    undo
+                ),
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn ioctl_open(&self, user: UserSlice) -> Result {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut args: abi::OpenArgs = reader.read()?;
+        let name = parse_name(&args.name)?.ok_or(EINVAL)?;
+        let uid = cred::current_euid();
+        let hold = match self.dev.open(name, uid, false) {
+            // Root may open what its mode hides from it.
+            Err(e) if e == EACCES && cred::capable_sys_admin() => self.dev.open(name, uid, true)?,
+            other => other?,
+        };
+        let (object, serial) = (hold.handle.object, hold.handle.serial);
+        args.handle = handle_out(&hold);
+        self.keep(hold)?;
+        if let Err(e) = writer.write(&args) {
+            // The use goes; the object stays as it was.
+            drop(self.forget(object, serial));
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn ioctl_free(&self, user: UserSlice) -> Result {
+        let args: abi::FreeArgs = user.reader().read()?;
+        let uid = cred::current_euid();
+        match self.dev.free(args.index, args.serial, uid, false) {
+            Err(e) if e == EPERM && cred::capable_sys_admin() => {
+                self.dev.free(args.index, args.serial, uid, true)?
+            }
+            other => other?,
+        }
+        drop(self.forget(args.index, args.serial));
+        self.dev.release_if_idle(args.index, args.serial);
+        Ok(())
+    }
+
+    fn ioctl_list(&self, user: UserSlice) -> Result {
+        let dev = &self.dev;
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut args: abi::ListArgs = reader.read()?;
+        let entry = core::mem::size_of::<abi::ObjectInfo>();
+        let capacity = (args.capacity as usize).min(4096);
+        let (objects, next) = dev.list(args.start, capacity)?;
+        let bytes = objects.len().checked_mul(entry).ok_or(EINVAL)?;
+        let mut out = UserSlice::new(args.entries as usize, bytes).writer();
+        let data_off = dev.info().superblock.map_or(0, |sb| sb.data_off);
+        for (index, slot) in objects.iter() {
+            let Slot::Live(e) = slot else { continue };
+            let mut name = [0u8; abi::NAME_BYTES];
+            if let Some(n) = &e.name {
+                name[..n.as_bytes().len()].copy_from_slice(n.as_bytes());
+            }
+            let first = u64::from(e.extent.first);
+            out.write(&abi::ObjectInfo {
+                index: *index,
+                flags: e.flags,
+                serial: e.serial,
+                size: u64::from(e.extent.count).saturating_mul(abi::SECTION_SIZE),
+                map_offset: data_off.saturating_add(first.saturating_mul(abi::SECTION_SIZE)),
+                uid: e.uid,
+                mode: e.mode,
+                owner_host: e.owner_host,
+                pad: 0,
+                holders: e.holders,
+                name,
+            })?;
+        }
+        args.count = u32::try_from(objects.len()).map_err(|_| EINVAL)?;
+        args.next = next;
+        writer.write(&args)?;
+        Ok(())
+    }
+
+    fn ioctl_format(&self, user: UserSlice) -> Result {
+        require_admin("format")?;
+        let args: abi::FormatArgs = user.reader().read()?;
+        let hosts = if args.max_hosts == 0 { 8 } else { args.max_hosts };
+        let objects = if args.max_objects == 0 {
+            1024
+        } else {
+            args.max_objects
+        };
+        self.dev.format(hosts, objects)
+    }
+
+    fn ioctl_force_reclaim(&self, user: UserSlice) -> Result {
+        require_admin("force-reclaim")?;
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut args: abi::ReclaimArgs = reader.read()?;
+        args.reclaimed = self.dev.force_reclaim(args.host)?;
+        writer.write(&args)?;
+        Ok(())
+    }
+
+    fn ioctl_set_map_mode(&self, user: UserSlice) -> Result {
+        let mode: u32 = user.reader().read()?;
+        match mode {
+            abi::MAP_WRITE_BACK => Ok(()),
+            abi::MAP_UNCACHED | abi::MAP_WRITE_COMBINING => {
+                // The pages are in the kernel's direct map, write-back,
+                // and x86 allows one memory type per range: PAT would
+                // silently map write-back anyway.
+                pr_info!(
+                    "{}: only write-back mappings: the pool's pages are mapped write-back by the kernel\n",
+                    self.dev.name()
+                );
+                Err(EINVAL)
+            }
+            _ => Err(EINVAL),
+        }
+    }
+}
+
 #[vtable]
 impl MiscDevice for PoolFile {
-    type Ptr = KBox<PoolFile>;
+    type Ptr = Pin<KBox<PoolFile>>;
     type RegistrationData = Arc<PoolDevice>;
 
     const ATTRIBUTES: &'static [&'static CStr] = ATTRIBUTES;
 
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<PoolFile>> {
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<PoolFile>>> {
         let dev = misc.data().clone();
-        dev.adopt_file(file);
-        Ok(KBox::new(
-            PoolFile {
+        let inode = dev.adopt_file(file);
+        KBox::pin_init(
+            pin_init!(PoolFile {
                 dev,
-                map_mode: AtomicU32::new(abi::MAP_WRITE_BACK),
-            },
+                objects <- new_mutex!(KVec::new(), "beluga:file_objects"),
+                _inode: inode,
+            }),
             GFP_KERNEL,
-        )?)
+        )
     }
 
-    fn ioctl(this: &PoolFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        let size = size_of_cmd(cmd);
-        let user = UserSlice::new(arg, size);
-        let dev = &this.dev;
+    fn ioctl(this: Pin<&PoolFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let user = UserSlice::new(arg, size_of_cmd(cmd));
         match cmd {
-            abi::GET_INFO => {
-                let info = pool_info(dev);
-                user.writer().write(&info)?;
-            }
-            abi::WAIT_READY => dev.wait_ready()?,
-            abi::ALLOC => {
-                let (mut reader, mut writer) = user.reader_writer();
-                let mut args: abi::AllocArgs = reader.read()?;
-                if args.flags & !abi::FLAG_SHARED != 0 || args.mode > 0o777 {
-                    return Err(EINVAL);
-                }
-                let name = parse_name(&args.name)?;
-                if args.flags & FLAG_SHARED != 0 && name.is_none() {
-                    return Err(EINVAL);
-                }
-                let held =
-                    dev.alloc(args.size, args.flags, args.mode, name, cred::current_euid())?;
-                args.handle = handle_out(&held);
-                writer.write(&args)?;
-            }
-            abi::OPEN => {
-                let (mut reader, mut writer) = user.reader_writer();
-                let mut args: abi::OpenArgs = reader.read()?;
-                let name = parse_name(&args.name)?.ok_or(EINVAL)?;
-                let uid = cred::current_euid();
-                let held = match dev.open(name, uid, false) {
-                    // Root may open what its mode hides from it.
-                    Err(e) if e == EACCES && cred::capable_sys_admin() => {
-                        dev.open(name, uid, true)?
-                    }
-                    other => other?,
-                };
-                args.handle = handle_out(&held);
-                writer.write(&args)?;
-            }
-            abi::FREE => {
-                let args: abi::FreeArgs = user.reader().read()?;
-                let uid = cred::current_euid();
-                match dev.free(args.index, args.serial, uid, false) {
-                    Err(e) if e == EPERM && cred::capable_sys_admin() => {
-                        dev.free(args.index, args.serial, uid, true)?
-                    }
-                    other => other?,
-                }
-            }
-            abi::LIST => {
-                let (mut reader, mut writer) = user.reader_writer();
-                let mut args: abi::ListArgs = reader.read()?;
-                let entry = core::mem::size_of::<abi::ObjectInfo>();
-                let capacity = (args.capacity as usize).min(4096);
-                let (objects, next) = dev.list(args.start, capacity)?;
-                let bytes = objects.len().checked_mul(entry).ok_or(EINVAL)?;
-                let mut out = UserSlice::new(args.entries as usize, bytes).writer();
-                let data_off = dev.info().superblock.map_or(0, |sb| sb.data_off);
-                for (index, slot) in objects.iter() {
-                    let Slot::Live(e) = slot else { continue };
-                    let mut name = [0u8; abi::NAME_BYTES];
-                    if let Some(n) = &e.name {
-                        name[..n.as_bytes().len()].copy_from_slice(n.as_bytes());
-                    }
-                    out.write(&abi::ObjectInfo {
-                        index: *index,
-                        flags: e.flags,
-                        serial: e.serial,
-                        size: e.extent.count as u64 * abi::SECTION_SIZE,
-                        map_offset: data_off + e.extent.first as u64 * abi::SECTION_SIZE,
-                        uid: e.uid,
-                        mode: e.mode,
-                        owner_host: e.owner_host,
-                        pad: 0,
-                        holders: e.holders,
-                        name,
-                    })?;
-                }
-                args.count = objects.len() as u32;
-                args.next = next;
-                writer.write(&args)?;
-            }
-            abi::FORMAT => {
-                require_admin("format")?;
-                let args: abi::FormatArgs = user.reader().read()?;
-                let hosts = if args.max_hosts == 0 {
-                    8
-                } else {
-                    args.max_hosts
-                };
-                let objects = if args.max_objects == 0 {
-                    1024
-                } else {
-                    args.max_objects
-                };
-                dev.format(hosts, objects)?;
-            }
-            abi::FORCE_RECLAIM => {
-                require_admin("force-reclaim")?;
-                let (mut reader, mut writer) = user.reader_writer();
-                let mut args: abi::ReclaimArgs = reader.read()?;
-                args.reclaimed = dev.force_reclaim(args.host)?;
-                writer.write(&args)?;
-            }
-            abi::SET_MAP_MODE => {
-                let mode: u32 = user.reader().read()?;
-                if mode > abi::MAP_WRITE_COMBINING {
-                    return Err(EINVAL);
-                }
-                this.map_mode.store(mode, Ordering::Relaxed);
-            }
+            abi::GET_INFO => user.writer().write(&pool_info(&this.dev))?,
+            abi::WAIT_READY => this.dev.wait_ready()?,
+            abi::ALLOC => this.ioctl_alloc(user)?,
+            abi::OPEN => this.ioctl_open(user)?,
+            abi::FREE => this.ioctl_free(user)?,
+            abi::LIST => this.ioctl_list(user)?,
+            abi::FORMAT => this.ioctl_format(user)?,
+            abi::FORCE_RECLAIM => this.ioctl_force_reclaim(user)?,
+            abi::SET_MAP_MODE => this.ioctl_set_map_mode(user)?,
             _ => return Err(ENOTTY),
         }
         Ok(0)
     }
 
-    fn mmap(this: &PoolFile, _file: &File, vma: &VmaNew) -> Result {
+    fn mmap(this: Pin<&PoolFile>, _file: &File, vma: &VmaNew) -> Result {
         // Private copies of shared pool memory make no sense, and would
         // outlive a revocation.
         if !vma.is_shared() {
@@ -250,12 +336,12 @@ impl MiscDevice for PoolFile {
             .checked_mul(PAGE_SIZE as u64)
             .ok_or(EINVAL)?;
         let len = vma.len() as u64;
-        let Some(holding) = this.dev.find_holding(offset, len) else {
+        let Some(hold) = this.covering(offset, len) else {
             return Err(EINVAL);
         };
         let uid = cred::current_euid();
-        let entry_mode = holding.handle.mode;
-        let bits = if uid == holding.handle.uid {
+        let entry_mode = hold.handle.mode;
+        let bits = if uid == hold.handle.uid {
             (entry_mode >> 6) & 0o7
         } else {
             entry_mode & 0o7
@@ -265,13 +351,7 @@ impl MiscDevice for PoolFile {
         if !readable {
             return Err(EACCES);
         }
-        let mode = match this.map_mode.load(Ordering::Relaxed) {
-            abi::MAP_UNCACHED => CacheMode::Uncached,
-            abi::MAP_WRITE_COMBINING => CacheMode::WriteCombining,
-            _ => CacheMode::WriteBack,
-        };
-        let mapping = holding.map_in(mode)?;
-        vma.set_pfn_mapping(mode, writable, mapping)
+        vma.set_devmap_mapping(writable, MappingRef::new(hold)?)
     }
 
     fn show_attribute(
@@ -316,6 +396,9 @@ impl MiscDevice for PoolFile {
                 }
                 r
             }
+            10 => writeln!(out, "{}", dev.clear_stats().0),
+            11 => writeln!(out, "{}", dev.clear_stats().1),
+            12 => writeln!(out, "{}", dev.pinned_holdings()),
             _ => return Err(EINVAL),
         };
         r.map_err(|_| EINVAL)

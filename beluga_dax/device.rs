@@ -3,40 +3,68 @@
 //! One pool bound to `beluga_dax`: its memory, its protocol engine, the
 //! objects this host holds, and the periodic tick that keeps the lease.
 //!
-//! Locking: `calls` serialises callers that talk to the manager (one
-//! request in flight per host) and is held across the wait; `inner` is
-//! held only for short steps, never across a sleep or a user copy (a user
-//! copy can fault, and `mmap` takes `inner` under the mmap lock). The
-//! periodic tick takes `inner` only.
+//! Lock order (outer first): `calls` -> `inner` -> a holding's `revoked`.
+//! - `calls` serialises everything that talks to the manager (one request
+//!   in flight per host) together with the local bookkeeping of its
+//!   answer, so no other call can run between an action and its record
+//!   (an ALLOC and the holding it creates, a release and the holding it
+//!   forgets). It is held across the wait for the answer.
+//! - `inner` guards the engine and the holdings. It is held for short
+//!   steps that may sleep briefly (a mutex: the pool is read and written
+//!   through it, and the manager clears sections under it), never across
+//!   a user copy or the wait for an answer. The mmap lock is never taken
+//!   under it; `mmap` and faults take neither `calls` nor `inner`.
+//! - The tick takes `inner` only; the reaper takes `calls`, then `inner`.
 
-use crate::mapping::Holding;
+use crate::mapping::{HoldRef, Holding};
 use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
 use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
 use crate::pool::objects::{Name, Slot};
 use crate::support::fs::{File, InodeRef};
+use crate::support::kvec::VecExt;
+use crate::support::pagemap::DevicePages;
 use crate::support::sharedmem::{ClaimedRange, SharedMem};
 use crate::support::time;
 use crate::support::workqueue::PeriodicWork;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::alloc::KVVec;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
 
-/// Pool memory, seen by the engine through the flushed accessor.
-pub(crate) struct PoolMem(pub(crate) SharedMem);
+/// Pool memory as the engine sees it: the metadata through the flushed
+/// accessor, the data area (which the manager clears before a section
+/// changes owner) through the pages' direct map.
+pub(crate) struct PoolMem {
+    meta: SharedMem,
+    pages: DevicePages,
+    /// Sections cleared, and the time it took (for `bench`).
+    cleared_bytes: AtomicU64,
+    clear_ns: AtomicU64,
+}
 
 impl Memory for PoolMem {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
         let offset = usize::try_from(offset).map_err(|_| Fault)?;
-        self.0.read(offset, buf).map_err(|_| Fault)
+        self.meta.read(offset, buf).map_err(|_| Fault)
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
         let offset = usize::try_from(offset).map_err(|_| Fault)?;
-        self.0.write(offset, data).map_err(|_| Fault)
+        self.meta.write(offset, data).map_err(|_| Fault)
+    }
+
+    fn zero(&self, offset: u64, len: u64) -> Result<(), Fault> {
+        let start = time::boottime_ns();
+        self.pages.clear(offset, len).map_err(|_| Fault)?;
+        let took = time::boottime_ns().saturating_sub(start);
+        self.cleared_bytes.fetch_add(len, Ordering::Relaxed);
+        self.clear_ns.fetch_add(took, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -55,15 +83,18 @@ pub(crate) enum Status {
 }
 
 pub(crate) struct Inner {
-    /// The pool's range, claimed until unbind.
-    claim: Option<ClaimedRange>,
-    /// The kernel's mapping of the metadata (superblock and tables) only:
-    /// the data area keeps no kernel mapping, so user mappings of objects
-    /// can choose their memory type.
-    mem: Option<PoolMem>,
     status: Status,
     engine: Option<KBox<PoolEngine>>,
+    /// The objects this host holds in the pool, used or not.
     held: KVec<Arc<Holding>>,
+    /// A call was abandoned (timeout, signal): the pool may record holds
+    /// this host does not know of. `Some(seq)` if it was an ALLOC.
+    reconcile: Option<Option<u64>>,
+    /// The kernel's mapping of the metadata (superblock and tables) and
+    /// the pages of the whole range. Dropped before `claim`.
+    mem: Option<PoolMem>,
+    /// The pool's range, claimed until unbind.
+    claim: Option<ClaimedRange>,
     /// Manager index last logged, to log changes only.
     logged_manager: Option<u32>,
     /// Tick fast until then: requests were served recently.
@@ -88,14 +119,25 @@ pub(crate) struct PoolDevice {
     pub(crate) config: Config,
     pub(crate) phys: u64,
     pub(crate) size: u64,
+    /// NUMA node of the pages (the dax instance's).
+    nid: i32,
+    /// The dax device's inode: every open file's mappings live in its
+    /// address space, so that revoking reaches every mapping.
+    inode: InodeRef,
     #[pin]
     calls: Mutex<()>,
     #[pin]
     inner: Mutex<Inner>,
-    /// The address space every open file's mappings share (the inode of
-    /// the first open), so that revoking reaches every mapping.
-    #[pin]
-    mappings: Mutex<Option<InodeRef>>,
+}
+
+/// Proof that the caller holds `calls`.
+type Calls<'a> = Guard<'a, (), MutexBackend>;
+
+/// Pages still referenced when a holding could be let go of, or at unbind.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReapReport {
+    pub(crate) released: u32,
+    pub(crate) pinned: u32,
 }
 
 /// A snapshot for `GET_INFO` and sysfs.
@@ -114,8 +156,13 @@ fn timed_out() -> Error {
     Error::from_errno(-110)
 }
 
+/// The kernel error for an errno from the pool (a reply is pool content:
+/// anything outside 1..=4095 is `EIO`).
 fn errno(e: Errno) -> Error {
-    Error::from_errno(-(e.0 as i32))
+    match i32::try_from(e.0) {
+        Ok(n) if (1..=4095).contains(&n) => Error::from_errno(-n),
+        _ => EIO,
+    }
 }
 
 fn new_boot_id() -> [u8; 16] {
@@ -125,29 +172,40 @@ fn new_boot_id() -> [u8; 16] {
 }
 
 impl PoolDevice {
-    pub(crate) fn new(config: Config, claim: ClaimedRange) -> Result<Arc<PoolDevice>> {
+    pub(crate) fn new(
+        config: Config,
+        claim: ClaimedRange,
+        inode: InodeRef,
+        nid: i32,
+    ) -> Result<Arc<PoolDevice>> {
         let phys = claim.start();
         let size = claim.len() as u64;
-        let mem = PoolMem(SharedMem::map(
-            phys,
-            (SUPERBLOCK_RESERVED as usize).min(claim.len()),
-        )?);
+        let pages = DevicePages::new(phys, size, nid)?;
+        let meta = SharedMem::map(phys, (SUPERBLOCK_RESERVED as usize).min(claim.len()))?;
+        let mem = PoolMem {
+            meta,
+            pages,
+            cleared_bytes: AtomicU64::new(0),
+            clear_ns: AtomicU64::new(0),
+        };
         let dev = Arc::pin_init(
             pin_init!(PoolDevice {
                 config,
                 phys,
                 size,
-                calls <- new_mutex!(()),
+                nid,
+                inode,
+                calls <- new_mutex!((), "beluga:calls"),
                 inner <- new_mutex!(Inner {
-                    claim: Some(claim),
-                    mem: Some(mem),
                     status: Status::Unformatted,
                     engine: None,
                     held: KVec::new(),
+                    reconcile: None,
+                    mem: Some(mem),
+                    claim: Some(claim),
                     logged_manager: None,
                     busy_until_ns: 0,
-                }),
-                mappings <- new_mutex!(None),
+                }, "beluga:inner"),
             }),
             GFP_KERNEL,
         )?;
@@ -227,23 +285,20 @@ impl PoolDevice {
     /// data area), replacing a smaller mapping.
     fn map_metadata(&self, inner: &mut Inner, geometry: &Geometry) -> Result {
         let len = usize::try_from(geometry.data_off).map_err(|_| EINVAL)?;
-        if inner.mem.as_ref().is_some_and(|m| m.0.len() >= len) {
-            return Ok(());
+        let mem = inner.mem.as_mut().ok_or(ENODEV)?;
+        if mem.meta.len() < len {
+            mem.meta = SharedMem::map(self.phys, len)?;
         }
-        inner.mem = Some(PoolMem(SharedMem::map(self.phys, len)?));
         Ok(())
     }
 
     /// Every open file calls this from `open`: its mappings join the
-    /// shared address space.
-    pub(crate) fn adopt_file(&self, file: &File) {
-        let mut mappings = self.mappings.lock();
-        if mappings.is_none() {
-            *mappings = Some(file.inode());
-        }
-        if let Some(inode) = mappings.as_ref() {
-            file.share_mappings_of(inode);
-        }
+    /// device's address space (the dax device's inode). The returned
+    /// reference is the file's, for as long as it points there.
+    pub(crate) fn adopt_file(&self, file: &File) -> InodeRef {
+        let inode = self.inode.clone();
+        file.share_mappings_of(&inode);
+        inode
     }
 
     /// Revokes the holdings and unmaps them from every process.
@@ -251,16 +306,32 @@ impl PoolDevice {
         for h in holdings {
             h.revoke();
         }
-        if let Some(inode) = self.mappings.lock().as_ref() {
-            for h in holdings {
-                inode.unmap_range(h.offset, h.size);
-            }
+        for h in holdings {
+            self.inode.unmap_range(h.offset, h.size);
         }
     }
 
     fn revoke_all(&self, inner: &mut Inner) {
         let held = core::mem::replace(&mut inner.held, KVec::new());
+        // A new incarnation holds nothing: nothing left to reconcile.
+        inner.reconcile = None;
         self.revoke(&held);
+        if let Some(mem) = inner.mem.as_ref() {
+            let pinned: u64 = held
+                .iter()
+                .filter_map(|h| mem.pages.referenced(h.offset, h.size))
+                .sum();
+            if pinned > 0 {
+                // Documented limit: pins (io_uring, RDMA) cannot be taken
+                // back; once the lease is gone, another host may reuse
+                // the sections.
+                pr_warn!(
+                    "{}: {} pinned pages of revoked objects are still referenced\n",
+                    self.name(),
+                    pinned
+                );
+            }
+        }
     }
 
     /// The periodic step: lease, watching, managing; and the reactions to
@@ -346,9 +417,12 @@ impl PoolDevice {
         next
     }
 
-    /// Runs `call` through the manager and waits for its answer.
-    pub(crate) fn call(&self, call: Call, admin: bool) -> Result<Handle> {
-        let _serial = self.calls.lock();
+    /// Runs `call` through the manager and waits for its answer. The
+    /// caller holds `calls` across this and the bookkeeping of the answer.
+    /// An abandoned call (timeout, signal) may be served later: the
+    /// reaper then reconciles.
+    fn call_locked(&self, _calls: &Calls<'_>, call: Call, admin: bool) -> Result<Handle> {
+        let is_alloc = matches!(call, Call::Alloc { .. });
         let timeout_ns = engine::expiry_ns(self.config.lease_ms) * 4;
         let start = time::boottime_ns();
         let seq = {
@@ -371,13 +445,16 @@ impl PoolDevice {
                 }
                 if time::boottime_ns().saturating_sub(start) > timeout_ns {
                     engine.abandon(seq);
+                    inner.reconcile = Some(is_alloc.then_some(seq));
                     pr_warn!("{}: no answer from the pool manager\n", self.name());
                     return Err(timed_out());
                 }
             }
             if let Err(e) = time::sleep_us_interruptible(100) {
-                if let Some(engine) = self.inner.lock().engine.as_mut() {
+                let mut inner = self.inner.lock();
+                if let Some(engine) = inner.engine.as_mut() {
                     engine.abandon(seq);
+                    inner.reconcile = Some(is_alloc.then_some(seq));
                 }
                 return Err(e);
             }
@@ -412,7 +489,7 @@ impl PoolDevice {
         }
     }
 
-    /// Allocates an object and holds it.
+    /// Allocates an object; the returned use holds it.
     pub(crate) fn alloc(
         &self,
         size: u64,
@@ -420,36 +497,62 @@ impl PoolDevice {
         mode: u32,
         name: Option<Name>,
         uid: u32,
-    ) -> Result<Arc<Holding>> {
+    ) -> Result<HoldRef> {
         let sections = size
             .checked_add(crate::pool::layout::SECTION_SIZE - 1)
             .map(|s| s / crate::pool::layout::SECTION_SIZE)
             .and_then(|s| u32::try_from(s).ok())
             .filter(|&s| s > 0)
             .ok_or(EINVAL)?;
-        let handle = self.call(
-            Call::Alloc {
-                sections,
-                flags,
-                uid,
-                mode,
-                name,
-            },
-            false,
-        )?;
-        self.hold(handle)
+        let calls = self.calls.lock();
+        let call = Call::Alloc {
+            sections,
+            flags,
+            uid,
+            mode,
+            name,
+        };
+        let handle = self.call_locked(&calls, call, false)?;
+        match self.hold(handle) {
+            Ok(hold) => Ok(hold),
+            Err(e) => {
+                // Not recorded: undo the allocation (unlink; the pool
+                // frees it with its last holder, which the reconciliation
+                // lets go).
+                let _ = self.call_locked(&calls, self.unlink_call(&handle), true);
+                self.inner.lock().reconcile.get_or_insert(None);
+                Err(e)
+            }
+        }
     }
 
-    /// Opens a named object (shared, or private to this host) and holds it.
-    pub(crate) fn open(&self, name: Name, uid: u32, admin: bool) -> Result<Arc<Holding>> {
-        let handle = self.call(Call::Open { name, uid }, admin)?;
-        self.hold(handle)
+    /// Opens a named object (shared, or private to this host); the
+    /// returned use holds it.
+    pub(crate) fn open(&self, name: Name, uid: u32, admin: bool) -> Result<HoldRef> {
+        let calls = self.calls.lock();
+        let handle = self.call_locked(&calls, Call::Open { name, uid }, admin)?;
+        self.hold(handle).inspect_err(|_| {
+            self.inner.lock().reconcile.get_or_insert(None);
+        })
     }
 
-    fn hold(&self, handle: Handle) -> Result<Arc<Holding>> {
+    fn unlink_call(&self, handle: &Handle) -> Call {
+        Call::Free {
+            object: handle.object,
+            serial: handle.serial,
+            uid: handle.uid,
+        }
+    }
+
+    /// Records the hold the manager granted (the caller holds `calls`).
+    fn hold(&self, handle: Handle) -> Result<HoldRef> {
         let mut inner = self.inner.lock();
-        if let Some(h) = inner.held.iter().find(|h| h.same_object(&handle)) {
-            return Ok(h.clone());
+        if let Some(h) = inner
+            .held
+            .iter()
+            .find(|h| h.same_object(handle.object, handle.serial) && !h.is_revoked())
+        {
+            return Ok(HoldRef::new(h));
         }
         let data_off = match inner.engine.as_ref() {
             Some(e) => e.geometry().data_off,
@@ -464,40 +567,181 @@ impl PoolDevice {
             return Err(EIO);
         }
         inner.held.push(holding.clone(), GFP_KERNEL)?;
-        Ok(holding)
+        Ok(HoldRef::new(&holding))
     }
 
-    /// Frees (or, for a shared object, lets go of) an object this host
-    /// holds; its mappings on this host are revoked.
+    /// Unlinks an object (FREE): its name goes at once, its sections when
+    /// the last user on every host lets go. Nothing is revoked.
     pub(crate) fn free(&self, object: u32, serial: u64, uid: u32, admin: bool) -> Result {
-        self.call(
-            Call::Free {
-                object,
-                serial,
-                uid,
-            },
-            admin,
-        )?;
-        let gone = {
+        let calls = self.calls.lock();
+        let call = Call::Free {
+            object,
+            serial,
+            uid,
+        };
+        self.call_locked(&calls, call, admin)?;
+        Ok(())
+    }
+
+    /// Lets go of the holding of `(object, serial)` at once if nothing on
+    /// this host uses it any more (after FREE dropped the caller's use),
+    /// so that a FREE by the only user returns the sections at once.
+    pub(crate) fn release_if_idle(&self, object: u32, serial: u64) {
+        let calls = self.calls.lock();
+        let idle = {
             let mut inner = self.inner.lock();
-            let all = core::mem::replace(&mut inner.held, KVec::new());
-            let mut gone = KVec::new();
-            for h in all {
-                if h.handle.object == object && h.handle.serial == serial {
-                    gone.push(h, GFP_KERNEL)?;
+            let Some(mem) = inner.mem.as_ref() else {
+                return;
+            };
+            let Some(at) = inner.held.iter().position(|h| {
+                h.same_object(object, serial)
+                    && h.unused()
+                    && mem.pages.referenced(h.offset, h.size) == Some(0)
+            }) else {
+                return;
+            };
+            match inner.held.swap_remove(at) {
+                Some(h) => h,
+                None => return,
+            }
+        };
+        idle.revoke();
+        self.release(&calls, &idle);
+    }
+
+    /// Tells the manager this host no longer holds `h`.
+    fn release(&self, calls: &Calls<'_>, h: &Holding) -> bool {
+        let call = Call::Release {
+            object: h.handle.object,
+            serial: h.handle.serial,
+        };
+        match self.call_locked(calls, call, false) {
+            Ok(_) => true,
+            // Someone else already took it (reclaim): nothing to do.
+            Err(e) if e == ENOENT => false,
+            Err(_) => {
+                self.inner.lock().reconcile.get_or_insert(None);
+                false
+            }
+        }
+    }
+
+    /// The reaper's pass: lets go of holdings nothing on this host uses
+    /// (no file, mapping or kernel user, no referenced page), and
+    /// reconciles after an abandoned call.
+    pub(crate) fn reap(&self) -> ReapReport {
+        let calls = self.calls.lock();
+        let mut report = ReapReport::default();
+        let idle = {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let Some(mem) = inner.mem.as_ref() else {
+                return report;
+            };
+            let mut idle = KVec::new();
+            let mut keep = KVec::new();
+            for h in core::mem::replace(&mut inner.held, KVec::new()) {
+                let pinned = mem.pages.referenced(h.offset, h.size).unwrap_or(0);
+                if pinned > 0 {
+                    report.pinned = report.pinned.saturating_add(1);
+                }
+                let target = if h.unused() && pinned == 0 {
+                    &mut idle
                 } else {
-                    inner.held.push(h, GFP_KERNEL)?;
+                    &mut keep
+                };
+                if target.push(h, GFP_KERNEL).is_err() {
+                    // Out of memory: try again next pass.
+                    report.pinned = report.pinned.saturating_add(1);
                 }
             }
-            gone
+            inner.held = keep;
+            idle
         };
-        self.revoke(&gone);
-        Ok(())
+        for h in idle.iter() {
+            // No user left, so no mapping to unmap; revoked so that a
+            // stray lookup cannot revive it.
+            h.revoke();
+            if self.release(&calls, h) {
+                report.released = report.released.saturating_add(1);
+            }
+        }
+        self.reconcile(&calls);
+        report
+    }
+
+    /// After an abandoned call: lets go of every hold the pool records
+    /// for this host that it has no holding for, and unlinks the object
+    /// an abandoned ALLOC created. First a barrier call, whose answer
+    /// proves the abandoned request will not be served any more (the
+    /// manager serves a host's requests in order, one at a time).
+    fn reconcile(&self, calls: &Calls<'_>) {
+        let Some(abandoned_alloc) = self.inner.lock().reconcile else {
+            return;
+        };
+        let barrier = Call::Release {
+            object: u32::MAX,
+            serial: 0,
+        };
+        match self.call_locked(calls, barrier, false) {
+            Ok(_) => {}
+            Err(e) if e == ENOENT || e == EINVAL => {}
+            // No answer yet: the next pass tries again.
+            Err(_) => return,
+        }
+        let mut orphans = KVec::new();
+        {
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
+                return;
+            };
+            if engine.refresh(mem).is_err() {
+                return;
+            }
+            let me = engine.index();
+            for (index, slot) in engine.objects().iter().enumerate() {
+                let Slot::Live(e) = slot else { continue };
+                let held_here = e
+                    .holders
+                    .checked_shr(me)
+                    .is_some_and(|bits| bits & 1 != 0);
+                let Ok(index) = u32::try_from(index) else {
+                    continue;
+                };
+                if !held_here || inner.held.iter().any(|h| h.same_object(index, e.serial)) {
+                    continue;
+                }
+                let ours = e.owner_host == me
+                    && abandoned_alloc.is_some_and(|seq| u64::from(e.request_seq) == seq & 0xffff_ffff);
+                if orphans.push((index, e.serial, e.uid, ours), GFP_KERNEL).is_err() {
+                    return;
+                }
+            }
+            inner.reconcile = None;
+        }
+        for (object, serial, uid, ours) in orphans {
+            if ours {
+                let _ = self.call_locked(calls, Call::Free { object, serial, uid }, true);
+            }
+            if self
+                .call_locked(calls, Call::Release { object, serial }, false)
+                .is_err()
+            {
+                self.inner.lock().reconcile.get_or_insert(None);
+            }
+            pr_info!(
+                "{}: let go of object {} that an abandoned call left held\n",
+                self.name(),
+                object
+            );
+        }
     }
 
     /// Reclaims a host that is not live (admin).
     pub(crate) fn force_reclaim(&self, host: u32) -> Result<u32> {
-        let handle = self.call(Call::Reclaim { host }, true)?;
+        let calls = self.calls.lock();
+        let handle = self.call_locked(&calls, Call::Reclaim { host }, true)?;
         pr_info!(
             "{}: host {} reclaimed by an administrator ({} objects)\n",
             self.name(),
@@ -510,6 +754,8 @@ impl PoolDevice {
     /// Formats the pool (admin). Refused while this host holds objects or
     /// another host is live.
     pub(crate) fn format(&self, max_hosts: u32, max_objects: u32) -> Result {
+        // Holdings nobody uses any more go first.
+        self.reap();
         let _serial = self.calls.lock();
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
@@ -531,7 +777,10 @@ impl PoolDevice {
                 );
                 return Err(EBUSY);
             }
-            generation = engine.superblock().generation + 1;
+            generation = engine.superblock().generation.checked_add(1).ok_or_else(|| {
+                pr_err!("{}: format refused: generation exhausted\n", self.name());
+                EINVAL
+            })?;
         }
         if inner.mem.is_none() {
             return Err(ENODEV);
@@ -553,7 +802,11 @@ impl PoolDevice {
         self.map_metadata(inner, &geometry)?;
         let mem = inner.mem.as_ref().ok_or(ENODEV)?;
         if let Ok(old) = engine::read_superblock(mem, self.size) {
-            generation = generation.max(old.generation + 1);
+            let next = old.generation.checked_add(1).ok_or_else(|| {
+                pr_err!("{}: format refused: generation exhausted\n", self.name());
+                EINVAL
+            })?;
+            generation = generation.max(next);
         }
         let sb = engine::format(
             mem,
@@ -624,24 +877,44 @@ impl PoolDevice {
         engine.refresh(mem).map_err(errno)?;
         let objects = engine.objects();
         let mut out = KVec::new();
-        let mut next = objects.len() as u32;
+        let mut next = u32::try_from(objects.len()).unwrap_or(u32::MAX);
         for (i, slot) in objects.iter().enumerate().skip(start as usize) {
             if matches!(slot, Slot::Free) {
                 continue;
             }
+            let Ok(index) = u32::try_from(i) else { break };
             if out.len() == max {
-                next = i as u32;
+                next = index;
                 break;
             }
-            out.push((i as u32, *slot), GFP_KERNEL)?;
+            out.push((index, *slot), GFP_KERNEL)?;
         }
         Ok((out, next))
     }
 
-    /// The holding that covers `[offset, offset + len)` of the pool.
-    pub(crate) fn find_holding(&self, offset: u64, len: u64) -> Option<Arc<Holding>> {
+    /// Bytes cleared before changing owner, and the nanoseconds it took.
+    pub(crate) fn clear_stats(&self) -> (u64, u64) {
         let inner = self.inner.lock();
-        inner.held.iter().find(|h| h.covers(offset, len)).cloned()
+        inner.mem.as_ref().map_or((0, 0), |m| {
+            (
+                m.cleared_bytes.load(Ordering::Relaxed),
+                m.clear_ns.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// Holdings this host keeps for objects nobody here uses because a
+    /// page is still referenced (pinned).
+    pub(crate) fn pinned_holdings(&self) -> usize {
+        let inner = self.inner.lock();
+        let Some(mem) = inner.mem.as_ref() else {
+            return 0;
+        };
+        inner
+            .held
+            .iter()
+            .filter(|h| h.unused() && mem.pages.referenced(h.offset, h.size).unwrap_or(0) > 0)
+            .count()
     }
 
     /// Unbind: no more ticks run (the caller stopped them). Revokes every
@@ -649,9 +922,38 @@ impl PoolDevice {
     pub(crate) fn shutdown(&self) {
         // Not `calls`: a caller waiting for a manager that does not answer
         // would hold up the unbind; it sees the engine gone at its next poll.
+        {
+            let mut inner = self.inner.lock();
+            self.revoke_all(&mut inner);
+        }
+        // Pages must be unreferenced before they go: a pin (O_DIRECT in
+        // flight, io_uring buffers, RDMA) keeps the unbind waiting, as
+        // the pagemap's own teardown would.
+        let mut waited_ms: u32 = 0;
+        loop {
+            let pinned = {
+                let inner = self.inner.lock();
+                inner
+                    .mem
+                    .as_ref()
+                    .and_then(|m| m.pages.referenced(0, self.size))
+                    .unwrap_or(0)
+            };
+            if pinned == 0 {
+                break;
+            }
+            if waited_ms % 10_000 == 0 {
+                pr_warn!(
+                    "{}: unbind waits for {} referenced pages (pinned by a process or a driver)\n",
+                    self.name(),
+                    pinned
+                );
+            }
+            time::sleep_ms(100);
+            waited_ms = waited_ms.saturating_add(100);
+        }
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        self.revoke_all(inner);
         if let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) {
             if engine.detach(mem, time::boottime_ns()).is_err() {
                 pr_warn!("{}: could not mark the host slot detached\n", self.name());
@@ -669,3 +971,21 @@ impl PeriodicWork for PoolDevice {
         self.tick()
     }
 }
+
+/// Lets go of holdings nothing uses any more, off the tick (it may wait
+/// for the manager).
+pub(crate) struct Reaper(pub(crate) Arc<PoolDevice>);
+
+impl PeriodicWork for Reaper {
+    fn run(&self) -> u32 {
+        let report = self.0.reap();
+        if report.released > 0 {
+            10
+        } else {
+            REAP_MS
+        }
+    }
+}
+
+/// How often the reaper looks for holdings to let go of.
+const REAP_MS: u32 = 20;

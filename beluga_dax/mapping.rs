@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Objects this host holds, and their user mappings.
+//! Objects this host holds, their local users, and their user mappings.
 //!
-//! Every `mmap` of an object holds an `Arc<Holding>`. Faults map the
-//! object's physical memory, with a PMD where the 2 MiB block lies inside
-//! both the VMA and the object. When the host lets go of the object (free,
-//! lost lease, unbind) the holding is revoked: faults from then on raise
-//! SIGBUS, and the device's address space is unmapped over the object, so
-//! no mapping can reach the sections once another owner may get them.
+//! The pool records which hosts hold an object; on this host a
+//! [`Holding`] stands for that hold, and [`HoldRef`]s count its local
+//! users: each open file that allocated or opened the object, each VMA
+//! that maps it, each kernel user of the region API. When the last
+//! `HoldRef` is gone and no page of the object is referenced any more (a
+//! GUP pin from O_DIRECT, io_uring or RDMA), the device lets go of the
+//! hold (`device.rs`, the reaper). So an object lives as long as someone
+//! uses it, as a file does; FREE only unlinks it.
+//!
+//! Faults map the object's pages (ZONE_DEVICE, devmap entries, PMDs where
+//! a 2 MiB block lies inside both the VMA and the object). When the host
+//! loses the object by force (lost lease, FORCE_RECLAIM, unbind) the
+//! holding is revoked: faults from then on raise SIGBUS, and the device's
+//! address space is unmapped over the object.
 
 use crate::pool::engine::Handle;
 use crate::pool::layout::SECTION_SIZE;
-use crate::support::mm::{pmd_order, CacheMode, FaultResult, PfnMapping, VmFault};
-use crate::support::sharedmem::MemtypeReservation;
-use core::sync::atomic::AtomicU32;
+use crate::support::mm::{pmd_order, FaultResult, PfnMapping, VmFault};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::new_mutex;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -33,49 +40,71 @@ pub(crate) struct Holding {
     /// teardown, which then removes it.
     #[pin]
     revoked: Mutex<bool>,
-    /// Kernel users (`beluga_region_get`) of this holding; the last one to
-    /// let go releases the host's hold.
-    pub(crate) kernel_users: AtomicU32,
-    /// The memory type of the object's current mappings: all must agree.
-    #[pin]
-    cache: Mutex<CacheUse>,
+    /// Live [`HoldRef`]s. It rises from zero only in
+    /// `PoolDevice::hold`, under the device's `inner` lock, where the
+    /// reaper also reads it.
+    users: AtomicUsize,
 }
 
-/// Which memory type the object's mappings use, and how many there are.
-struct CacheUse {
-    mode: CacheMode,
-    users: usize,
-    reservation: Option<MemtypeReservation>,
+/// One local use of a [`Holding`] (a file, a mapping, a kernel user).
+pub(crate) struct HoldRef(Arc<Holding>);
+
+impl HoldRef {
+    /// A new use. Only `PoolDevice::hold` makes the first one.
+    pub(crate) fn new(holding: &Arc<Holding>) -> HoldRef {
+        holding.users.fetch_add(1, Ordering::AcqRel);
+        HoldRef(holding.clone())
+    }
 }
 
-/// One mapping's use of its object (held by each VMA, through `Arc`).
-pub(crate) struct MappingRef {
-    holding: Arc<Holding>,
+impl Clone for HoldRef {
+    fn clone(&self) -> HoldRef {
+        HoldRef::new(&self.0)
+    }
 }
 
-impl Drop for MappingRef {
+impl Drop for HoldRef {
     fn drop(&mut self) {
-        let mut cache = self.holding.cache.lock();
-        cache.users -= 1;
-        if cache.users == 0 {
-            cache.reservation = None;
-        }
+        self.0.users.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl core::ops::Deref for HoldRef {
+    type Target = Holding;
+
+    fn deref(&self) -> &Holding {
+        &self.0
+    }
+}
+
+/// One VMA's use of its object (each VMA holds one, through `Arc`).
+pub(crate) struct MappingRef {
+    hold: HoldRef,
+}
+
+impl MappingRef {
+    pub(crate) fn new(hold: HoldRef) -> Result<Arc<MappingRef>> {
+        Ok(Arc::new(MappingRef { hold }, GFP_KERNEL)?)
     }
 }
 
 impl PfnMapping for MappingRef {
     fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult {
-        self.holding.fault(fault, order)
+        self.hold.fault(fault, order)
     }
 }
 
 impl Holding {
+    /// The holding of `handle`, whose sections the caller checked against
+    /// the pool (`data_off` is where sections start).
     pub(crate) fn new(handle: Handle, data_off: u64, pool_phys: u64) -> Result<Arc<Holding>> {
-        let offset = (handle.extent.first as u64)
+        let offset = u64::from(handle.extent.first)
             .checked_mul(SECTION_SIZE)
             .and_then(|o| o.checked_add(data_off))
             .ok_or(EINVAL)?;
-        let size = handle.extent.count as u64 * SECTION_SIZE;
+        let size = u64::from(handle.extent.count)
+            .checked_mul(SECTION_SIZE)
+            .ok_or(EINVAL)?;
         let phys = pool_phys.checked_add(offset).ok_or(EINVAL)?;
         Arc::pin_init(
             pin_init!(Holding {
@@ -83,13 +112,8 @@ impl Holding {
                 offset,
                 size,
                 phys,
-                revoked <- new_mutex!(false),
-                kernel_users: AtomicU32::new(0),
-                cache <- new_mutex!(CacheUse {
-                    mode: CacheMode::WriteBack,
-                    users: 0,
-                    reservation: None,
-                }),
+                revoked <- new_mutex!(false, "beluga:revoked"),
+                users: AtomicUsize::new(0),
             }),
             GFP_KERNEL,
         )
@@ -97,42 +121,17 @@ impl Holding {
 
     /// Whether `[offset, offset + len)` of the pool lies inside the object.
     pub(crate) fn covers(&self, offset: u64, len: u64) -> bool {
-        matches!(offset.checked_add(len), Some(end) if offset >= self.offset && end <= self.offset + self.size)
+        let end = self.offset.saturating_add(self.size);
+        matches!(offset.checked_add(len), Some(e) if offset >= self.offset && e <= end)
     }
 
-    pub(crate) fn same_object(&self, handle: &Handle) -> bool {
-        self.handle.object == handle.object && self.handle.serial == handle.serial
+    pub(crate) fn same_object(&self, object: u32, serial: u64) -> bool {
+        self.handle.object == object && self.handle.serial == serial
     }
 
-    /// A new mapping of the object in memory type `mode`. x86 allows one
-    /// type per physical range, so while the object is mapped in one mode,
-    /// another is refused (`EBUSY`).
-    pub(crate) fn map_in(self: &Arc<Self>, mode: CacheMode) -> Result<Arc<MappingRef>> {
-        {
-            let mut cache = self.cache.lock();
-            if cache.users > 0 && cache.mode != mode {
-                pr_info!(
-                    "object {}: mapped {:?} already, {:?} refused\n",
-                    self.handle.object,
-                    cache.mode,
-                    mode
-                );
-                return Err(EBUSY);
-            }
-            if cache.users == 0 {
-                let len = usize::try_from(self.size).map_err(|_| EINVAL)?;
-                cache.reservation = Some(MemtypeReservation::new(self.phys, len, mode)?);
-                cache.mode = mode;
-            }
-            cache.users += 1;
-        }
-        // On failure the new reference's drop gives the use back.
-        Ok(Arc::new(
-            MappingRef {
-                holding: self.clone(),
-            },
-            GFP_KERNEL,
-        )?)
+    /// Whether nothing on this host uses the holding any more.
+    pub(crate) fn unused(&self) -> bool {
+        self.users.load(Ordering::Acquire) == 0
     }
 
     /// Runs `access` unless the holding is revoked (`ENODEV`); revocation
@@ -149,6 +148,10 @@ impl Holding {
         self.phys
     }
 
+    pub(crate) fn is_revoked(&self) -> bool {
+        *self.revoked.lock()
+    }
+
     /// Faults from now on raise SIGBUS. The caller then unmaps the range.
     pub(crate) fn revoke(&self) {
         *self.revoked.lock() = true;
@@ -163,9 +166,13 @@ impl Holding {
         let offset = pool_offset.checked_sub(self.offset)?;
         (offset < self.size).then_some(offset)
     }
-}
 
-impl Holding {
+    /// The page frame at `offset` into the object.
+    fn pfn(&self, offset: u64) -> Option<usize> {
+        let phys = self.phys.checked_add(offset)?;
+        usize::try_from(phys / PAGE_SIZE as u64).ok()
+    }
+
     fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult {
         let pmd = order == pmd_order();
         if order != 0 && !pmd {
@@ -178,17 +185,17 @@ impl Holding {
         if pmd {
             let block = PAGE_SIZE << order;
             let start = fault.address() & !(block - 1);
-            let end_ok = self
+            let inside = self
                 .object_offset(fault, start)
-                .and_then(|o| o.checked_add(block as u64))
-                .is_some_and(|end| end <= self.size);
-            let Some(offset) = self.object_offset(fault, start).filter(|_| end_ok) else {
-                return FaultResult::FALLBACK;
+                .filter(|o| o.checked_add(block as u64).is_some_and(|end| end <= self.size));
+            return match inside.and_then(|o| self.pfn(o)) {
+                Some(pfn) => fault.insert_devmap_pmd(pfn),
+                None => FaultResult::FALLBACK,
             };
-            return fault.insert_pfn_pmd(((self.phys + offset) / PAGE_SIZE as u64) as usize);
         }
-        match self.object_offset(fault, fault.address() & !(PAGE_SIZE - 1)) {
-            Some(offset) => fault.insert_pfn(((self.phys + offset) / PAGE_SIZE as u64) as usize),
+        let page = fault.address() & !(PAGE_SIZE - 1);
+        match self.object_offset(fault, page).and_then(|o| self.pfn(o)) {
+            Some(pfn) => fault.insert_devmap(pfn),
             None => FaultResult::SIGBUS,
         }
     }

@@ -4,12 +4,10 @@
 //! other modules, found by pool name in the registry of bound pools.
 
 use crate::device::PoolDevice;
-use crate::mapping::{Holding, MappingRef};
+use crate::mapping::HoldRef;
 use crate::pool::objects::{Name, FLAG_SHARED};
-use crate::support::mm::CacheMode;
 use crate::support::region::provider::{RegionSource, SharedRegion};
 use crate::support::sharedmem::SharedMem;
-use core::sync::atomic::Ordering;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -60,13 +58,13 @@ impl Registry {
     }
 }
 
-/// A region held for a kernel user.
+/// A region held for a kernel user: one use of the object, so the host
+/// keeps its hold until the user puts it (then the object, named and
+/// shared, stays in the pool for the next user).
 pub(crate) struct KernelRegion {
-    dev: Arc<PoolDevice>,
-    holding: Arc<Holding>,
-    /// The kernel's write-back mapping of the object, counted among the
-    /// object's mappings (user mappings must then be write-back too).
-    mem: Option<(Arc<MappingRef>, SharedMem)>,
+    /// The kernel's write-back mapping of the object; dropped first.
+    mem: SharedMem,
+    holding: HoldRef,
 }
 
 impl SharedRegion for KernelRegion {
@@ -79,36 +77,13 @@ impl SharedRegion for KernelRegion {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> Result {
-        let (_, mem) = self.mem.as_ref().ok_or(ENODEV)?;
         let at = usize::try_from(offset).map_err(|_| EINVAL)?;
-        self.holding.while_held(|| mem.read(at, out))
+        self.holding.while_held(|| self.mem.read(at, out))
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result {
-        let (_, mem) = self.mem.as_ref().ok_or(ENODEV)?;
         let at = usize::try_from(offset).map_err(|_| EINVAL)?;
-        self.holding.while_held(|| mem.write(at, data))
-    }
-}
-
-impl Drop for KernelRegion {
-    fn drop(&mut self) {
-        // Unmapped before the object can be let go of.
-        self.mem = None;
-        if self.holding.kernel_users.fetch_sub(1, Ordering::AcqRel) != 1 {
-            return;
-        }
-        let h = &self.holding.handle;
-        if let Err(e) = self.dev.free(h.object, h.serial, KERNEL_UID, true) {
-            // Unbound meanwhile (nothing left to release) or the manager
-            // is unreachable (the lease will reclaim it if this host dies).
-            pr_info!(
-                "{}: region release of object {}: {:?}\n",
-                self.dev.name(),
-                h.object,
-                e
-            );
-        }
+        self.holding.while_held(|| self.mem.write(at, data))
     }
 }
 
@@ -131,18 +106,10 @@ impl RegionSource for Registry {
             }
             other => other?,
         };
-        holding.kernel_users.fetch_add(1, Ordering::AcqRel);
-        let mut region = KernelRegion {
-            dev: dev.clone(),
-            holding,
-            mem: None,
-        };
-        // Dropping `region` on failure releases the hold.
-        let len = usize::try_from(region.holding.size).map_err(|_| EINVAL)?;
-        let use_wb = region.holding.map_in(CacheMode::WriteBack)?;
-        let mem = SharedMem::map(region.holding.phys(), len)?;
-        region.mem = Some((use_wb, mem));
-        let region = Arc::new(region, GFP_KERNEL)?;
+        // Dropping `holding` on failure gives the use back.
+        let len = usize::try_from(holding.size).map_err(|_| EINVAL)?;
+        let mem = SharedMem::map(holding.phys(), len)?;
+        let region = Arc::new(KernelRegion { mem, holding }, GFP_KERNEL)?;
         if region.holding.size < size {
             pr_err!(
                 "{}: region {:?} exists with {} bytes, {} asked\n",

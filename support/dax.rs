@@ -52,6 +52,21 @@ impl DevDax<'_> {
         unsafe { helpers::cxlf_dev_dax_id(self.raw) }
     }
 
+    /// The NUMA node device-dax gives the instance's memory.
+    pub(crate) fn target_node(&self) -> i32 {
+        // SAFETY: `raw` is live (invariant).
+        unsafe { helpers::cxlf_dev_dax_target_node(self.raw) }
+    }
+
+    /// The dax device's own inode, whose address space device-dax's user
+    /// mappings live in; it belongs to the dax pseudo filesystem, which
+    /// is never unmounted, and the reference keeps it alive.
+    pub(crate) fn inode(&self) -> super::fs::InodeRef {
+        // SAFETY: `raw` is live (invariant); the helper takes a reference
+        // (`ihold`) that the `InodeRef` owns.
+        unsafe { super::fs::InodeRef::from_raw(helpers::cxlf_dev_dax_inode_get(self.raw)) }
+    }
+
     /// The `X` of `daxX.Y`: the dax region.
     pub(crate) fn region_id(&self) -> i32 {
         // SAFETY: `raw` is live (invariant); a bound instance has a region.

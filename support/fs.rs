@@ -71,12 +71,29 @@ unsafe impl Send for InodeRef {}
 unsafe impl Sync for InodeRef {}
 
 impl InodeRef {
+    /// # Safety
+    ///
+    /// `inode` must be a valid inode on which the caller holds a reference
+    /// that it hands to the new value.
+    pub(crate) unsafe fn from_raw(inode: *mut bindings::inode) -> InodeRef {
+        // INVARIANT: a valid inode whose reference the caller gave us.
+        InodeRef(inode)
+    }
+
     /// Removes every user mapping of `[start, start + len)` of the
     /// address space; later accesses fault again.
     pub(crate) fn unmap_range(&self, start: u64, len: u64) {
         // SAFETY: the inode is valid (invariant); `unmap_mapping_range`
         // takes its own locks and may sleep, which callers allow.
         unsafe { helpers::cxlf_inode_unmap_range(self.0, start, len) };
+    }
+}
+
+impl Clone for InodeRef {
+    fn clone(&self) -> InodeRef {
+        // SAFETY: the inode is valid (invariant); `ihold` takes the
+        // reference the new value owns.
+        InodeRef(unsafe { helpers::cxlf_inode_get(self.0) })
     }
 }
 

@@ -5,7 +5,10 @@
  */
 #include "helpers.h"
 
+#include <asm/cacheflush.h>
 #include <linux/cred.h>
+#include <linux/dax.h>
+#include <linux/memremap.h>
 #include <linux/pfn_t.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -288,6 +291,31 @@ int cxlf_dev_dax_id(const struct dev_dax *dev_dax)
 	return dev_dax->id;
 }
 
+/* The node device-dax gives the instance's pages. */
+int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax)
+{
+	return dev_dax->target_node;
+}
+
+/*
+ * The dax device's own inode (as device-dax's open uses): its address
+ * space is where the instance's user mappings live, whoever opened the
+ * file and through whichever device node. The reference is the caller's.
+ */
+struct inode *cxlf_dev_dax_inode_get(struct dev_dax *dev_dax)
+{
+	struct inode *inode = dax_inode(dev_dax->dax_dev);
+
+	ihold(inode);
+	return inode;
+}
+
+struct inode *cxlf_inode_get(struct inode *inode)
+{
+	ihold(inode);
+	return inode;
+}
+
 int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax)
 {
 	return dev_dax->region->id;
@@ -353,6 +381,124 @@ vm_fault_t cxlf_vmf_insert_pfn_pmd(struct vm_fault *vmf, unsigned long pfn)
 #else
 	return VM_FAULT_FALLBACK;
 #endif
+}
+
+/*
+ * Mappings of memory with struct pages from a ZONE_DEVICE pagemap, as
+ * device-dax makes them: devmap entries (PFN_DEV | PFN_MAP), so that GUP,
+ * pins and the mempolicy walk find real pages. No VM_PFNMAP/VM_MIXEDMAP;
+ * VM_HUGEPAGE lets the fault path ask ->huge_fault for PMDs.
+ */
+void cxlf_vma_setup_devmap(struct vm_area_struct *vma, bool writable,
+			   const struct vm_operations_struct *ops,
+			   void *private)
+{
+	vm_flags_set(vma, VM_HUGEPAGE | VM_DONTEXPAND | VM_DONTDUMP);
+	if (!writable)
+		vm_flags_clear(vma, VM_MAYWRITE);
+	vma->vm_ops = ops;
+	vma->vm_private_data = private;
+}
+
+/* pfn_t and its flags are macros and static inlines. */
+vm_fault_t cxlf_vmf_insert_devmap(struct vm_fault *vmf, unsigned long pfn)
+{
+	return vmf_insert_mixed(vmf->vma, vmf->address & PAGE_MASK,
+				__pfn_to_pfn_t(pfn, PFN_DEV | PFN_MAP));
+}
+
+vm_fault_t cxlf_vmf_insert_devmap_pmd(struct vm_fault *vmf, unsigned long pfn)
+{
+#ifdef CONFIG_TRANSPARENT_HUGEPAGE
+	return vmf_insert_pfn_pmd(vmf, __pfn_to_pfn_t(pfn, PFN_DEV | PFN_MAP),
+				  vmf->flags & FAULT_FLAG_WRITE);
+#else
+	return VM_FAULT_FALLBACK;
+#endif
+}
+
+/*
+ * struct dev_pagemap has a union with a flexible array, and the page
+ * reference helpers are static inlines: both are C's to handle.
+ */
+struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
+					void **vaddr, int *err)
+{
+	struct dev_pagemap *pgmap = kzalloc(sizeof(*pgmap), GFP_KERNEL);
+	void *addr;
+
+	if (!pgmap) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* Order-0 pages: a PMD maps 512 of them, as device-dax with 4K align. */
+	pgmap->type = MEMORY_DEVICE_GENERIC;
+	pgmap->range.start = start;
+	pgmap->range.end = start + len - 1;
+	pgmap->nr_range = 1;
+	addr = memremap_pages(pgmap, nid);
+	if (IS_ERR(addr)) {
+		*err = PTR_ERR(addr);
+		kfree(pgmap);
+		return NULL;
+	}
+	*vaddr = addr;
+	return pgmap;
+}
+
+void cxlf_pagemap_destroy(struct dev_pagemap *pgmap)
+{
+	memunmap_pages(pgmap);
+	kfree(pgmap);
+}
+
+/*
+ * Pages of [pfn, pfn + nr) that someone other than their pagemap holds a
+ * reference to (a GUP get or pin: O_DIRECT, io_uring, RDMA, a kernel
+ * user). An idle MEMORY_DEVICE_GENERIC page has a count of one.
+ */
+unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr)
+{
+	unsigned long i, busy = 0;
+
+	for (i = 0; i < nr; i++) {
+		if (page_ref_count(pfn_to_page(pfn + i)) > 1)
+			busy++;
+		if (!(i % 4096))
+			cond_resched();
+	}
+	return busy;
+}
+
+/*
+ * Zeroes [addr, addr + len) of shared memory and writes it back, in
+ * chunks with a reschedule point between them (a pool section is 2 MiB,
+ * and on an emulated CXL window every store traps).
+ */
+void cxlf_clear_flush(void *addr, size_t len)
+{
+	const size_t chunk = SZ_64K;
+	size_t done = 0;
+
+	/* 8-byte stores: an emulated window traps once per store. */
+	if (!IS_ALIGNED((unsigned long)addr | len, 8)) {
+		memset(addr, 0, len);
+		clflush_cache_range(addr, len);
+		return;
+	}
+	while (done < len) {
+		size_t n = min(chunk, len - done);
+
+		memset64(addr + done, 0, n / 8);
+		clflush_cache_range(addr + done, n);
+		done += n;
+		cond_resched();
+	}
+}
+
+struct page *cxlf_pfn_to_page(unsigned long pfn)
+{
+	return pfn_to_page(pfn);
 }
 
 unsigned int cxlf_pmd_order(void)

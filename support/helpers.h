@@ -40,10 +40,25 @@ vm_fault_t cxlf_vmf_insert_pfn(struct vm_fault *vmf, unsigned long pfn);
 vm_fault_t cxlf_vmf_insert_pfn_pmd(struct vm_fault *vmf, unsigned long pfn);
 unsigned int cxlf_pmd_order(void);
 
+/* Mappings of ZONE_DEVICE pages (devmap entries), and their pagemap. */
+void cxlf_vma_setup_devmap(struct vm_area_struct *vma, bool writable,
+			   const struct vm_operations_struct *ops,
+			   void *private);
+vm_fault_t cxlf_vmf_insert_devmap(struct vm_fault *vmf, unsigned long pfn);
+vm_fault_t cxlf_vmf_insert_devmap_pmd(struct vm_fault *vmf, unsigned long pfn);
+struct dev_pagemap;
+struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
+					void **vaddr, int *err);
+void cxlf_pagemap_destroy(struct dev_pagemap *pgmap);
+unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr);
+struct page *cxlf_pfn_to_page(unsigned long pfn);
+void cxlf_clear_flush(void *addr, size_t len);
+
 /* The inode whose address space an open file's mappings live in. */
 struct inode *cxlf_file_inode_get(struct file *file);
 void cxlf_file_set_mapping(struct file *file, struct inode *inode);
 void cxlf_inode_put(struct inode *inode);
+struct inode *cxlf_inode_get(struct inode *inode);
 void cxlf_inode_unmap_range(struct inode *inode, u64 start, u64 len);
 
 /* The calling task. */
@@ -101,6 +116,8 @@ int cxlf_dev_dax_range(const struct dev_dax *dev_dax, int i, u64 *start,
 unsigned int cxlf_dev_dax_align(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_id(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax);
+int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax);
+struct inode *cxlf_dev_dax_inode_get(struct dev_dax *dev_dax);
 void cxlf_dev_set_drvdata(struct device *dev, void *data);
 void *cxlf_dev_get_drvdata(const struct device *dev);
 

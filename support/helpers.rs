@@ -80,10 +80,30 @@ extern "C" {
     pub(crate) fn cxlf_vmf_insert_pfn(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
     pub(crate) fn cxlf_vmf_insert_pfn_pmd(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
     pub(crate) fn cxlf_pmd_order() -> c_uint;
+    pub(crate) fn cxlf_vma_setup_devmap(
+        vma: *mut bindings::vm_area_struct,
+        writable: bool,
+        ops: *const bindings::vm_operations_struct,
+        private: *mut c_void,
+    );
+    pub(crate) fn cxlf_vmf_insert_devmap(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
+    pub(crate) fn cxlf_vmf_insert_devmap_pmd(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
+    pub(crate) fn cxlf_pagemap_create(
+        start: u64,
+        len: u64,
+        nid: c_int,
+        vaddr: *mut *mut c_void,
+        err: *mut c_int,
+    ) -> *mut bindings::dev_pagemap;
+    pub(crate) fn cxlf_pagemap_destroy(pgmap: *mut bindings::dev_pagemap);
+    pub(crate) fn cxlf_pages_referenced(pfn: c_ulong, nr: c_ulong) -> c_ulong;
+    pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
+    pub(crate) fn cxlf_clear_flush(addr: *mut c_void, len: usize);
 
     pub(crate) fn cxlf_file_inode_get(file: *mut bindings::file) -> *mut bindings::inode;
     pub(crate) fn cxlf_file_set_mapping(file: *mut bindings::file, inode: *mut bindings::inode);
     pub(crate) fn cxlf_inode_put(inode: *mut bindings::inode);
+    pub(crate) fn cxlf_inode_get(inode: *mut bindings::inode) -> *mut bindings::inode;
     pub(crate) fn cxlf_inode_unmap_range(inode: *mut bindings::inode, start: u64, len: u64);
 
     pub(crate) fn cxlf_capable_sys_admin() -> bool;
@@ -126,6 +146,8 @@ extern "C" {
     pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> kernel::ffi::c_uint;
     pub(crate) fn cxlf_dev_dax_id(dev_dax: *const RawDevDax) -> c_int;
     pub(crate) fn cxlf_dev_dax_region_id(dev_dax: *const RawDevDax) -> c_int;
+    pub(crate) fn cxlf_dev_dax_target_node(dev_dax: *const RawDevDax) -> c_int;
+    pub(crate) fn cxlf_dev_dax_inode_get(dev_dax: *mut RawDevDax) -> *mut bindings::inode;
     pub(crate) fn cxlf_dev_set_drvdata(dev: *mut bindings::device, data: *mut c_void);
     pub(crate) fn cxlf_dev_get_drvdata(dev: *const bindings::device) -> *mut c_void;
 }

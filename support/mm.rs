@@ -129,6 +129,34 @@ impl VmaNew {
     }
 }
 
+impl VmaNew {
+    /// Makes this a mapping of ZONE_DEVICE pages ([`super::pagemap`]) with
+    /// devmap entries, as device-dax maps (never expanded by mremap, not
+    /// in core dumps, write-back), whose faults `T` serves with
+    /// [`VmFault::insert_devmap`] and [`VmFault::insert_devmap_pmd`]. The
+    /// VMA and every copy of it (split, fork) hold a reference to
+    /// `mapping`. Read-only unless `writable` (then `mprotect` cannot add
+    /// write access either).
+    pub(crate) fn set_devmap_mapping<T: PfnMapping>(&self, writable: bool, mapping: Arc<T>) -> Result {
+        if !writable && self.flags() & flags::write() != 0 {
+            return Err(EACCES);
+        }
+        let private = mapping.into_foreign();
+        // SAFETY: valid VMA under the mmap write lock (invariant). The
+        // vtable is 'static; `private` is an `Arc<T>` that `pfn_close`
+        // gives back, once per VMA that `pfn_open` counted.
+        unsafe {
+            helpers::cxlf_vma_setup_devmap(
+                self.as_ptr(),
+                writable,
+                &PfnVtable::<T>::OPS,
+                private.cast_mut(),
+            )
+        };
+        Ok(())
+    }
+}
+
 /// Cache mode of a mapping (the values of the beluga ABI).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CacheMode {
@@ -216,16 +244,42 @@ impl VmFault<'_> {
     /// Maps the PMD-sized, PMD-aligned block at page frame `pfn` over the
     /// faulting PMD.
     pub(crate) fn insert_pfn_pmd(&self, pfn: usize) -> FaultResult {
-        let pmd = (1usize << pmd_order()) * kernel::page::PAGE_SIZE;
-        let start = self.address() & !(pmd - 1);
-        if pfn & ((1 << pmd_order()) - 1) != 0
-            || start < self.vma_start()
-            || start + pmd > self.vma_end()
-        {
+        if !self.pmd_fits(pfn) {
             return FaultResult::FALLBACK;
         }
         // SAFETY: as in `insert_pfn`; the block lies inside the VMA.
         FaultResult(unsafe { helpers::cxlf_vmf_insert_pfn_pmd(self.raw, pfn as c_ulong) })
+    }
+}
+
+impl VmFault<'_> {
+    /// Maps the ZONE_DEVICE page `pfn` at the faulting page (a devmap
+    /// entry: GUP finds the page).
+    pub(crate) fn insert_devmap(&self, pfn: usize) -> FaultResult {
+        // SAFETY: valid fault on a VMA set up by `set_devmap_mapping`
+        // (invariant); the caller (the mapping's owner) vouches that `pfn`
+        // is a page of its pagemap.
+        FaultResult(unsafe { helpers::cxlf_vmf_insert_devmap(self.raw, pfn as c_ulong) })
+    }
+
+    /// Maps the PMD-sized, PMD-aligned block of ZONE_DEVICE pages at `pfn`
+    /// over the faulting PMD.
+    pub(crate) fn insert_devmap_pmd(&self, pfn: usize) -> FaultResult {
+        if !self.pmd_fits(pfn) {
+            return FaultResult::FALLBACK;
+        }
+        // SAFETY: as in `insert_devmap`; the block lies inside the VMA.
+        FaultResult(unsafe { helpers::cxlf_vmf_insert_devmap_pmd(self.raw, pfn as c_ulong) })
+    }
+
+    /// Whether a PMD of pages at `pfn` can map the faulting PMD: `pfn` is
+    /// PMD aligned and the block lies inside the VMA.
+    fn pmd_fits(&self, pfn: usize) -> bool {
+        let pmd = (1usize << pmd_order()) * kernel::page::PAGE_SIZE;
+        let start = self.address() & !(pmd - 1);
+        pfn & ((1 << pmd_order()) - 1) == 0
+            && start >= self.vma_start()
+            && start.checked_add(pmd).is_some_and(|end| end <= self.vma_end())
     }
 }
 

@@ -11,10 +11,12 @@
 //! | wrapper          | upstream counterpart                    |
 //! |------------------|-----------------------------------------|
 //! | [`kunit`]        | `kernel::kunit` (`#[kunit_tests]`, 6.15) |
+//! | [`kvec`]         | `Vec::pop` (6.14), `Vec::remove` (6.15)  |
 //! | [`miscdevice`]   | `kernel::miscdevice` (6.13)              |
 //! | [`fs`]           | `kernel::fs::File` (6.13)                |
 //! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
 //! | [`dax`]          | none; shaped like `kernel::platform`     |
+//! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)   |
 //! | [`sharedmem`]    | `kernel::io::mem::ExclusiveIoMem` (6.16) |
 //! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)   |
 //! | [`time`]         | `kernel::time`, `kernel::delay`          |
@@ -34,9 +36,11 @@ pub(crate) mod dax;
 pub(crate) mod fs;
 mod helpers;
 pub(crate) mod kunit;
+pub(crate) mod kvec;
 pub(crate) mod miscdevice;
 pub(crate) mod mm;
 pub(crate) mod page;
+pub(crate) mod pagemap;
 pub(crate) mod params;
 pub(crate) mod region;
 pub(crate) mod sharedmem;

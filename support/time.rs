@@ -36,6 +36,12 @@ pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
     Ok(())
 }
 
+/// Sleeps about `ms` milliseconds; signals do not wake it.
+pub(crate) fn sleep_ms(ms: u32) {
+    // SAFETY: sleeps in process context, which callers are in.
+    unsafe { bindings::msleep(ms) };
+}
+
 /// Fills `buf` from the kernel's random number generator.
 pub(crate) fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is valid for writes of its length.

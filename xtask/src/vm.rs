@@ -152,6 +152,7 @@ pub fn build_initramfs() -> Result<PathBuf> {
     let vm_dir = repo_root().join("tests/vm");
     fs::copy(vm_dir.join("init"), stage.join("init"))?;
     fs::copy(vm_dir.join("demo-beluga.sh"), stage.join("demo-beluga.sh"))?;
+    fs::copy(vm_dir.join("lib.sh"), stage.join("lib/cxlfabric/lib.sh"))?;
     for sub in ["scenarios", "selftest", "multihost", "bench"] {
         let dest = stage.join(sub);
         fs::create_dir_all(&dest)?;

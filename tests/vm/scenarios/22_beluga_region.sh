@@ -1,17 +1,13 @@
 # The in-kernel region API: a module (beluga_client_test, standing in for
 # mchannel_sched and drack_netdev) obtains a named shared region, writes
-# it through beluga_dax's flushed accessors, and releases it at unload.
+# it through beluga_dax's flushed accessors, and gives it back at unload
+# (the named object stays in the pool until someone frees it).
 # User space sees the object and the kernel's bytes through its own
 # mapping; beluga_dax cannot be unloaded while the user is loaded; an
 # unbind under a kernel user is survived (the region just goes away).
 set -e
-dax=/sys/bus/dax/drivers
-test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
-grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko lease_ms=1000
-echo dax0.0 > $dax/device_dax/unbind
-echo dax0.0 > $dax/beluga_dax/bind
-beluga format
-beluga wait
+. /lib/cxlfabric/lib.sh
+beluga_fresh
 
 insmod /lib/cxlfabric/beluga_client_test.ko size_mib=3
 dmesg | grep -q 'beluga_client_test: region kclient.test: 4194304 bytes at 0x'
@@ -20,7 +16,9 @@ cxlf-selftest beluga-pattern --name kclient.test --len 65536
 # The user holds beluga_dax.
 ! rmmod beluga_dax 2>/dev/null
 rmmod beluga_client_test
-! beluga list | grep -q kclient.test
+beluga list | grep -q kclient.test
+beluga free kclient.test
+wait_until 50 sh -c '! beluga list | grep -q kclient.test'
 
 # No pool of that name: the load fails cleanly.
 echo dax0.0 > $dax/beluga_dax/unbind

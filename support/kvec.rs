@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What 6.12's `KVec` lacks that later kernels have (`Vec::pop`, 6.14;
+//! `Vec::remove`, 6.15): an extension trait, deleted with a newer kernel.
+
+use kernel::alloc::{Allocator, Vec};
+
+/// `pop` and `swap_remove` for the kernel's vectors.
+pub(crate) trait VecExt<T> {
+    /// Removes and returns the last element.
+    fn pop(&mut self) -> Option<T>;
+    /// Removes the element at `index`, replacing it with the last one.
+    fn swap_remove(&mut self, index: usize) -> Option<T>;
+}
+
+impl<T, A: Allocator> VecExt<T> for Vec<T, A> {
+    fn pop(&mut self) -> Option<T> {
+        let last = self.len().checked_sub(1)?;
+        // SAFETY: `last < len`: the element is initialised; the length
+        // shrinks first, so it is read (moved out) exactly once.
+        unsafe {
+            self.set_len(last);
+            Some(self.as_ptr().add(last).read())
+        }
+    }
+
+    fn swap_remove(&mut self, index: usize) -> Option<T> {
+        let last = self.len().checked_sub(1)?;
+        if index > last {
+            return None;
+        }
+        self.as_mut_slice().swap(index, last);
+        self.pop()
+    }
+}

@@ -1,0 +1,54 @@
+# Shared by the guest scenarios (installed as /lib/cxlfabric/lib.sh):
+# what every beluga scenario repeats, so each keeps only what it tests.
+# Every scenario starts from the state a fresh boot leaves (region may
+# exist, modules not loaded) and returns to it.
+dax=/sys/bus/dax/drivers
+sys=/sys/class/misc/beluga0.0
+
+# The 2-way CXL RAM region and its dax instance, unless they exist.
+region() {
+	test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
+}
+
+# Loads beluga_dax (arguments: module parameters) unless it is loaded.
+beluga_load() {
+	grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko "$@"
+}
+
+# Moves dax0.0 from device_dax to beluga_dax.
+beluga_bind() {
+	echo dax0.0 > $dax/device_dax/unbind
+	echo dax0.0 > $dax/beluga_dax/bind
+}
+
+# Region, module (lease 1 s), bound, formatted and ready: a fresh pool.
+beluga_fresh() {
+	region
+	beluga_load lease_ms=1000
+	beluga_bind
+	beluga format
+	beluga wait
+}
+
+# Back to the boot state: dax0.0 with device_dax, beluga_dax unloaded.
+beluga_done() {
+	echo dax0.0 > $dax/beluga_dax/unbind
+	echo dax0.0 > $dax/device_dax/bind
+	rmmod beluga_dax
+}
+
+# Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`.
+wait_until() { # tenths cmd...
+	limit=$1; shift
+	n=0
+	until "$@"; do
+		sleep 0.1
+		n=$((n + 1))
+		test $n -lt "$limit" || return 1
+	done
+}
+
+# Whether sysfs attribute $1 of the pool reads $2.
+pool_attr_is() {
+	test "$(cat $sys/$1)" = "$2"
+}
