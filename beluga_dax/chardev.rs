@@ -128,9 +128,7 @@ impl PoolFile {
     /// caller, outside the lock).
     fn forget(&self, object: u32, serial: u64) -> Option<HoldRef> {
         let mut objects = self.objects.lock();
-        let at = objects
-            .iter()
-            .position(|h| h.same_object(object, serial))?;
+        let at = objects.iter().position(|h| h.same_object(object, serial))?;
         objects.swap_remove(at)
     }
 
@@ -154,7 +152,9 @@ impl PoolFile {
             return Err(EINVAL);
         }
         let uid = cred::current_euid();
-        let hold = self.dev.alloc(args.size, args.flags, args.mode, name, uid)?;
+        let hold = self
+            .dev
+            .alloc(args.size, args.flags, args.mode, name, uid)?;
         let (object, serial) = (hold.handle.object, hold.handle.serial);
         args.handle = handle_out(&hold);
         // Recorded before the caller can learn of it; undone if it cannot
@@ -252,7 +252,11 @@ impl PoolFile {
     fn ioctl_format(&self, user: UserSlice) -> Result {
         require_admin("format")?;
         let args: abi::FormatArgs = user.reader().read()?;
-        let hosts = if args.max_hosts == 0 { 8 } else { args.max_hosts };
+        let hosts = if args.max_hosts == 0 {
+            8
+        } else {
+            args.max_hosts
+        };
         let objects = if args.max_objects == 0 {
             1024
         } else {

@@ -29,11 +29,11 @@ use crate::support::sharedmem::{ClaimedRange, SharedMem};
 use crate::support::time;
 use crate::support::workqueue::PeriodicWork;
 use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::alloc::KVVec;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::str::CString;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, Mutex};
 
 /// Pool memory as the engine sees it: the metadata through the flushed
@@ -702,10 +702,7 @@ impl PoolDevice {
             let me = engine.index();
             for (index, slot) in engine.objects().iter().enumerate() {
                 let Slot::Live(e) = slot else { continue };
-                let held_here = e
-                    .holders
-                    .checked_shr(me)
-                    .is_some_and(|bits| bits & 1 != 0);
+                let held_here = e.holders.checked_shr(me).is_some_and(|bits| bits & 1 != 0);
                 let Ok(index) = u32::try_from(index) else {
                     continue;
                 };
@@ -713,8 +710,12 @@ impl PoolDevice {
                     continue;
                 }
                 let ours = e.owner_host == me
-                    && abandoned_alloc.is_some_and(|seq| u64::from(e.request_seq) == seq & 0xffff_ffff);
-                if orphans.push((index, e.serial, e.uid, ours), GFP_KERNEL).is_err() {
+                    && abandoned_alloc
+                        .is_some_and(|seq| u64::from(e.request_seq) == seq & 0xffff_ffff);
+                if orphans
+                    .push((index, e.serial, e.uid, ours), GFP_KERNEL)
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -722,7 +723,15 @@ impl PoolDevice {
         }
         for (object, serial, uid, ours) in orphans {
             if ours {
-                let _ = self.call_locked(calls, Call::Free { object, serial, uid }, true);
+                let _ = self.call_locked(
+                    calls,
+                    Call::Free {
+                        object,
+                        serial,
+                        uid,
+                    },
+                    true,
+                );
             }
             if self
                 .call_locked(calls, Call::Release { object, serial }, false)
@@ -777,10 +786,14 @@ impl PoolDevice {
                 );
                 return Err(EBUSY);
             }
-            generation = engine.superblock().generation.checked_add(1).ok_or_else(|| {
-                pr_err!("{}: format refused: generation exhausted\n", self.name());
-                EINVAL
-            })?;
+            generation = engine
+                .superblock()
+                .generation
+                .checked_add(1)
+                .ok_or_else(|| {
+                    pr_err!("{}: format refused: generation exhausted\n", self.name());
+                    EINVAL
+                })?;
         }
         if inner.mem.is_none() {
             return Err(ENODEV);

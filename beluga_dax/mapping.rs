@@ -185,9 +185,10 @@ impl Holding {
         if pmd {
             let block = PAGE_SIZE << order;
             let start = fault.address() & !(block - 1);
-            let inside = self
-                .object_offset(fault, start)
-                .filter(|o| o.checked_add(block as u64).is_some_and(|end| end <= self.size));
+            let inside = self.object_offset(fault, start).filter(|o| {
+                o.checked_add(block as u64)
+                    .is_some_and(|end| end <= self.size)
+            });
             return match inside.and_then(|o| self.pfn(o)) {
                 Some(pfn) => fault.insert_devmap_pmd(pfn),
                 None => FaultResult::FALLBACK,

@@ -137,7 +137,11 @@ impl VmaNew {
     /// VMA and every copy of it (split, fork) hold a reference to
     /// `mapping`. Read-only unless `writable` (then `mprotect` cannot add
     /// write access either).
-    pub(crate) fn set_devmap_mapping<T: PfnMapping>(&self, writable: bool, mapping: Arc<T>) -> Result {
+    pub(crate) fn set_devmap_mapping<T: PfnMapping>(
+        &self,
+        writable: bool,
+        mapping: Arc<T>,
+    ) -> Result {
         if !writable && self.flags() & flags::write() != 0 {
             return Err(EACCES);
         }
@@ -279,7 +283,9 @@ impl VmFault<'_> {
         let start = self.address() & !(pmd - 1);
         pfn & ((1 << pmd_order()) - 1) == 0
             && start >= self.vma_start()
-            && start.checked_add(pmd).is_some_and(|end| end <= self.vma_end())
+            && start
+                .checked_add(pmd)
+                .is_some_and(|end| end <= self.vma_end())
     }
 }
 
