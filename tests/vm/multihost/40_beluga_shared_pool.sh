@@ -2,8 +2,8 @@
 # Both allocate and free concurrently, each writing its id into what it
 # owns and checking that nothing it holds is ever overwritten; then an
 # object shared by name carries checksummed data from host 0 to host 1.
-# Host 1 keeps two private objects and its hold on the shared one for the
-# next scenario, which kills it.
+# Host 1 keeps two private (named) objects and a process holding the
+# shared one for the scenario that kills it; host 0 keeps holding it too.
 set -e
 . /multihost/flags.inc
 
@@ -33,13 +33,17 @@ await $((4 - h)) stressed-$((1 - h))
 # Each host owns exactly its two kept objects' sections.
 test "$(sed -n "s/^$h //p" $sys/used_by_host)" -gt 0
 
+# Objects live while used: a process on each host keeps model.w.
+rm -f /tmp/hold.model
 if [ "$h" = 0 ]; then
-	cxlf-selftest beluga-share --name model.w --size $((6 << 20)) --seed 11
+	cxlf-selftest beluga-share --name model.w --size $((6 << 20)) --seed 11 --hold /tmp/hold.model &
+	n=0; until test -e /tmp/hold.model; do sleep 0.1; n=$((n + 1)); test $n -lt 600; done
 	flag 5 shared
 	await 6 opened
 	beluga list --json | tr -d ' \n' | grep -q '"name":"model.w","size":6291456,[^}]*"holders":\[0,1\]'
 else
 	await 5 shared
-	cxlf-selftest beluga-share --name model.w --open --seed 11
+	cxlf-selftest beluga-share --name model.w --open --seed 11 --hold /tmp/hold.model &
+	n=0; until test -e /tmp/hold.model; do sleep 0.1; n=$((n + 1)); test $n -lt 600; done
 	flag 6 opened
 fi

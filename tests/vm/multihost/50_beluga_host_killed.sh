@@ -34,7 +34,11 @@ beluga list --json | tr -d ' \n' | grep -q '"name":"model.w",[^}]*"holders":\[0\
 cxlf-selftest beluga-share --name model.w --open --seed 11
 # Nothing left to reclaim by hand.
 beluga reclaim 1 --json | grep -q '"reclaimed": 0'
+# Unlinked, it goes with its last user (host 0's holder process).
 beluga free model.w
+beluga list | grep -q 'model.w.*unlinked'
+rm /tmp/hold.model
+n=0; while beluga list | grep -q model.w; do sleep 0.1; n=$((n + 1)); test $n -lt 50; done
 test "$(cat $sys/objects)" = "$(beluga list --json | grep -c '"index"')"
 
 # A corrupted superblock is refused with the reason.

@@ -733,7 +733,17 @@ pub fn stress(dev: &Path, seconds: u64, keep: usize, seed: u64) -> Result<()> {
 
 /// Creates (or, with `--open`, opens) a shared object named `name` of
 /// `size` bytes filled with a checksummed pattern, and checks its content.
-pub fn share(dev: &Path, name: &str, size: u64, open: bool, seed: u64) -> Result<()> {
+/// With `hold`, keeps the object (open and mapped) after the check until
+/// that file disappears: objects live as long as someone uses them, and
+/// the multi-host scenarios need a host that holds one when it dies.
+pub fn share(
+    dev: &Path,
+    name: &str,
+    size: u64,
+    open: bool,
+    seed: u64,
+    hold: Option<&Path>,
+) -> Result<()> {
     let pool = Pool::open(dev)?;
     pool.wait_ready()?;
     let h = if open {
@@ -762,6 +772,13 @@ pub fn share(dev: &Path, name: &str, size: u64, open: bool, seed: u64) -> Result
         "shared object {name} ({}:{}) verified, checksum {sum:#018x}",
         h.index, h.serial
     );
+    if let Some(hold) = hold {
+        std::fs::write(hold, b"held")?;
+        while hold.exists() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(m);
+    }
     Ok(())
 }
 

@@ -126,6 +126,20 @@ enum Cmd {
         open: bool,
         #[arg(long, default_value_t = 5)]
         seed: u64,
+        /// Keep holding the object until this file (created once the
+        /// check passed) is removed.
+        #[arg(long)]
+        hold: Option<std::path::PathBuf>,
+    },
+    /// beluga pool layout for a device size and format parameters, as
+    /// shell assignments (host_table_off, slot_bytes, data_off).
+    PoolLayout {
+        #[arg(long)]
+        size: u64,
+        #[arg(long, default_value_t = 8)]
+        hosts: u32,
+        #[arg(long, default_value_t = 1024)]
+        objects: u32,
     },
     /// Check /dev/cxlfabric_misc_test.
     Misc {
@@ -162,6 +176,15 @@ enum Cmd {
         #[arg(long, value_parser = parse_number)]
         size: Option<u64>,
     },
+}
+
+fn pool_layout(size: u64, hosts: u32, objects: u32) -> Result<()> {
+    let g = beluga_pool::layout::Geometry::new(size, hosts, objects)
+        .map_err(|e| anyhow::anyhow!("no layout: {e:?}"))?;
+    println!("host_table_off={}", g.host_table_off);
+    println!("slot_bytes={}", beluga_pool::leases::SLOT_BYTES);
+    println!("data_off={}", g.data_off);
+    Ok(())
 }
 
 fn write_superblock(
@@ -470,7 +493,13 @@ fn main() -> Result<()> {
             size,
             open,
             seed,
-        } => beluga_checks::share(&dev, &name, size, open, seed),
+            hold,
+        } => beluga_checks::share(&dev, &name, size, open, seed, hold.as_deref()),
+        Cmd::PoolLayout {
+            size,
+            hosts,
+            objects,
+        } => pool_layout(size, hosts, objects),
         Cmd::Misc { device } => misc(&device),
         Cmd::WriteSuperblock {
             device,

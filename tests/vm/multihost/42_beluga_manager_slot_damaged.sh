@@ -1,0 +1,35 @@
+# Damaged state is not evidence: while both hosts allocate and free, the
+# harness (the QEMU host, outside both VMs) keeps zeroing the magic word
+# of the live manager's host slot in the shared pool. Host 1 must never
+# take the manager role (only an observed lease expiry may move it), and
+# neither host may ever see its objects overwritten by the other (the
+# stress stamps and checks what it owns).
+set -e
+. /multihost/flags.inc
+
+mark=$(dmesg | wc -l)
+test "$(cat $sys/manager)" = 0
+if [ "$h" = 1 ]; then
+	# Host 0's slot, as a byte offset into the region the harness pokes.
+	size=$(cat /sys/bus/dax/devices/dax0.0/size)
+	eval "$(cxlf-selftest pool-layout --size "$size" --hosts 4 --objects 256)"
+	dax_start=$(cat /sys/bus/dax/devices/dax0.0/resource)
+	region_start=$(cat /sys/bus/cxl/devices/region0/resource)
+	slot0=$((dax_start - region_start + host_table_off))
+	(
+		i=0
+		while [ $i -lt 25 ]; do
+			printf '@@ POKE %x 00000000\n' $slot0 > /dev/ttyS1
+			sleep 0.3
+			i=$((i + 1))
+		done
+	) &
+	poker=$!
+fi
+cxlf-selftest beluga-stress --seconds 10 --keep 0 --seed $((h + 21))
+[ "$h" = 1 ] && wait $poker
+flag $((10 + h)) damaged-$h
+await $((11 - h)) damaged-$((1 - h))
+test "$(cat $sys/manager)" = 0
+! dmesg | tail -n +$((mark + 1)) | grep -q "host 1 manages the pool"
+grep -q '^0 live$' $sys/lease_state
