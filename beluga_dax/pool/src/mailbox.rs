@@ -52,6 +52,8 @@ pub enum Op {
     Reclaim = 5,
     /// Drop the caller's hold on `object`.
     Release = 6,
+    /// The owner cleared `object`'s sections: OPEN may find it now.
+    Publish = 7,
 }
 
 impl Op {
@@ -63,6 +65,7 @@ impl Op {
             4 => Op::Free,
             5 => Op::Reclaim,
             6 => Op::Release,
+            7 => Op::Publish,
             _ => return None,
         })
     }

@@ -30,7 +30,11 @@ pub const FLAG_SHARED: u32 = 1;
 /// may take it), its sections go with its last holder. Set by the manager
 /// only.
 pub const FLAG_UNLINKED: u32 = 2;
-const KNOWN_FLAGS: u32 = FLAG_SHARED | FLAG_UNLINKED;
+/// Allocated, not yet published: its owner host is clearing the sections
+/// (they may hold an earlier owner's bytes). OPEN does not find it; its
+/// name is taken. Set by the manager at ALLOC, cleared by PUBLISH.
+pub const FLAG_CLEARING: u32 = 4;
+const KNOWN_FLAGS: u32 = FLAG_SHARED | FLAG_UNLINKED | FLAG_CLEARING;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectError {
@@ -220,14 +224,20 @@ impl ObjectEntry {
         }
     }
 
+    /// Allocated but not published yet (see [`FLAG_CLEARING`]).
+    pub fn is_clearing(&self) -> bool {
+        self.flags & FLAG_CLEARING != 0
+    }
+
     pub fn held_by(&self, host: u32) -> bool {
         self.holders & host_bit(host) != 0
     }
 
-    /// Nothing keeps it: no host holds it and no name reaches it. The
+    /// Nothing keeps it: no host holds it, and no name reaches it or it
+    /// was never published (its owner let go before clearing it). The
     /// manager frees such an object at once.
     pub fn is_garbage(&self) -> bool {
-        self.holders == 0 && self.visible_name().is_none()
+        self.holders == 0 && (self.visible_name().is_none() || self.is_clearing())
     }
 
     /// Permission to map (`write` for read-write), for a caller with `uid`
@@ -358,7 +368,7 @@ mod tests {
             check(entry(0, 1, None, FLAG_SHARED), 10).is_err(),
             "shared without a name"
         );
-        assert!(check(entry(0, 1, None, 4), 10).is_err(), "unknown flag");
+        assert!(check(entry(0, 1, None, 8), 10).is_err(), "unknown flag");
         assert!(
             check(entry(0, 1, None, 1 << 31), 10).is_err(),
             "unknown flag"

@@ -3,9 +3,8 @@
 //! neither they are freed. Reclaim of a host drops its holds and frees its
 //! private objects. Sections are cleared before they change owner.
 
-use beluga_pool::engine::{Call, Errno, Fault, Handle, Memory};
-use beluga_pool::layout::SECTION_SIZE;
-use beluga_pool::objects::{Slot, FLAG_SHARED, FLAG_UNLINKED};
+use beluga_pool::engine::{Call, Errno, Handle, Memory};
+use beluga_pool::objects::{Slot, FLAG_CLEARING, FLAG_SHARED, FLAG_UNLINKED};
 
 mod common;
 use common::*;
@@ -266,72 +265,57 @@ fn held_by_me_lists_this_hosts_holds() {
 }
 
 #[test]
-fn sections_are_cleared_before_they_change_owner() {
+fn a_new_object_is_hidden_until_its_owner_cleared_and_published_it() {
     let mut bytes = pool_bytes();
     let (pool, sb) = formatted(&mut bytes, 4, 64);
     let g = sb.geometry();
     let (mut a, mut b, mut now) = settled_pair(&pool, sb);
     let hosts = &mut [&mut a, &mut b];
-    let x = call(&pool, hosts, 1, alloc(2, None, 0), &mut now).unwrap();
+    // The manager hands the sections out as they are (the pool's 0xa5)
+    // and marks the object as being cleared.
+    let x = call_raw(&pool, hosts, 1, alloc(2, Some("new"), FLAG_SHARED), &mut now).unwrap();
+    assert_ne!(x.flags & FLAG_CLEARING, 0);
     let (off, len) = g.sections_span(x.extent.first, x.extent.count).unwrap();
     let mut data = vec![0u8; len as usize];
     pool.read(off, &mut data).unwrap();
-    assert!(data.iter().all(|&b| b == 0), "the pool's 0xa5 was cleared");
-    // Host 1 writes secrets and lets go; host 0 gets the same sections.
-    pool.write(off, &vec![0x5e; len as usize]).unwrap();
-    call(&pool, hosts, 1, release_of(&x), &mut now).unwrap();
-    let y = call(&pool, hosts, 0, alloc(2, None, 0), &mut now).unwrap();
-    assert_eq!(y.extent, x.extent);
+    assert!(data.iter().all(|&b| b == 0xa5), "the manager touches no data");
+    // Nobody else can open it, nor take its name, until it is published.
+    let open = open_named("new", 1000);
+    assert_eq!(call(&pool, hosts, 0, open, &mut now), Err(Errno::ENOENT));
+    let again = alloc(1, Some("new"), FLAG_SHARED);
+    assert_eq!(call(&pool, hosts, 0, again, &mut now), Err(Errno::EEXIST));
+    // Only the owner host publishes.
+    let publish = Call::Publish {
+        object: x.object,
+        serial: x.serial,
+    };
+    assert_eq!(call(&pool, hosts, 0, publish, &mut now), Err(Errno::ENOENT));
+    pool.zero(off, len).unwrap();
+    let p = call(&pool, hosts, 1, publish, &mut now).unwrap();
+    assert_eq!(p.flags & FLAG_CLEARING, 0);
+    assert_eq!(call(&pool, hosts, 1, publish, &mut now), Ok(p), "idempotent");
+    let opened = call(&pool, hosts, 0, open, &mut now).unwrap();
+    assert_eq!((opened.object, opened.serial), (x.object, x.serial));
     pool.read(off, &mut data).unwrap();
-    assert!(data.iter().all(|&b| b == 0), "a new owner reads zeros");
-}
-
-/// The pool, except that clearing sections fails.
-struct NoClear<'p, 'b>(&'p Pool<'b>);
-
-impl Memory for NoClear<'_, '_> {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
-        self.0.read(offset, buf)
-    }
-    fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
-        self.0.write(offset, data)
-    }
-    fn zero(&self, _: u64, _: u64) -> Result<(), Fault> {
-        Err(Fault)
-    }
+    assert!(data.iter().all(|&b| b == 0), "the opener reads zeros");
 }
 
 #[test]
-fn an_allocation_whose_sections_cannot_be_cleared_fails_and_changes_nothing() {
+fn an_owner_that_dies_before_publishing_leaves_nothing_behind() {
     let mut bytes = pool_bytes();
     let (pool, sb) = formatted(&mut bytes, 4, 64);
-    let mut now = 0;
-    let mut a = attach(&pool, sb, 0, 1, now);
-    run(&pool, &mut [&mut a], &mut now, 200);
-    let broken = NoClear(&pool);
-    let seq = a.submit(&broken, alloc(2, None, 0), false, now).unwrap();
-    assert_eq!(a.poll(&broken, seq), Some(Err(Errno::EIO)));
-    assert_eq!(a.stats().free_sections, sb.section_count);
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
+    let x = call_raw(
+        &pool,
+        &mut [&mut a, &mut b],
+        1,
+        alloc(2, Some("half"), FLAG_SHARED),
+        &mut now,
+    )
+    .unwrap();
+    assert_ne!(x.flags & FLAG_CLEARING, 0);
+    // Host 1 stops (no detach); host 0 sees its lease expire and reclaims.
+    run(&pool, &mut [&mut a], &mut now, 3 * LEASE_MS as u64);
     assert_eq!(a.stats().objects, 0);
-    tables_in_pool(&pool, &sb);
-    // The default `zero` (writes) works where `write` does.
-    struct Writes<'p, 'b>(&'p Pool<'b>);
-    impl Memory for Writes<'_, '_> {
-        fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault> {
-            self.0.read(offset, buf)
-        }
-        fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
-            self.0.write(offset, data)
-        }
-    }
-    let plain = Writes(&pool);
-    let g = sb.geometry();
-    let (off, _) = g.sections_span(0, 1).unwrap();
-    plain.zero(off, SECTION_SIZE + 3).unwrap();
-    let mut probe = [1u8; 4];
-    pool.read(off + SECTION_SIZE, &mut probe).unwrap();
-    assert_eq!(probe, [0, 0, 0, 0xa5]);
-    assert_eq!(plain.zero(u64::MAX, 2), Err(Fault));
-    let x = call(&pool, &mut [&mut a], 0, alloc(2, None, 0), &mut now).unwrap();
-    assert_eq!(x.extent.first, 0);
+    assert_eq!(a.stats().free_sections, sb.section_count);
 }

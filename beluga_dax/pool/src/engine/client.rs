@@ -33,6 +33,9 @@ pub enum Call {
     /// freed if no host holds it and it is unlinked or has no name; a
     /// named object persists and can be opened again.
     Release { object: u32, serial: u64 },
+    /// The caller (the owner host) has cleared the sections of the object
+    /// it allocated: others may open it now.
+    Publish { object: u32, serial: u64 },
     /// Reclaims host `host` now (admin; the host must not be live).
     Reclaim { host: u32 },
 }
@@ -152,6 +155,11 @@ where
                 request.object = object;
                 request.serial = serial;
                 Op::Release
+            }
+            Call::Publish { object, serial } => {
+                request.object = object;
+                request.serial = serial;
+                Op::Publish
             }
             Call::Reclaim { host } => {
                 request.object = host;

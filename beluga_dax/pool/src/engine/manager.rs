@@ -6,9 +6,10 @@
 use super::super::leases::Liveness;
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_BYTES, REQUEST_OFF, REQ_ADMIN};
-use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_SHARED, FLAG_UNLINKED};
+use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_CLEARING, FLAG_SHARED};
+use super::super::objects::FLAG_UNLINKED;
 use super::super::sections::{AllocError, SectionMap};
-use super::{Engine, Errno, Fault, Memory, Peer};
+use super::{Engine, Errno, Memory, Peer};
 
 impl<O, S, P> Engine<O, S, P>
 where
@@ -96,6 +97,7 @@ where
             Op::Open => self.open(mem, host, request, admin),
             Op::Free => self.unlink(mem, host, request, admin),
             Op::Release => self.release(mem, host, request),
+            Op::Publish => self.publish(mem, host, request),
             Op::Reclaim => {
                 let target = request.object;
                 if !admin {
@@ -154,21 +156,13 @@ where
             AllocError::NoSpace { .. } => Errno::ENOSPC,
             _ => Errno::EINVAL,
         })?;
-        // The sections may hold an earlier owner's data: cleared before any
-        // entry names them. If they cannot be, they stay free.
-        let cleared = self
-            .geometry
-            .sections_span(extent.first, extent.count)
-            .ok_or(Fault)
-            .and_then(|(offset, len)| mem.zero(offset, len));
-        if cleared.is_err() {
-            let _ = map.free(extent, index);
-            return Err(Errno::EIO);
-        }
+        // The sections may hold an earlier owner's bytes: the owner host
+        // clears them, off every lock the manager holds, and publishes
+        // the object; until then nobody else can open it.
         let entry = ObjectEntry {
             extent,
             owner_host: host,
-            flags,
+            flags: flags | FLAG_CLEARING,
             uid: request.uid,
             mode: request.mode,
             holders: host_bit(host),
@@ -193,7 +187,7 @@ where
     ) -> Result<Reply, Errno> {
         let name = request.name.as_ref().ok_or(Errno::EINVAL)?;
         let (index, mut entry) = self.find_name(name).ok_or(Errno::ENOENT)?;
-        if !entry.is_shared() && entry.owner_host != host {
+        if !entry.is_shared() && entry.owner_host != host || entry.is_clearing() {
             return Err(Errno::ENOENT);
         }
         if !admin && !entry.may_map(request.uid, false) {
@@ -230,6 +224,26 @@ where
         }
         entry.flags |= FLAG_UNLINKED;
         self.settle(mem, index, entry)?;
+        Ok(Reply::of(index, &entry))
+    }
+
+    /// PUBLISH: the owner host cleared the object's sections; OPEN may find
+    /// it from now on. Idempotent.
+    fn publish<M: Memory>(
+        &mut self,
+        mem: &M,
+        host: u32,
+        request: &Request,
+    ) -> Result<Reply, Errno> {
+        let index = request.object;
+        let mut entry = match self.object(index) {
+            Some(e) if e.serial == request.serial && e.owner_host == host => e,
+            _ => return Err(Errno::ENOENT),
+        };
+        if entry.is_clearing() {
+            entry.flags &= !FLAG_CLEARING;
+            self.store_object(mem, index, Slot::Live(entry))?;
+        }
         Ok(Reply::of(index, &entry))
     }
 

@@ -7,7 +7,7 @@ use beluga_pool::engine::{
     self, Call, Engine, Errno, Handle, Memory, Peer, SliceMemory, TickReport,
 };
 use beluga_pool::layout::{Superblock, OBJECT_ENTRY_BYTES, SECTION_ENTRY_BYTES};
-use beluga_pool::objects::{check_tables, Name, Slot};
+use beluga_pool::objects::{check_tables, Name, Slot, FLAG_CLEARING};
 use beluga_pool::sections::SectionMap;
 
 pub const MIB: u64 = 1 << 20;
@@ -46,8 +46,36 @@ pub fn attach(pool: &Pool<'_>, sb: Superblock, index: u32, boot: u8, now: u64) -
     .unwrap()
 }
 
-/// Runs a call to completion, ticking every host (1 ms steps).
+/// Runs a call to completion, ticking every host (1 ms steps). An ALLOC
+/// is followed by what the driver does next: the owner clears the
+/// object's sections and publishes it.
 pub fn call(
+    pool: &Pool<'_>,
+    hosts: &mut [&mut Host],
+    who: usize,
+    c: Call,
+    now: &mut u64,
+) -> Result<Handle, Errno> {
+    let handle = call_raw(pool, hosts, who, c, now)?;
+    if !matches!(c, Call::Alloc { .. }) {
+        return Ok(handle);
+    }
+    let g = *hosts[who].geometry();
+    let (offset, len) = g
+        .sections_span(handle.extent.first, handle.extent.count)
+        .expect("a handle inside the pool");
+    pool.zero(offset, len).expect("clearing the new object");
+    let publish = Call::Publish {
+        object: handle.object,
+        serial: handle.serial,
+    };
+    let published = call_raw(pool, hosts, who, publish, now)?;
+    assert_eq!(published.flags & FLAG_CLEARING, 0, "published");
+    Ok(published)
+}
+
+/// Runs a call to completion, ticking every host (1 ms steps).
+pub fn call_raw(
     pool: &Pool<'_>,
     hosts: &mut [&mut Host],
     who: usize,
