@@ -85,10 +85,18 @@ fn lease_code(l: Liveness) -> u8 {
     }
 }
 
+// The ABI's flags are the pool's, bit for bit.
+const _: () = assert!(
+    abi::FLAG_SHARED == crate::pool::objects::FLAG_SHARED
+        && abi::FLAG_UNLINKED == crate::pool::objects::FLAG_UNLINKED
+        && abi::FLAG_CLEARING == crate::pool::objects::FLAG_CLEARING
+);
+
 fn handle_out(h: &HoldRef) -> abi::ObjectHandle {
     abi::ObjectHandle {
         index: h.handle.object,
-        flags: h.handle.flags,
+        // Published before the caller sees it.
+        flags: h.handle.flags & !abi::FLAG_CLEARING,
         serial: h.handle.serial,
         size: h.size,
         map_offset: h.offset,

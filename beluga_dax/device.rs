@@ -21,7 +21,7 @@ use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer
 use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
-use crate::pool::objects::{Name, Slot};
+use crate::pool::objects::{Name, Slot, FLAG_CLEARING};
 use crate::support::fs::{File, InodeRef};
 use crate::support::kvec::VecExt;
 use crate::support::pagemap::DevicePages;
@@ -36,15 +36,12 @@ use kernel::str::CString;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, Mutex};
 
-/// Pool memory as the engine sees it: the metadata through the flushed
-/// accessor, the data area (which the manager clears before a section
-/// changes owner) through the pages' direct map.
+/// Pool memory: the metadata as the engine sees it, through the flushed
+/// accessor; the pages of the whole range, whose direct map this host
+/// clears new objects through (outside every lock but `calls`).
 pub(crate) struct PoolMem {
     meta: SharedMem,
-    pages: DevicePages,
-    /// Sections cleared, and the time it took (for `bench`).
-    cleared_bytes: AtomicU64,
-    clear_ns: AtomicU64,
+    pages: Arc<DevicePages>,
 }
 
 impl Memory for PoolMem {
@@ -56,15 +53,6 @@ impl Memory for PoolMem {
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault> {
         let offset = usize::try_from(offset).map_err(|_| Fault)?;
         self.meta.write(offset, data).map_err(|_| Fault)
-    }
-
-    fn zero(&self, offset: u64, len: u64) -> Result<(), Fault> {
-        let start = time::boottime_ns();
-        self.pages.clear(offset, len).map_err(|_| Fault)?;
-        let took = time::boottime_ns().saturating_sub(start);
-        self.cleared_bytes.fetch_add(len, Ordering::Relaxed);
-        self.clear_ns.fetch_add(took, Ordering::Relaxed);
-        Ok(())
     }
 }
 
@@ -124,6 +112,10 @@ pub(crate) struct PoolDevice {
     /// The dax device's inode: every open file's mappings live in its
     /// address space, so that revoking reaches every mapping.
     inode: InodeRef,
+    /// Bytes this host cleared before they changed owner, and the time
+    /// it took (sysfs, for `bench`).
+    cleared_bytes: AtomicU64,
+    clear_ns: AtomicU64,
     #[pin]
     calls: Mutex<()>,
     #[pin]
@@ -180,14 +172,9 @@ impl PoolDevice {
     ) -> Result<Arc<PoolDevice>> {
         let phys = claim.start();
         let size = claim.len() as u64;
-        let pages = DevicePages::new(phys, size, nid)?;
+        let pages = Arc::new(DevicePages::new(phys, size, nid)?, GFP_KERNEL)?;
         let meta = SharedMem::map(phys, (SUPERBLOCK_RESERVED as usize).min(claim.len()))?;
-        let mem = PoolMem {
-            meta,
-            pages,
-            cleared_bytes: AtomicU64::new(0),
-            clear_ns: AtomicU64::new(0),
-        };
+        let mem = PoolMem { meta, pages };
         let dev = Arc::pin_init(
             pin_init!(PoolDevice {
                 config,
@@ -195,6 +182,8 @@ impl PoolDevice {
                 size,
                 nid,
                 inode,
+                cleared_bytes: AtomicU64::new(0),
+                clear_ns: AtomicU64::new(0),
                 calls <- new_mutex!((), "beluga:calls"),
                 inner <- new_mutex!(Inner {
                     status: Status::Unformatted,
@@ -513,17 +502,50 @@ impl PoolDevice {
             name,
         };
         let handle = self.call_locked(&calls, call, false)?;
-        match self.hold(handle) {
-            Ok(hold) => Ok(hold),
+        let hold = match self.hold(handle) {
+            Ok(hold) => hold,
             Err(e) => {
                 // Not recorded: undo the allocation (unlink; the pool
                 // frees it with its last holder, which the reconciliation
                 // lets go).
                 let _ = self.call_locked(&calls, self.unlink_call(&handle), true);
                 self.inner.lock().reconcile.get_or_insert(None);
-                Err(e)
+                return Err(e);
+            }
+        };
+        if handle.flags & FLAG_CLEARING != 0 {
+            if let Err(e) = self.clear_and_publish(&calls, &hold) {
+                // Unpublished, it goes with this host's hold.
+                drop(hold);
+                self.release_if_idle_locked(&calls, handle.object, handle.serial);
+                return Err(e);
             }
         }
+        Ok(hold)
+    }
+
+    /// Clears a new object's sections (they may hold an earlier owner's
+    /// bytes) and publishes it. Only `calls` is held: a long clear holds
+    /// up no lease and no other host.
+    fn clear_and_publish(&self, calls: &Calls<'_>, hold: &HoldRef) -> Result {
+        let pages = {
+            let inner = self.inner.lock();
+            inner.mem.as_ref().map(|m| m.pages.clone()).ok_or(ENODEV)?
+        };
+        let start = time::boottime_ns();
+        hold.while_held(|| pages.clear(hold.offset, hold.size))?;
+        drop(pages);
+        self.clear_ns.fetch_add(
+            time::boottime_ns().saturating_sub(start),
+            Ordering::Relaxed,
+        );
+        self.cleared_bytes.fetch_add(hold.size, Ordering::Relaxed);
+        let publish = Call::Publish {
+            object: hold.handle.object,
+            serial: hold.handle.serial,
+        };
+        self.call_locked(calls, publish, false)?;
+        Ok(())
     }
 
     /// Opens a named object (shared, or private to this host); the
@@ -588,6 +610,10 @@ impl PoolDevice {
     /// so that a FREE by the only user returns the sections at once.
     pub(crate) fn release_if_idle(&self, object: u32, serial: u64) {
         let calls = self.calls.lock();
+        self.release_if_idle_locked(&calls, object, serial);
+    }
+
+    fn release_if_idle_locked(&self, calls: &Calls<'_>, object: u32, serial: u64) {
         let idle = {
             let mut inner = self.inner.lock();
             let Some(mem) = inner.mem.as_ref() else {
@@ -606,7 +632,7 @@ impl PoolDevice {
             }
         };
         idle.revoke();
-        self.release(&calls, &idle);
+        self.release(calls, &idle);
     }
 
     /// Tells the manager this host no longer holds `h`.
@@ -907,13 +933,10 @@ impl PoolDevice {
 
     /// Bytes cleared before changing owner, and the nanoseconds it took.
     pub(crate) fn clear_stats(&self) -> (u64, u64) {
-        let inner = self.inner.lock();
-        inner.mem.as_ref().map_or((0, 0), |m| {
-            (
-                m.cleared_bytes.load(Ordering::Relaxed),
-                m.clear_ns.load(Ordering::Relaxed),
-            )
-        })
+        (
+            self.cleared_bytes.load(Ordering::Relaxed),
+            self.clear_ns.load(Ordering::Relaxed),
+        )
     }
 
     /// Holdings this host keeps for objects nobody here uses because a

@@ -47,6 +47,10 @@ pub const FLAG_SHARED: u32 = 1;
 /// mapping, a pinned page, another host). Its sections are freed when the
 /// last use goes, as a file's blocks are when its last opener closes it.
 pub const FLAG_UNLINKED: u32 = 2;
+/// Object flag (`ObjectInfo::flags` only): just allocated; its owner host
+/// is clearing its sections and has not published it yet (`OPEN` cannot
+/// find it, its name is taken).
+pub const FLAG_CLEARING: u32 = 4;
 
 /// Cache mode of the mappings a file makes from now on (`SET_MAP_MODE`).
 /// Only `MAP_WRITE_BACK` is accepted: pool pages are in the kernel's
