@@ -273,12 +273,22 @@ fn a_new_object_is_hidden_until_its_owner_cleared_and_published_it() {
     let hosts = &mut [&mut a, &mut b];
     // The manager hands the sections out as they are (the pool's 0xa5)
     // and marks the object as being cleared.
-    let x = call_raw(&pool, hosts, 1, alloc(2, Some("new"), FLAG_SHARED), &mut now).unwrap();
+    let x = call_raw(
+        &pool,
+        hosts,
+        1,
+        alloc(2, Some("new"), FLAG_SHARED),
+        &mut now,
+    )
+    .unwrap();
     assert_ne!(x.flags & FLAG_CLEARING, 0);
     let (off, len) = g.sections_span(x.extent.first, x.extent.count).unwrap();
     let mut data = vec![0u8; len as usize];
     pool.read(off, &mut data).unwrap();
-    assert!(data.iter().all(|&b| b == 0xa5), "the manager touches no data");
+    assert!(
+        data.iter().all(|&b| b == 0xa5),
+        "the manager touches no data"
+    );
     // Nobody else can open it, nor take its name, until it is published.
     let open = open_named("new", 1000);
     assert_eq!(call(&pool, hosts, 0, open, &mut now), Err(Errno::ENOENT));
@@ -293,7 +303,11 @@ fn a_new_object_is_hidden_until_its_owner_cleared_and_published_it() {
     pool.zero(off, len).unwrap();
     let p = call(&pool, hosts, 1, publish, &mut now).unwrap();
     assert_eq!(p.flags & FLAG_CLEARING, 0);
-    assert_eq!(call(&pool, hosts, 1, publish, &mut now), Ok(p), "idempotent");
+    assert_eq!(
+        call(&pool, hosts, 1, publish, &mut now),
+        Ok(p),
+        "idempotent"
+    );
     let opened = call(&pool, hosts, 0, open, &mut now).unwrap();
     assert_eq!((opened.object, opened.serial), (x.object, x.serial));
     pool.read(off, &mut data).unwrap();

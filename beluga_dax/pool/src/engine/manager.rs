@@ -6,8 +6,8 @@
 use super::super::leases::Liveness;
 use super::super::mailbox::{boot_tag, Op, Reply, Request, REPLY_BYTES, REPLY_OFF};
 use super::super::mailbox::{REQUEST_BYTES, REQUEST_OFF, REQ_ADMIN};
-use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_CLEARING, FLAG_SHARED};
 use super::super::objects::FLAG_UNLINKED;
+use super::super::objects::{host_bit, ObjectEntry, Slot, FLAG_CLEARING, FLAG_SHARED};
 use super::super::sections::{AllocError, SectionMap};
 use super::{Engine, Errno, Memory, Peer};
 
