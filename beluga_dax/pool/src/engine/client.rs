@@ -13,7 +13,9 @@ use super::{errno_for_status, Engine, Errno, Memory, Peer, State};
 /// hold, RELEASE drops it) keep an object; with neither, it is freed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// A new object of `sections` zeroed sections, held by this host.
+    /// A new object of `sections` sections, held by this host. It carries
+    /// `FLAG_CLEARING` (hidden from OPEN) until this host has zeroed its
+    /// sections and sent `Publish`.
     Alloc {
         sections: u32,
         flags: u32,
