@@ -535,10 +535,8 @@ impl PoolDevice {
         let start = time::boottime_ns();
         hold.while_held(|| pages.clear(hold.offset, hold.size))?;
         drop(pages);
-        self.clear_ns.fetch_add(
-            time::boottime_ns().saturating_sub(start),
-            Ordering::Relaxed,
-        );
+        self.clear_ns
+            .fetch_add(time::boottime_ns().saturating_sub(start), Ordering::Relaxed);
         self.cleared_bytes.fetch_add(hold.size, Ordering::Relaxed);
         let publish = Call::Publish {
             object: hold.handle.object,
