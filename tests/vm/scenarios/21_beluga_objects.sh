@@ -10,6 +10,7 @@ set -e
 beluga_fresh
 
 cxlf-selftest beluga-contract --dev /dev/beluga0.0
+cxlf-selftest beluga-race --dev /dev/beluga0.0 --seconds 3
 
 test "$(cat $sys/state)" = ready
 test "$(cat $sys/sections)" = 255

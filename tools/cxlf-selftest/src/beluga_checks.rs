@@ -977,6 +977,79 @@ pub fn rpc(dev: &Path, server: bool, calls: u64, depth: usize) -> Result<()> {
     Ok(())
 }
 
+/// ALLOC racing FREE: one thread allocates, another lists and frees each
+/// new object (through its own file) as soon as it appears. A FREE that
+/// ran between ALLOC's answer and its bookkeeping used to leave a holding
+/// for a freed object behind (FORMAT refused with LIST empty, later
+/// mappings judged by the stale holding). Afterwards nothing may be left:
+/// LIST empties once the files close, and FORMAT succeeds.
+pub fn alloc_free_race(dev: &Path, seconds: u64) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let stop = AtomicBool::new(false);
+    let (allocs, frees) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| -> Result<()> {
+        let allocator = s.spawn(|| -> Result<()> {
+            let pool = Pool::open(dev)?;
+            while !stop.load(Ordering::Relaxed) {
+                match pool.alloc(2 * MIB, None, Sharing::Private, 0o600) {
+                    Ok(_) => allocs.fetch_add(1, Ordering::Relaxed),
+                    Err(e) if errno_of(&e) == Some(Errno::ENOSPC) => break,
+                    Err(e) => return Err(e).context("alloc"),
+                };
+            }
+            Ok(())
+        });
+        let freer = s.spawn(|| -> Result<()> {
+            let pool = Pool::open(dev)?;
+            while !stop.load(Ordering::Relaxed) {
+                for o in pool.list()?.iter().filter(|o| !beluga::is_unlinked(o)) {
+                    let h = abi::ObjectHandle {
+                        index: o.index,
+                        flags: o.flags,
+                        serial: o.serial,
+                        size: o.size,
+                        map_offset: o.map_offset,
+                        uid: o.uid,
+                        mode: o.mode,
+                    };
+                    match pool.free(&h) {
+                        Ok(()) => {
+                            frees.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) if errno_of(&e) == Some(Errno::ENOENT) => {}
+                        Err(e) => return Err(e).context("free"),
+                    }
+                }
+            }
+            Ok(())
+        });
+        std::thread::sleep(Duration::from_secs(seconds));
+        stop.store(true, Ordering::Relaxed);
+        allocator.join().expect("allocator thread")?;
+        freer.join().expect("freer thread")?;
+        Ok(())
+    })?;
+    let pool = Pool::open(dev)?;
+    let start = Instant::now();
+    while !pool.list()?.is_empty() {
+        ensure!(
+            start.elapsed() < Duration::from_secs(5),
+            "objects left after the race: {:?}",
+            pool.list()?
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pool.format(8, 1024)
+        .context("FORMAT after the race (a stale holding refuses it)")?;
+    pool.wait_ready()?;
+    println!(
+        "alloc/free race: {} allocations, {} frees by another file, nothing left",
+        allocs.load(Ordering::Relaxed),
+        frees.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::pat_write_back;

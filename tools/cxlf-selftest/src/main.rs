@@ -131,6 +131,13 @@ enum Cmd {
         #[arg(long)]
         hold: Option<std::path::PathBuf>,
     },
+    /// beluga_dax: ALLOC racing FREE from another file leaves nothing.
+    BelugaRace {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long, default_value_t = 3)]
+        seconds: u64,
+    },
     /// beluga pool layout for a device size and format parameters, as
     /// shell assignments (host_table_off, slot_bytes, data_off).
     PoolLayout {
@@ -495,6 +502,7 @@ fn main() -> Result<()> {
             seed,
             hold,
         } => beluga_checks::share(&dev, &name, size, open, seed, hold.as_deref()),
+        Cmd::BelugaRace { dev, seconds } => beluga_checks::alloc_free_race(&dev, seconds),
         Cmd::PoolLayout {
             size,
             hosts,
