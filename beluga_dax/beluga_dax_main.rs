@@ -54,15 +54,50 @@ module_param_uint!(
 static REGIONS: SourceCell<Registry> = SourceCell::new();
 export_beluga_regions!(crate::REGIONS, crate::region::Registry);
 
-/// One bound pool. Dropped at unbind: the device node goes first (no new
-/// opens, no sysfs reads), then the reaper and the tick, then the pool
-/// itself.
+/// One bound pool. Torn down at unbind by dropping its fields, in this
+/// order: it leaves the region registry (no new kernel users), the device
+/// node goes (no new opens, no sysfs reads), the reaper and the tick stop,
+/// and last the pool itself shuts down (mappings revoked, pins waited
+/// for, the host slot detached, memory released). A probe that fails
+/// part-way drops what it built, in the reverse order, the same way.
 struct BelugaPool {
-    misc: Option<Pin<KBox<MiscDeviceRegistration<PoolFile>>>>,
-    reaper: Option<Periodic<Reaper>>,
-    tick: Option<Periodic<PoolDevice>>,
-    dev: Arc<PoolDevice>,
+    _listed: Listed,
+    _misc: Pin<KBox<MiscDeviceRegistration<PoolFile>>>,
+    _reaper: Periodic<Reaper>,
+    _tick: Periodic<PoolDevice>,
+    dev: ShutDownOnDrop,
+}
+
+/// The pool's entry in the registry, removed on drop.
+struct Listed {
     registry: Arc<Registry>,
+    dev: Arc<PoolDevice>,
+}
+
+impl Listed {
+    fn new(registry: &Arc<Registry>, dev: &Arc<PoolDevice>) -> Result<Listed> {
+        registry.add(dev.clone())?;
+        Ok(Listed {
+            registry: registry.clone(),
+            dev: dev.clone(),
+        })
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.registry.remove(&self.dev);
+    }
+}
+
+/// Shuts the pool down when dropped (the last field of `BelugaPool`).
+struct ShutDownOnDrop(Arc<PoolDevice>);
+
+impl Drop for ShutDownOnDrop {
+    fn drop(&mut self) {
+        self.0.shutdown();
+        pr_info!("{}: released\n", self.0.name());
+    }
 }
 
 impl DaxDriver for BelugaPool {
@@ -87,71 +122,33 @@ impl DaxDriver for BelugaPool {
             lease_ms: lease_ms(),
         };
         let dev = PoolDevice::new(config, claim, dax.inode(), dax.target_node())?;
+        // From here on, failing drops these in reverse: shutdown last.
+        let shutdown = ShutDownOnDrop(dev.clone());
+        let tick = Periodic::start(dev.clone(), 0)?;
+        let reaper = Periodic::start(Arc::new(Reaper(dev.clone()), GFP_KERNEL)?, 0)?;
+        let options = MiscDeviceOptions {
+            name: dev.name(),
+            mode: 0o660,
+        };
         let misc = KBox::pin_init(
-            MiscDeviceRegistration::register(
-                MiscDeviceOptions {
-                    name: dev.name(),
-                    mode: 0o660,
-                },
-                dev.clone(),
-            ),
-            GFP_KERNEL,
-        );
-        let misc = match misc {
-            Ok(misc) => misc,
-            Err(e) => {
-                dev.shutdown();
-                return Err(e);
-            }
-        };
-        let tick = match Periodic::start(dev.clone(), 0) {
-            Ok(tick) => tick,
-            Err(e) => {
-                drop(misc);
-                dev.shutdown();
-                return Err(e);
-            }
-        };
-        let reaper = match Arc::new(Reaper(dev.clone()), GFP_KERNEL)
-            .map_err(Error::from)
-            .and_then(|r| Periodic::start(r, 0))
-        {
-            Ok(reaper) => reaper,
-            Err(e) => {
-                drop(misc);
-                drop(tick);
-                dev.shutdown();
-                return Err(e);
-            }
-        };
-        let pool = KBox::pin(
-            BelugaPool {
-                misc: Some(misc),
-                reaper: Some(reaper),
-                tick: Some(tick),
-                dev: dev.clone(),
-                registry: registry.clone(),
-            },
+            MiscDeviceRegistration::register(options, dev.clone()),
             GFP_KERNEL,
         )?;
-        // Dropping `pool` on failure undoes everything above.
-        registry.add(dev)?;
-        Ok(pool)
+        let listed = Listed::new(registry, &dev)?;
+        Ok(KBox::pin(
+            BelugaPool {
+                _listed: listed,
+                _misc: misc,
+                _reaper: reaper,
+                _tick: tick,
+                dev: shutdown,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     fn remove(self: Pin<&Self>, _dax: &DevDax<'_>) {
-        pr_info!("{}: unbinding\n", self.dev.name());
-    }
-}
-
-impl Drop for BelugaPool {
-    fn drop(&mut self) {
-        self.registry.remove(&self.dev);
-        drop(self.misc.take());
-        drop(self.reaper.take());
-        drop(self.tick.take());
-        self.dev.shutdown();
-        pr_info!("{}: released\n", self.dev.name());
+        pr_info!("{}: unbinding\n", self.dev.0.name());
     }
 }
 

@@ -17,6 +17,7 @@
 //! - The tick takes `inner` only; the reaper takes `calls`, then `inner`.
 
 use crate::mapping::{HoldRef, Holding};
+use crate::pool::engine::TickReport;
 use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
 use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
@@ -328,18 +329,35 @@ impl PoolDevice {
     fn tick(&self) -> u32 {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
+        let now = time::boottime_ns();
+        let Some(report) = Self::step(inner, now) else {
             return IDLE_TICK_MS;
         };
-        let now = time::boottime_ns();
-        let report = engine.tick(mem, now);
+        self.log_report(inner, &report);
+        self.react(inner, &report, now);
         if report.served > 0 {
-            inner.busy_until_ns = now + BUSY_WINDOW_NS;
+            inner.busy_until_ns = now.saturating_add(BUSY_WINDOW_NS);
         }
-        let next = if now < inner.busy_until_ns {
+        if now < inner.busy_until_ns {
             BUSY_TICK_MS
         } else {
             IDLE_TICK_MS
+        }
+    }
+
+    /// Steps the engine: lease, watching, managing. `None` while no
+    /// engine runs (unformatted, refused, unbound).
+    fn step(inner: &mut Inner, now: u64) -> Option<TickReport> {
+        let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
+            return None;
+        };
+        Some(engine.tick(mem, now))
+    }
+
+    /// Says what changed: the manager role, reclaims, refused tables.
+    fn log_report(&self, inner: &mut Inner, report: &TickReport) {
+        let Some(engine) = inner.engine.as_ref() else {
+            return;
         };
         if report.became_manager {
             pr_info!(
@@ -355,6 +373,13 @@ impl PoolDevice {
                 report.reclaimed
             );
         }
+        let manager = engine.manager();
+        if manager != inner.logged_manager {
+            inner.logged_manager = manager;
+            if let Some(m) = manager {
+                pr_info!("{}: manager is host {}\n", self.name(), m);
+            }
+        }
         if let Some(why) = report.corrupt {
             if inner.status != Status::Corrupt(why) {
                 pr_err!(
@@ -365,13 +390,11 @@ impl PoolDevice {
                 inner.status = Status::Corrupt(why);
             }
         }
-        let manager = engine.manager();
-        if manager != inner.logged_manager {
-            inner.logged_manager = manager;
-            if let Some(m) = manager {
-                pr_info!("{}: manager is host {}\n", self.name(), m);
-            }
-        }
+    }
+
+    /// Acts on what the step reported: a changed pool detaches and
+    /// attaches again; a lost lease revokes everything and rejoins.
+    fn react(&self, inner: &mut Inner, report: &TickReport, now: u64) {
         if report.pool_changed {
             pr_err!(
                 "{}: the superblock changed under this host; detaching\n",
@@ -382,28 +405,32 @@ impl PoolDevice {
             if let Err(e) = self.attach(inner) {
                 pr_err!("{}: cannot reattach: {:?}\n", self.name(), e);
             }
-        } else if report.lease_lost {
-            if report.slot_conflict {
-                pr_err!(
-                    "{}: another host writes host slot {}; check host_index on every host\n",
-                    self.name(),
-                    engine.index()
-                );
-            } else {
-                pr_warn!(
-                    "{}: lease lost (no heartbeat for over {} ms); mappings revoked, rejoining\n",
-                    self.name(),
-                    engine.lease_ms()
-                );
-            }
-            let boot = new_boot_id();
-            let reattached = engine.reattach(mem, boot, now);
-            self.revoke_all(inner);
-            if reattached.is_err() {
-                pr_err!("{}: cannot rejoin the pool\n", self.name());
-            }
+            return;
         }
-        next
+        if !report.lease_lost {
+            return;
+        }
+        let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
+            return;
+        };
+        if report.slot_conflict {
+            pr_err!(
+                "{}: another host writes host slot {}; check host_index on every host\n",
+                self.name(),
+                engine.index()
+            );
+        } else {
+            pr_warn!(
+                "{}: lease lost (no heartbeat for over {} ms); mappings revoked, rejoining\n",
+                self.name(),
+                engine.lease_ms()
+            );
+        }
+        let reattached = engine.reattach(mem, new_boot_id(), now);
+        self.revoke_all(inner);
+        if reattached.is_err() {
+            pr_err!("{}: cannot rejoin the pool\n", self.name());
+        }
     }
 
     /// Runs `call` through the manager and waits for its answer. The

@@ -27,7 +27,7 @@ impl Registry {
     pub(crate) fn new() -> Result<Arc<Registry>> {
         Arc::pin_init(
             pin_init!(Registry {
-                pools <- new_mutex!(KVec::new()),
+                pools <- new_mutex!(KVec::new(), "beluga:registry"),
             }),
             GFP_KERNEL,
         )
