@@ -90,11 +90,22 @@ pub(crate) struct Inner {
     busy_until_ns: u64,
 }
 
-/// Ticks while idle, and for a while after serving a request (the
-/// latency of calls from other hosts is about one tick).
+/// Ticks while idle, and for a while after serving a request.
 const IDLE_TICK_MS: u32 = 5;
 const BUSY_TICK_MS: u32 = 1;
 const BUSY_WINDOW_NS: u64 = 200_000_000;
+/// After serving a request, the manager keeps polling the mailboxes every
+/// `HOT_POLL_US` until `HOT_WINDOW_NS` pass without one: while requests
+/// arrive, a remote call waits tens of microseconds, not a tick; when
+/// they stop, the cost stops too (no cross-host interrupt exists on a
+/// CXL pool to wake the manager instead).
+const HOT_POLL_US: u32 = 20;
+const HOT_WINDOW_NS: u64 = 2_000_000;
+/// A caller polls its reply every `REPLY_POLL_US` at first, then every
+/// `REPLY_POLL_SLOW_US` once the call took longer than `REPLY_FAST_NS`.
+const REPLY_POLL_US: u32 = 10;
+const REPLY_POLL_SLOW_US: u32 = 100;
+const REPLY_FAST_NS: u64 = 2_000_000;
 
 /// Parameters of a bound pool.
 pub(crate) struct Config {
@@ -337,11 +348,35 @@ impl PoolDevice {
         self.react(inner, &report, now);
         if report.served > 0 {
             inner.busy_until_ns = now.saturating_add(BUSY_WINDOW_NS);
+            drop(guard);
+            self.serve_hot();
         }
-        if now < inner.busy_until_ns {
+        let inner = self.inner.lock();
+        if time::boottime_ns() < inner.busy_until_ns {
             BUSY_TICK_MS
         } else {
             IDLE_TICK_MS
+        }
+    }
+
+    /// Keeps serving the mailboxes, between ticks, while requests arrive.
+    /// `inner` is free during each sleep.
+    fn serve_hot(&self) {
+        let mut last_served = time::boottime_ns();
+        loop {
+            time::sleep_us(HOT_POLL_US);
+            let now = time::boottime_ns();
+            if now.saturating_sub(last_served) > HOT_WINDOW_NS {
+                return;
+            }
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
+                return;
+            };
+            if engine.serve_mailboxes(mem, now) > 0 {
+                last_served = now;
+            }
         }
     }
 
@@ -466,7 +501,13 @@ impl PoolDevice {
                     return Err(timed_out());
                 }
             }
-            if let Err(e) = time::sleep_us_interruptible(100) {
+            let waited = time::boottime_ns().saturating_sub(start);
+            let pause = if waited < REPLY_FAST_NS {
+                REPLY_POLL_US
+            } else {
+                REPLY_POLL_SLOW_US
+            };
+            if let Err(e) = time::sleep_us_interruptible(pause) {
                 let mut inner = self.inner.lock();
                 if let Some(engine) = inner.engine.as_mut() {
                     engine.abandon(seq);

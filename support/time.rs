@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Clocks and sleeping (upstream: `kernel::time`, `kernel::delay`).
+//! Clocks and sleeping (upstream: `kernel::time`, `kernel::delay`): the
+//! boot-time clock, interruptible sleeps, random bytes. The sleeps are for
+//! process context, as the kernel's are (sleeping in atomic context is a
+//! bug that `might_sleep` reports, not undefined behaviour).
 
 use super::helpers;
 use kernel::bindings;
@@ -9,41 +12,56 @@ use kernel::prelude::*;
 /// Nanoseconds since boot, counting time suspended: a monotonic clock
 /// that also advances while a VM is paused, which lease expiry relies on.
 pub(crate) fn boottime_ns() -> u64 {
-    // SAFETY: no preconditions.
+    // SAFETY: the helper reads the clock; it has no preconditions.
     unsafe { helpers::cxlf_ktime_boottime_ns() }
+}
+
+/// `ERESTARTSYS` if a signal is pending for the calling task.
+fn interrupted() -> Result {
+    if kernel::current!().signal_pending() {
+        return Err(ERESTARTSYS);
+    }
+    Ok(())
 }
 
 /// Sleeps about `ms` milliseconds; `ERESTARTSYS` if a signal arrives.
 pub(crate) fn sleep_ms_interruptible(ms: u32) -> Result {
-    // SAFETY: sleeps in process context, which callers are in.
+    // SAFETY: `msleep_interruptible` has no memory-safety preconditions;
+    // callers are in process context (see the module documentation).
     unsafe { bindings::msleep_interruptible(ms) };
-    // SAFETY: no preconditions; reads `current`.
-    if unsafe { helpers::cxlf_signal_pending() } {
-        return Err(ERESTARTSYS);
-    }
-    Ok(())
+    interrupted()
 }
 
 /// Sleeps `us` to twice `us` microseconds (hrtimer based); `ERESTARTSYS`
 /// if a signal arrives.
 pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
-    // SAFETY: sleeps in process context, which callers are in.
+    // SAFETY: as in `sleep_ms_interruptible`.
     unsafe { bindings::usleep_range_state(us as _, (2 * us) as _, bindings::TASK_INTERRUPTIBLE) };
-    // SAFETY: no preconditions; reads `current`.
-    if unsafe { helpers::cxlf_signal_pending() } {
-        return Err(ERESTARTSYS);
-    }
-    Ok(())
+    interrupted()
 }
 
 /// Sleeps about `ms` milliseconds; signals do not wake it.
 pub(crate) fn sleep_ms(ms: u32) {
-    // SAFETY: sleeps in process context, which callers are in.
+    // SAFETY: as in `sleep_ms_interruptible`.
     unsafe { bindings::msleep(ms) };
+}
+
+/// Sleeps `us` to twice `us` microseconds (hrtimer based); signals do
+/// not wake it.
+pub(crate) fn sleep_us(us: u32) {
+    // SAFETY: as in `sleep_ms_interruptible`.
+    unsafe {
+        bindings::usleep_range_state(
+            us as _,
+            us.saturating_mul(2) as _,
+            bindings::TASK_UNINTERRUPTIBLE,
+        )
+    };
 }
 
 /// Fills `buf` from the kernel's random number generator.
 pub(crate) fn random_bytes(buf: &mut [u8]) {
-    // SAFETY: `buf` is valid for writes of its length.
+    // SAFETY: `buf` is a live `&mut` slice, valid for writes of its length;
+    // `get_random_bytes` writes no more.
     unsafe { bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };
 }

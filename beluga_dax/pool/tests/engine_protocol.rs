@@ -388,3 +388,27 @@ proptest! {
         }
     }
 }
+
+/// The manager's fast path answers a remote request between ticks, and
+/// only while it may write the tables.
+#[test]
+fn the_manager_serves_mailboxes_between_ticks() {
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let (mut a, mut b, now) = settled_pair(&pool, sb);
+    assert!(a.is_managing());
+    let seq = b.submit(&pool, alloc(1, None, 0), false, now).unwrap();
+    assert_eq!(b.poll(&pool, seq), None, "nobody served it yet");
+    // No tick: the fast path alone answers it.
+    assert_eq!(a.serve_mailboxes(&pool, now + 10_000), 1);
+    assert!(matches!(b.poll(&pool, seq), Some(Ok(_))));
+    assert_eq!(a.serve_mailboxes(&pool, now + 20_000), 0, "served once");
+    // Not a manager, or a manager whose last scan is too old: nothing.
+    let seq = a.submit(&pool, alloc(1, None, 0), false, now).unwrap();
+    let _ = a.poll(&pool, seq);
+    let seq = b.submit(&pool, alloc(1, None, 0), false, now).unwrap();
+    assert_eq!(b.serve_mailboxes(&pool, now + 30_000), 0);
+    let stale = now + u64::from(LEASE_MS) * MS;
+    assert_eq!(a.serve_mailboxes(&pool, stale), 0);
+    assert_eq!(b.poll(&pool, seq), None);
+}

@@ -1,0 +1,30 @@
+# Calls interrupted by a signal while the other host serves them leave
+# nothing behind: host 1 (not the manager) starts ALLOCs through its
+# mailbox and interrupts them at varying moments; whatever the manager
+# had already allocated for an abandoned call is found by host 1's
+# reconciliation (a barrier request, then the tables) and let go, so no
+# unnamed object of host 1's remains once its processes are gone.
+set -e
+. /multihost/flags.inc
+
+if [ "$h" = 1 ]; then
+	i=0
+	while [ $i -lt 30 ]; do
+		beluga alloc --size 2M > /dev/null 2>&1 &
+		p=$!
+		usleep $(((i % 10) * 700))
+		kill -INT $p 2>/dev/null || true
+		wait $p 2>/dev/null || true
+		i=$((i + 1))
+	done
+	unnamed_of_1() {
+		beluga list --json | tr -d ' \n' | sed 's/},{/}\n{/g' |
+			grep '"name":""' | grep -q '"owner_host":1'
+	}
+	n=0
+	while unnamed_of_1; do
+		sleep 0.2; n=$((n + 1)); test $n -lt 100
+	done
+fi
+flag $((12 + h)) interrupted-$h
+await $((13 - h)) interrupted-$((1 - h))
