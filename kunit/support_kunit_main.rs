@@ -290,9 +290,9 @@ fn misc_name_can_be_reused_after_drop() -> Result {
 
 fn vm_flags_match_the_kernel_abi() -> Result {
     // include/linux/mm.h; these values are user-visible through /proc/*/smaps.
-    kassert_eq!(mm::flags::write(), 0x2);
-    kassert_eq!(mm::flags::shared(), 0x8);
-    kassert_eq!(mm::flags::mayshare(), 0x80);
+    kassert_eq!(mm::flags::WRITE, 0x2);
+    kassert_eq!(mm::flags::SHARED, 0x8);
+    kassert_eq!(mm::flags::MAYSHARE, 0x80);
     Ok(())
 }
 

@@ -5,17 +5,21 @@
 //! need.
 
 use super::helpers;
+use kernel::bindings;
+use kernel::ffi::c_int;
 
 /// Whether the calling task may administer the system (`CAP_SYS_ADMIN`).
 /// Like `capable()`, this marks the task as having used the capability.
 pub(crate) fn capable_sys_admin() -> bool {
-    // SAFETY: no preconditions; acts on `current`.
-    unsafe { helpers::cxlf_capable_sys_admin() }
+    // SAFETY: `capable` acts on `current`, which is always valid in
+    // process context; any capability number below `CAP_LAST_CAP` is valid.
+    unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
 /// The calling task's effective uid, as seen from the initial user
 /// namespace (the uid other hosts see in the pool).
 pub(crate) fn current_euid() -> u32 {
-    // SAFETY: no preconditions; reads `current`'s credentials.
+    // SAFETY: the helper reads `current`'s credentials, which are valid
+    // for as long as the task runs; it has no preconditions.
     unsafe { helpers::cxlf_current_euid() }
 }

@@ -12,8 +12,10 @@
 //! `echo daxX.Y > /sys/bus/dax/drivers/<module>/bind`: the dax bus names
 //! each driver after its module, so a module registers at most one.
 
+use super::fs::InodeRef;
 use super::helpers::{self, RawDevDax};
 use core::marker::{PhantomData, PhantomPinned};
+use kernel::bindings;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -46,6 +48,20 @@ pub(crate) struct DevDax<'a> {
 }
 
 impl DevDax<'_> {
+    /// # Safety
+    ///
+    /// `raw` must be a live `struct dev_dax` being bound to, or unbound
+    /// from, a driver registered by [`DaxDriverRegistration::register`]
+    /// for as long as the value is used (a `probe` or `remove` callback).
+    unsafe fn from_raw<'a>(raw: *mut RawDevDax) -> DevDax<'a> {
+        // INVARIANT: the caller guarantees that `raw` is live and bound (or
+        // being bound) to our driver for `'a`.
+        DevDax {
+            raw,
+            _life: PhantomData,
+        }
+    }
+
     /// The `Y` of `daxX.Y`.
     pub(crate) fn id(&self) -> i32 {
         // SAFETY: `raw` is live (invariant).
@@ -61,10 +77,10 @@ impl DevDax<'_> {
     /// The dax device's own inode, whose address space device-dax's user
     /// mappings live in; it belongs to the dax pseudo filesystem, which
     /// is never unmounted, and the reference keeps it alive.
-    pub(crate) fn inode(&self) -> super::fs::InodeRef {
-        // SAFETY: `raw` is live (invariant); the helper takes a reference
-        // (`ihold`) that the `InodeRef` owns.
-        unsafe { super::fs::InodeRef::from_raw(helpers::cxlf_dev_dax_inode_get(self.raw)) }
+    pub(crate) fn inode(&self) -> InodeRef {
+        // SAFETY: `raw` is live (invariant), and its dax device, which
+        // holds the inode, lives at least as long while it is bound.
+        unsafe { InodeRef::hold(helpers::cxlf_dev_dax_inode(self.raw)) }
     }
 
     /// The `X` of `daxX.Y`: the dax region.
@@ -103,9 +119,24 @@ impl DevDax<'_> {
             .sum()
     }
 
-    fn device(&self) -> *mut kernel::bindings::device {
+    fn device(&self) -> *mut bindings::device {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_dev_dax_device(self.raw) }
+    }
+
+    /// The device's drvdata: while bound, our per-device object.
+    fn drvdata(&self) -> *mut c_void {
+        // SAFETY: the device is live (invariant); the driver core reads and
+        // writes `driver_data` only through the bound driver, which is ours
+        // (`dev_get_drvdata()` is this field read).
+        unsafe { (*self.device()).driver_data }
+    }
+
+    /// Sets the drvdata (`dev_set_drvdata()`).
+    fn set_drvdata(&self, data: *mut c_void) {
+        // SAFETY: as in `drvdata`: `probe` and `remove`, where this runs,
+        // are the bound driver's.
+        unsafe { (*self.device()).driver_data = data };
     }
 }
 
@@ -175,7 +206,8 @@ impl<T: DaxDriver> PinnedDrop for DaxDriverRegistration<T> {
     fn drop(self: Pin<&mut Self>) {
         // Unregistering unbinds every device first (running `remove`), while
         // `data` is still alive.
-        // SAFETY: `raw` is live (invariant) and unregistered exactly once.
+        // SAFETY: `raw` is a live registration (invariant), unregistered
+        // exactly once, here.
         unsafe { helpers::cxlf_dax_driver_unregister(self.raw) };
     }
 }
@@ -185,20 +217,18 @@ impl<T: DaxDriver> PinnedDrop for DaxDriverRegistration<T> {
 /// Called by the dax bus with a live `dev_dax` being bound to a driver
 /// registered by [`DaxDriverRegistration::register`] for `T`.
 unsafe extern "C" fn probe_callback<T: DaxDriver>(raw: *mut RawDevDax) -> c_int {
-    // SAFETY: the device is being bound to our driver, whose data pointer
-    // is the live registration for `T` (unregistering waits for probes).
+    // SAFETY: the device is being bound to our driver (function contract),
+    // whose data pointer is the live registration for `T` (unregistering
+    // waits for probes).
     let reg =
         unsafe { &*helpers::cxlf_dev_dax_driver_data(raw).cast::<DaxDriverRegistration<T>>() };
-    let dev = DevDax {
-        raw,
-        _life: PhantomData,
-    };
+    // SAFETY: the device is being bound to our driver for this call
+    // (function contract).
+    let dev = unsafe { DevDax::from_raw(raw) };
     match T::probe(&dev, &reg.data) {
         Ok(object) => {
-            // SAFETY: the device is live; drvdata is ours while bound.
-            unsafe {
-                helpers::cxlf_dev_set_drvdata(dev.device(), object.into_foreign().cast_mut())
-            };
+            // `remove_callback` takes it back.
+            dev.set_drvdata(object.into_foreign().cast_mut());
             0
         }
         Err(err) => err.to_errno(),
@@ -207,18 +237,18 @@ unsafe extern "C" fn probe_callback<T: DaxDriver>(raw: *mut RawDevDax) -> c_int 
 
 /// # Safety
 ///
-/// Called by the dax bus once per successful probe, when unbinding.
+/// Called by the dax bus once per successful probe, when unbinding, with a
+/// live `dev_dax` bound to a driver registered for `T`.
 unsafe extern "C" fn remove_callback<T: DaxDriver>(raw: *mut RawDevDax) {
-    let dev = DevDax {
-        raw,
-        _life: PhantomData,
-    };
+    // SAFETY: the device is being unbound from our driver during this call
+    // (function contract).
+    let dev = unsafe { DevDax::from_raw(raw) };
     // SAFETY: drvdata holds what `probe_callback` stored with
-    // `into_foreign`, and remove runs once per probe.
-    let object =
-        unsafe { Pin::<KBox<T>>::from_foreign(helpers::cxlf_dev_get_drvdata(dev.device())) };
+    // `into_foreign`, and remove runs once per successful probe (function
+    // contract).
+    let object = unsafe { Pin::<KBox<T>>::from_foreign(dev.drvdata()) };
     object.as_ref().remove(&dev);
     drop(object);
-    // SAFETY: the device is live; clear the stale pointer.
-    unsafe { helpers::cxlf_dev_set_drvdata(dev.device(), core::ptr::null_mut()) };
+    // Clear the stale pointer.
+    dev.set_drvdata(core::ptr::null_mut());
 }

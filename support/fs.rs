@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Open files (upstream: `kernel::fs::File`, 6.13+), as much as the
-//! file-operation callbacks need.
+//! file-operation callbacks need, and counted inode references (upstream:
+//! `ARef<Inode>`; [`InodeRef::unmap_range`] has no upstream counterpart).
 
-use super::helpers;
 use kernel::bindings;
 use kernel::types::Opaque;
 
@@ -20,7 +20,8 @@ impl File {
     ///
     /// `ptr` must point to a valid `struct file` that stays valid for `'a`
     /// (the VFS guarantees this inside a file-operation callback).
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::file) -> &'a File {
+    pub(crate) unsafe fn from_raw_file<'a>(ptr: *const bindings::file) -> &'a File {
+        // INVARIANT: the caller guarantees that the file is valid for `'a`.
         // SAFETY: `File` is a transparent wrapper of `struct file`, and the
         // caller guarantees validity for `'a`.
         unsafe { &*ptr.cast() }
@@ -41,20 +42,22 @@ impl File {
 impl File {
     /// A counted reference to the file's inode.
     pub(crate) fn inode(&self) -> InodeRef {
-        // SAFETY: the file is valid (invariant); the helper takes a
-        // reference (`ihold`) that `InodeRef` owns.
-        InodeRef(unsafe { helpers::cxlf_file_inode_get(self.as_ptr()) })
+        // SAFETY: the file is valid (invariant) and holds a reference to
+        // its inode, `f_inode` (what `file_inode()` reads), fixed at open.
+        unsafe { InodeRef::hold((*self.as_ptr()).f_inode) }
     }
 
     /// Makes `inode`'s address space the one this file's mappings live
-    /// in, so that [`InodeRef::unmap_range`] reaches them. Only from
+    /// in, so that [`InodeRef::unmap_range`] reaches them (all files of a
+    /// device share one address space, as device-dax does). Only from
     /// `open`, before the file can be mapped.
     pub(crate) fn share_mappings_of(&self, inode: &InodeRef) {
         // The inode outlives the file's mappings: its owner keeps the
         // `InodeRef` until they are gone (the device, until its last file).
         // SAFETY: the file is valid (invariant) and not yet visible to user
-        // space while `open` runs; the inode is live (see above).
-        unsafe { helpers::cxlf_file_set_mapping(self.as_ptr(), inode.0) };
+        // space while `open` runs, so nothing else reads `f_mapping`; the
+        // inode is valid (`InodeRef` invariant) and its `i_mapping` fixed.
+        unsafe { (*self.as_ptr()).f_mapping = (*inode.0).i_mapping };
     }
 }
 
@@ -71,35 +74,44 @@ unsafe impl Send for InodeRef {}
 unsafe impl Sync for InodeRef {}
 
 impl InodeRef {
+    /// Takes a new reference to `inode` (`ihold`).
+    ///
     /// # Safety
     ///
     /// `inode` must be a valid inode on which the caller holds a reference
-    /// that it hands to the new value.
-    pub(crate) unsafe fn from_raw(inode: *mut bindings::inode) -> InodeRef {
-        // INVARIANT: a valid inode whose reference the caller gave us.
+    /// (or that something it holds keeps alive) for the duration of the
+    /// call.
+    pub(crate) unsafe fn hold(inode: *mut bindings::inode) -> InodeRef {
+        // SAFETY: the caller guarantees that the inode is alive, with a
+        // reference held elsewhere, as `ihold` requires.
+        unsafe { bindings::ihold(inode) };
+        // INVARIANT: a valid inode, with the reference `ihold` just took.
         InodeRef(inode)
     }
 
     /// Removes every user mapping of `[start, start + len)` of the
     /// address space; later accesses fault again.
     pub(crate) fn unmap_range(&self, start: u64, len: u64) {
-        // SAFETY: the inode is valid (invariant); `unmap_mapping_range`
-        // takes its own locks and may sleep, which callers allow.
-        unsafe { helpers::cxlf_inode_unmap_range(self.0, start, len) };
+        // `loff_t` is `long long`: the same conversion C makes.
+        let (start, len) = (start as bindings::loff_t, len as bindings::loff_t);
+        // SAFETY: the inode is valid (invariant), and so is its address
+        // space; `unmap_mapping_range` takes its own locks and may sleep,
+        // which callers allow.
+        unsafe { bindings::unmap_mapping_range((*self.0).i_mapping, start, len, 1) };
     }
 }
 
 impl Clone for InodeRef {
     fn clone(&self) -> InodeRef {
-        // SAFETY: the inode is valid (invariant); `ihold` takes the
-        // reference the new value owns.
-        InodeRef(unsafe { helpers::cxlf_inode_get(self.0) })
+        // SAFETY: the inode is valid and this value holds a reference
+        // (invariant).
+        unsafe { InodeRef::hold(self.0) }
     }
 }
 
 impl Drop for InodeRef {
     fn drop(&mut self) {
-        // SAFETY: the reference is ours (invariant), dropped once.
-        unsafe { helpers::cxlf_inode_put(self.0) };
+        // SAFETY: the reference is this value's (invariant), dropped once.
+        unsafe { bindings::iput(self.0) };
     }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Each module compiles this file once, through its own <dir>/helpers.c
- * (an object linked into two modules is a kbuild error).
+ * (an object linked into two modules is a kbuild error). Every exported
+ * helper says, "In C:", why Rust cannot do it through the 6.12 bindings.
  */
 #include "helpers.h"
 
@@ -9,8 +10,6 @@
 #include <linux/cred.h>
 #include <linux/dax.h>
 #include <linux/memremap.h>
-#include <linux/pfn_t.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/workqueue.h>
@@ -98,6 +97,7 @@ static int cxlf_misc_release(struct inode *inode, struct file *file)
 	return ret;
 }
 
+/* In C: struct miscdevice is not in 6.12's bindings_helper.h. */
 struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 				     const struct file_operations *template,
 				     struct module *owner, void *data,
@@ -163,6 +163,7 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 /*
  * device_destroy() drains running sysfs callbacks before it returns; open
  * files keep the file operations until they are released.
+ * In C: struct cxlf_misc embeds a struct miscdevice.
  */
 void cxlf_misc_deregister(struct cxlf_misc *m)
 {
@@ -170,12 +171,16 @@ void cxlf_misc_deregister(struct cxlf_misc *m)
 	cxlf_misc_put(m);
 }
 
+/* In C: struct cxlf_misc embeds a struct miscdevice. */
 int cxlf_misc_minor(const struct cxlf_misc *m)
 {
 	return m->misc.minor;
 }
 
-/* misc_open() points private_data at the miscdevice before ->open runs. */
+/*
+ * misc_open() points private_data at the miscdevice before ->open runs.
+ * In C: container_of() on a struct miscdevice.
+ */
 void *cxlf_misc_data_of_open_file(struct file *file)
 {
 	struct miscdevice *misc = file->private_data;
@@ -183,42 +188,15 @@ void *cxlf_misc_data_of_open_file(struct file *file)
 	return container_of(misc, struct cxlf_misc, misc)->data;
 }
 
-unsigned long cxlf_vma_start(const struct vm_area_struct *vma)
-{
-	return vma->vm_start;
-}
-
-unsigned long cxlf_vma_end(const struct vm_area_struct *vma)
-{
-	return vma->vm_end;
-}
-
-unsigned long cxlf_vma_flags(const struct vm_area_struct *vma)
-{
-	return vma->vm_flags;
-}
-
-unsigned long cxlf_vm_flag_shared(void)
-{
-	return VM_SHARED;
-}
-
-unsigned long cxlf_vm_flag_mayshare(void)
-{
-	return VM_MAYSHARE;
-}
-
-unsigned long cxlf_vm_flag_write(void)
-{
-	return VM_WRITE;
-}
-
 struct cxlf_dax_driver {
 	struct dax_device_driver dax;
 	void *data;
 };
 
-/* The dax bus names the driver after the module (KBUILD_MODNAME). */
+/*
+ * The dax bus names the driver after the module (KBUILD_MODNAME).
+ * In C: struct dax_device_driver is private to drivers/dax.
+ */
 struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
 						 void (*remove)(struct dev_dax *),
 						 void *data, int *err)
@@ -245,13 +223,17 @@ struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
 	return d;
 }
 
+/* In C: struct dax_device_driver is private to drivers/dax. */
 void cxlf_dax_driver_unregister(struct cxlf_dax_driver *d)
 {
 	dax_driver_unregister(&d->dax);
 	kfree(d);
 }
 
-/* Only valid from probe/remove, while dev_dax is bound to our driver. */
+/*
+ * Only valid from probe/remove, while dev_dax is bound to our driver.
+ * In C: struct dev_dax is private to drivers/dax.
+ */
 void *cxlf_dev_dax_driver_data(struct dev_dax *dev_dax)
 {
 	struct dax_device_driver *drv =
@@ -260,16 +242,19 @@ void *cxlf_dev_dax_driver_data(struct dev_dax *dev_dax)
 	return container_of(drv, struct cxlf_dax_driver, dax)->data;
 }
 
+/* In C: struct dev_dax is private to drivers/dax. */
 struct device *cxlf_dev_dax_device(struct dev_dax *dev_dax)
 {
 	return &dev_dax->dev;
 }
 
+/* In C: struct dev_dax is private to drivers/dax. */
 int cxlf_dev_dax_nr_ranges(const struct dev_dax *dev_dax)
 {
 	return dev_dax->nr_range;
 }
 
+/* In C: struct dev_dax is private to drivers/dax. */
 int cxlf_dev_dax_range(const struct dev_dax *dev_dax, int i, u64 *start,
 		       u64 *end, u64 *pgoff)
 {
@@ -281,17 +266,22 @@ int cxlf_dev_dax_range(const struct dev_dax *dev_dax, int i, u64 *start,
 	return 0;
 }
 
+/* In C: struct dev_dax is private to drivers/dax. */
 unsigned int cxlf_dev_dax_align(const struct dev_dax *dev_dax)
 {
 	return dev_dax->align;
 }
 
+/* In C: struct dev_dax is private to drivers/dax. */
 int cxlf_dev_dax_id(const struct dev_dax *dev_dax)
 {
 	return dev_dax->id;
 }
 
-/* The node device-dax gives the instance's pages. */
+/*
+ * The node device-dax gives the instance's pages.
+ * In C: struct dev_dax is private to drivers/dax.
+ */
 int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax)
 {
 	return dev_dax->target_node;
@@ -300,127 +290,50 @@ int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax)
 /*
  * The dax device's own inode (as device-dax's open uses): its address
  * space is where the instance's user mappings live, whoever opened the
- * file and through whichever device node. The reference is the caller's.
+ * file and through whichever device node. Valid while dev_dax is bound.
+ * In C: struct dev_dax is private to drivers/dax.
  */
-struct inode *cxlf_dev_dax_inode_get(struct dev_dax *dev_dax)
+struct inode *cxlf_dev_dax_inode(struct dev_dax *dev_dax)
 {
-	struct inode *inode = dax_inode(dev_dax->dax_dev);
-
-	ihold(inode);
-	return inode;
+	return dax_inode(dev_dax->dax_dev);
 }
 
-struct inode *cxlf_inode_get(struct inode *inode)
-{
-	ihold(inode);
-	return inode;
-}
-
+/* In C: struct dev_dax is private to drivers/dax. */
 int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax)
 {
 	return dev_dax->region->id;
 }
 
-void cxlf_dev_set_drvdata(struct device *dev, void *data)
+/* In C: vm_flags_set() is a static inline (it write-locks the VMA). */
+void cxlf_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
-	dev_set_drvdata(dev, data);
+	vm_flags_set(vma, flags);
 }
 
-void *cxlf_dev_get_drvdata(const struct device *dev)
+/* In C: vm_flags_clear() is a static inline (it write-locks the VMA). */
+void cxlf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
 {
-	return dev_get_drvdata(dev);
+	vm_flags_clear(vma, flags);
 }
 
-void cxlf_vma_setup_pfnmap(struct vm_area_struct *vma, unsigned int cache_mode,
-			   bool writable,
-			   const struct vm_operations_struct *ops,
-			   void *private)
+/* In C: pgprot_noncached() is a macro. */
+pgprot_t cxlf_pgprot_noncached(pgprot_t prot)
 {
-	vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	if (!writable)
-		vm_flags_clear(vma, VM_MAYWRITE);
-	if (cache_mode == 1)
-		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
-	else if (cache_mode == 2)
-		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-	vma->vm_ops = ops;
-	vma->vm_private_data = private;
-}
-
-void *cxlf_vma_private(const struct vm_area_struct *vma)
-{
-	return vma->vm_private_data;
-}
-
-struct vm_area_struct *cxlf_vmf_vma(const struct vm_fault *vmf)
-{
-	return vmf->vma;
-}
-
-unsigned long cxlf_vmf_address(const struct vm_fault *vmf)
-{
-	return vmf->address;
-}
-
-bool cxlf_vmf_is_write(const struct vm_fault *vmf)
-{
-	return vmf->flags & FAULT_FLAG_WRITE;
-}
-
-/* Special (struct-page-less) entries: PFN_DEV without PFN_MAP. */
-vm_fault_t cxlf_vmf_insert_pfn(struct vm_fault *vmf, unsigned long pfn)
-{
-	return vmf_insert_pfn(vmf->vma, vmf->address & PAGE_MASK, pfn);
-}
-
-vm_fault_t cxlf_vmf_insert_pfn_pmd(struct vm_fault *vmf, unsigned long pfn)
-{
-#ifdef CONFIG_TRANSPARENT_HUGEPAGE
-	return vmf_insert_pfn_pmd(vmf, __pfn_to_pfn_t(pfn, PFN_DEV),
-				  vmf->flags & FAULT_FLAG_WRITE);
-#else
-	return VM_FAULT_FALLBACK;
-#endif
+	return pgprot_noncached(prot);
 }
 
 /*
- * Mappings of memory with struct pages from a ZONE_DEVICE pagemap, as
- * device-dax makes them: devmap entries (PFN_DEV | PFN_MAP), so that GUP,
- * pins and the mempolicy walk find real pages. No VM_PFNMAP/VM_MIXEDMAP;
- * VM_HUGEPAGE lets the fault path ask ->huge_fault for PMDs.
+ * PFN_DEV alone: a special (struct-page-less) entry of a VM_PFNMAP
+ * mapping. With PFN_MAP: a devmap entry of a ZONE_DEVICE page, so that
+ * GUP, pins and the mempolicy walk find real pages (as device-dax maps).
+ * In C: __pfn_to_pfn_t() is a static inline, PFN_DEV and PFN_MAP macros.
  */
-void cxlf_vma_setup_devmap(struct vm_area_struct *vma, bool writable,
-			   const struct vm_operations_struct *ops,
-			   void *private)
+pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap)
 {
-	vm_flags_set(vma, VM_HUGEPAGE | VM_DONTEXPAND | VM_DONTDUMP);
-	if (!writable)
-		vm_flags_clear(vma, VM_MAYWRITE);
-	vma->vm_ops = ops;
-	vma->vm_private_data = private;
+	return __pfn_to_pfn_t(pfn, devmap ? PFN_DEV | PFN_MAP : PFN_DEV);
 }
 
-/* pfn_t and its flags are macros and static inlines. */
-vm_fault_t cxlf_vmf_insert_devmap(struct vm_fault *vmf, unsigned long pfn)
-{
-	return vmf_insert_mixed(vmf->vma, vmf->address & PAGE_MASK,
-				__pfn_to_pfn_t(pfn, PFN_DEV | PFN_MAP));
-}
-
-vm_fault_t cxlf_vmf_insert_devmap_pmd(struct vm_fault *vmf, unsigned long pfn)
-{
-#ifdef CONFIG_TRANSPARENT_HUGEPAGE
-	return vmf_insert_pfn_pmd(vmf, __pfn_to_pfn_t(pfn, PFN_DEV | PFN_MAP),
-				  vmf->flags & FAULT_FLAG_WRITE);
-#else
-	return VM_FAULT_FALLBACK;
-#endif
-}
-
-/*
- * struct dev_pagemap has a union with a flexible array, and the page
- * reference helpers are static inlines: both are C's to handle.
- */
+/* In C: struct dev_pagemap ends in a union with a flexible array. */
 struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
 					void **vaddr, int *err)
 {
@@ -446,6 +359,7 @@ struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
 	return pgmap;
 }
 
+/* In C: frees the struct dev_pagemap cxlf_pagemap_create allocated. */
 void cxlf_pagemap_destroy(struct dev_pagemap *pgmap)
 {
 	memunmap_pages(pgmap);
@@ -456,6 +370,7 @@ void cxlf_pagemap_destroy(struct dev_pagemap *pgmap)
  * Pages of [pfn, pfn + nr) that someone other than their pagemap holds a
  * reference to (a GUP get or pin: O_DIRECT, io_uring, RDMA, a kernel
  * user). An idle MEMORY_DEVICE_GENERIC page has a count of one.
+ * In C: pfn_to_page() is a macro, page_ref_count() a static inline.
  */
 unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr)
 {
@@ -474,6 +389,7 @@ unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr)
  * Zeroes [addr, addr + len) of shared memory and writes it back, in
  * chunks with a reschedule point between them (a pool section is 2 MiB,
  * and on an emulated CXL window every store traps).
+ * In C: a memset64()/clflush_cache_range() loop with cond_resched().
  */
 void cxlf_clear_flush(void *addr, size_t len)
 {
@@ -496,58 +412,13 @@ void cxlf_clear_flush(void *addr, size_t len)
 	}
 }
 
-struct page *cxlf_pfn_to_page(unsigned long pfn)
-{
-	return pfn_to_page(pfn);
-}
-
-unsigned int cxlf_pmd_order(void)
-{
-	return PMD_ORDER;
-}
-
-struct inode *cxlf_file_inode_get(struct file *file)
-{
-	struct inode *inode = file_inode(file);
-
-	ihold(inode);
-	return inode;
-}
-
-/*
- * All files of a device share one address space (as device-dax does), so
- * that unmap_mapping_range() reaches every mapping of a range.
- */
-void cxlf_file_set_mapping(struct file *file, struct inode *inode)
-{
-	file->f_mapping = inode->i_mapping;
-}
-
-void cxlf_inode_put(struct inode *inode)
-{
-	iput(inode);
-}
-
-void cxlf_inode_unmap_range(struct inode *inode, u64 start, u64 len)
-{
-	unmap_mapping_range(inode->i_mapping, start, len, 1);
-}
-
-bool cxlf_capable_sys_admin(void)
-{
-	return capable(CAP_SYS_ADMIN);
-}
-
+/* In C: current_euid() is a macro. */
 u32 cxlf_current_euid(void)
 {
 	return from_kuid_munged(&init_user_ns, current_euid());
 }
 
-bool cxlf_signal_pending(void)
-{
-	return signal_pending(current);
-}
-
+/* In C: ktime_get_boottime_ns() is a static inline. */
 u64 cxlf_ktime_boottime_ns(void)
 {
 	return ktime_get_boottime_ns();
@@ -573,6 +444,7 @@ static void cxlf_periodic_run(struct work_struct *work)
 				   max(1UL, msecs_to_jiffies(next_ms)));
 }
 
+/* In C: INIT_DELAYED_WORK() is a macro (and the work is embedded). */
 struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
 					  void *ctx, unsigned int first_ms,
 					  int *err)
@@ -593,6 +465,7 @@ struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
 
 /* Returns after the last run has finished; the work re-queues itself, which
  * cancel_delayed_work_sync() is documented to handle. */
+/* In C: struct cxlf_periodic embeds the delayed work. */
 void cxlf_periodic_stop(struct cxlf_periodic *p)
 {
 	WRITE_ONCE(p->stopping, true);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * C side of the cxlfabric support layer: what the 6.12 Rust bindings lack
- * (struct miscdevice is not in bindings_helper.h, vm_flags is a union) and
- * static inline functions. Only the Rust wrappers in support/ call these.
+ * C side of the cxlfabric support layer: only what Rust cannot reach
+ * through 6.12's bindings (static inlines, macros, structures that
+ * bindgen does not see or cannot express). Each definition in helpers.c
+ * says why it is C. Only the Rust wrappers in support/ call these, through
+ * support/helpers.rs.
  */
 #ifndef CXLFABRIC_SUPPORT_HELPERS_H
 #define CXLFABRIC_SUPPORT_HELPERS_H
@@ -11,7 +13,9 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/pfn_t.h>
 
+/* A misc device with a per-registration copy of its file operations. */
 struct cxlf_misc;
 
 struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
@@ -27,44 +31,22 @@ void cxlf_misc_deregister(struct cxlf_misc *misc);
 int cxlf_misc_minor(const struct cxlf_misc *misc);
 void *cxlf_misc_data_of_open_file(struct file *file);
 
-/* Mappings of device memory without struct pages (VM_PFNMAP). */
-void cxlf_vma_setup_pfnmap(struct vm_area_struct *vma, unsigned int cache_mode,
-			   bool writable,
-			   const struct vm_operations_struct *ops,
-			   void *private);
-void *cxlf_vma_private(const struct vm_area_struct *vma);
-struct vm_area_struct *cxlf_vmf_vma(const struct vm_fault *vmf);
-unsigned long cxlf_vmf_address(const struct vm_fault *vmf);
-bool cxlf_vmf_is_write(const struct vm_fault *vmf);
-vm_fault_t cxlf_vmf_insert_pfn(struct vm_fault *vmf, unsigned long pfn);
-vm_fault_t cxlf_vmf_insert_pfn_pmd(struct vm_fault *vmf, unsigned long pfn);
-unsigned int cxlf_pmd_order(void);
+/* Setting up a VMA in ->mmap, and page-frame entries for its faults. */
+void cxlf_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags);
+void cxlf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags);
+pgprot_t cxlf_pgprot_noncached(pgprot_t prot);
+pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap);
 
-/* Mappings of ZONE_DEVICE pages (devmap entries), and their pagemap. */
-void cxlf_vma_setup_devmap(struct vm_area_struct *vma, bool writable,
-			   const struct vm_operations_struct *ops,
-			   void *private);
-vm_fault_t cxlf_vmf_insert_devmap(struct vm_fault *vmf, unsigned long pfn);
-vm_fault_t cxlf_vmf_insert_devmap_pmd(struct vm_fault *vmf, unsigned long pfn);
+/* ZONE_DEVICE pages over device memory, and their users. */
 struct dev_pagemap;
 struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
 					void **vaddr, int *err);
 void cxlf_pagemap_destroy(struct dev_pagemap *pgmap);
 unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr);
-struct page *cxlf_pfn_to_page(unsigned long pfn);
 void cxlf_clear_flush(void *addr, size_t len);
 
-/* The inode whose address space an open file's mappings live in. */
-struct inode *cxlf_file_inode_get(struct file *file);
-void cxlf_file_set_mapping(struct file *file, struct inode *inode);
-void cxlf_inode_put(struct inode *inode);
-struct inode *cxlf_inode_get(struct inode *inode);
-void cxlf_inode_unmap_range(struct inode *inode, u64 start, u64 len);
-
-/* The calling task. */
-bool cxlf_capable_sys_admin(void);
+/* The calling task, and the clock. */
 u32 cxlf_current_euid(void);
-bool cxlf_signal_pending(void);
 u64 cxlf_ktime_boottime_ns(void);
 
 /* A function run again and again on a high-priority workqueue. */
@@ -88,13 +70,6 @@ void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 		return READ_ONCE(pname);                                      \
 	}
 
-unsigned long cxlf_vma_start(const struct vm_area_struct *vma);
-unsigned long cxlf_vma_end(const struct vm_area_struct *vma);
-unsigned long cxlf_vma_flags(const struct vm_area_struct *vma);
-unsigned long cxlf_vm_flag_shared(void);
-unsigned long cxlf_vm_flag_mayshare(void);
-unsigned long cxlf_vm_flag_write(void);
-
 /*
  * The dax bus. struct dax_device_driver and struct dev_dax are declared in
  * drivers/dax/bus.h and drivers/dax/dax-private.h, private to drivers/dax:
@@ -117,8 +92,6 @@ unsigned int cxlf_dev_dax_align(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_id(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax);
-struct inode *cxlf_dev_dax_inode_get(struct dev_dax *dev_dax);
-void cxlf_dev_set_drvdata(struct device *dev, void *data);
-void *cxlf_dev_get_drvdata(const struct device *dev);
+struct inode *cxlf_dev_dax_inode(struct dev_dax *dev_dax);
 
 #endif

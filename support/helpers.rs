@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Declarations of the C helpers in `helpers.c` (see `helpers.h`). Only the
-//! wrappers in this directory call them.
+//! wrappers in this directory call them. Whatever the 6.12 bindings give
+//! Rust directly (exported functions, constants, plain struct fields) is
+//! used from `kernel::bindings` instead.
 
 // The C structs are only passed by pointer. Without CONFIG_LOCKDEP they
 // contain empty `lockdep_map`s, which this lint flags even behind a
@@ -66,28 +68,18 @@ extern "C" {
     pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
     pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
     pub(crate) fn cxlf_misc_data_of_open_file(file: *mut bindings::file) -> *mut c_void;
-    pub(crate) fn cxlf_vma_setup_pfnmap(
+
+    pub(crate) fn cxlf_vm_flags_set(
         vma: *mut bindings::vm_area_struct,
-        cache_mode: c_uint,
-        writable: bool,
-        ops: *const bindings::vm_operations_struct,
-        private: *mut c_void,
+        flags: bindings::vm_flags_t,
     );
-    pub(crate) fn cxlf_vma_private(vma: *const bindings::vm_area_struct) -> *mut c_void;
-    pub(crate) fn cxlf_vmf_vma(vmf: *const bindings::vm_fault) -> *mut bindings::vm_area_struct;
-    pub(crate) fn cxlf_vmf_address(vmf: *const bindings::vm_fault) -> c_ulong;
-    pub(crate) fn cxlf_vmf_is_write(vmf: *const bindings::vm_fault) -> bool;
-    pub(crate) fn cxlf_vmf_insert_pfn(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
-    pub(crate) fn cxlf_vmf_insert_pfn_pmd(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
-    pub(crate) fn cxlf_pmd_order() -> c_uint;
-    pub(crate) fn cxlf_vma_setup_devmap(
+    pub(crate) fn cxlf_vm_flags_clear(
         vma: *mut bindings::vm_area_struct,
-        writable: bool,
-        ops: *const bindings::vm_operations_struct,
-        private: *mut c_void,
+        flags: bindings::vm_flags_t,
     );
-    pub(crate) fn cxlf_vmf_insert_devmap(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
-    pub(crate) fn cxlf_vmf_insert_devmap_pmd(vmf: *mut bindings::vm_fault, pfn: c_ulong) -> u32;
+    pub(crate) fn cxlf_pgprot_noncached(prot: bindings::pgprot_t) -> bindings::pgprot_t;
+    pub(crate) fn cxlf_pfn_to_pfn_t(pfn: c_ulong, devmap: bool) -> bindings::pfn_t;
+
     pub(crate) fn cxlf_pagemap_create(
         start: u64,
         len: u64,
@@ -97,18 +89,9 @@ extern "C" {
     ) -> *mut bindings::dev_pagemap;
     pub(crate) fn cxlf_pagemap_destroy(pgmap: *mut bindings::dev_pagemap);
     pub(crate) fn cxlf_pages_referenced(pfn: c_ulong, nr: c_ulong) -> c_ulong;
-    pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
     pub(crate) fn cxlf_clear_flush(addr: *mut c_void, len: usize);
 
-    pub(crate) fn cxlf_file_inode_get(file: *mut bindings::file) -> *mut bindings::inode;
-    pub(crate) fn cxlf_file_set_mapping(file: *mut bindings::file, inode: *mut bindings::inode);
-    pub(crate) fn cxlf_inode_put(inode: *mut bindings::inode);
-    pub(crate) fn cxlf_inode_get(inode: *mut bindings::inode) -> *mut bindings::inode;
-    pub(crate) fn cxlf_inode_unmap_range(inode: *mut bindings::inode, start: u64, len: u64);
-
-    pub(crate) fn cxlf_capable_sys_admin() -> bool;
     pub(crate) fn cxlf_current_euid() -> u32;
-    pub(crate) fn cxlf_signal_pending() -> bool;
     pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
 
     pub(crate) fn cxlf_periodic_start(
@@ -118,13 +101,6 @@ extern "C" {
         err: *mut c_int,
     ) -> *mut CxlfPeriodic;
     pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
-
-    pub(crate) fn cxlf_vma_start(vma: *const bindings::vm_area_struct) -> c_ulong;
-    pub(crate) fn cxlf_vma_end(vma: *const bindings::vm_area_struct) -> c_ulong;
-    pub(crate) fn cxlf_vma_flags(vma: *const bindings::vm_area_struct) -> c_ulong;
-    pub(crate) fn cxlf_vm_flag_shared() -> c_ulong;
-    pub(crate) fn cxlf_vm_flag_mayshare() -> c_ulong;
-    pub(crate) fn cxlf_vm_flag_write() -> c_ulong;
 
     pub(crate) fn cxlf_dax_driver_register(
         probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
@@ -143,11 +119,9 @@ extern "C" {
         end: *mut u64,
         pgoff: *mut u64,
     ) -> c_int;
-    pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> kernel::ffi::c_uint;
+    pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> c_uint;
     pub(crate) fn cxlf_dev_dax_id(dev_dax: *const RawDevDax) -> c_int;
     pub(crate) fn cxlf_dev_dax_region_id(dev_dax: *const RawDevDax) -> c_int;
     pub(crate) fn cxlf_dev_dax_target_node(dev_dax: *const RawDevDax) -> c_int;
-    pub(crate) fn cxlf_dev_dax_inode_get(dev_dax: *mut RawDevDax) -> *mut bindings::inode;
-    pub(crate) fn cxlf_dev_set_drvdata(dev: *mut bindings::device, data: *mut c_void);
-    pub(crate) fn cxlf_dev_get_drvdata(dev: *const bindings::device) -> *mut c_void;
+    pub(crate) fn cxlf_dev_dax_inode(dev_dax: *mut RawDevDax) -> *mut bindings::inode;
 }

@@ -265,7 +265,7 @@ unsafe extern "C" fn fops_open<T: MiscDevice>(
         &*helpers::cxlf_misc_data_of_open_file(raw_file).cast::<MiscDeviceRegistration<T>>()
     };
     // SAFETY: the VFS keeps the file valid during the callback.
-    let file = unsafe { File::from_raw(raw_file) };
+    let file = unsafe { File::from_raw_file(raw_file) };
     match T::open(file, misc) {
         Ok(ptr) => {
             // SAFETY: the file is valid; `private_data` belongs to the
@@ -288,7 +288,7 @@ unsafe extern "C" fn fops_release<T: MiscDevice>(
     // release runs once, after every other callback on this file.
     let device = unsafe { T::Ptr::from_foreign((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
-    T::release(device, unsafe { File::from_raw(raw_file) });
+    T::release(device, unsafe { File::from_raw_file(raw_file) });
     0
 }
 
@@ -305,7 +305,7 @@ unsafe extern "C" fn fops_ioctl<T: MiscDevice>(
     // while this callback runs.
     let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
-    let file = unsafe { File::from_raw(raw_file) };
+    let file = unsafe { File::from_raw_file(raw_file) };
     match T::ioctl(device, file, cmd, arg) {
         Ok(ret) => ret as c_long,
         Err(err) => err.to_errno() as c_long,
@@ -323,7 +323,7 @@ unsafe extern "C" fn fops_mmap<T: MiscDevice>(
     // SAFETY: as in `fops_ioctl`.
     let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
-    let file = unsafe { File::from_raw(raw_file) };
+    let file = unsafe { File::from_raw_file(raw_file) };
     // SAFETY: `vma` is the VMA being created, valid during the callback.
     let vma = unsafe { VmaNew::from_raw(vma) };
     match T::mmap(device, file, vma) {

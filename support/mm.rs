@@ -1,88 +1,156 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Virtual memory areas being set up by `mmap` (upstream:
-//! `kernel::mm::virt::VmaNew`, 6.16), as much as the drivers use.
+//! Virtual memory areas (upstream: `kernel::mm::virt`, 6.16): [`VmaRef`]
+//! and [`VmaNew`] as upstream has them, as much as the drivers use, and the
+//! VM flags as constants in [`flags`].
+//!
+//! No upstream counterpart (6.16 has no Rust fault handlers): the fault
+//! side of `vm_operations_struct` ([`PfnMapping`], [`VmFault`],
+//! [`FaultResult`]) and mappings of device memory by page frame
+//! ([`VmaNew::set_pfn_mapping`], [`VmaNew::set_devmap_mapping`],
+//! [`CacheMode`]).
 
 use super::helpers;
+use super::uapi::beluga;
 use core::marker::PhantomData;
+use core::ops::Deref;
 use kernel::bindings;
 use kernel::error::to_result;
-use kernel::ffi::{c_uint, c_ulong};
-use kernel::page::Page;
+use kernel::ffi::{c_uint, c_void};
+use kernel::page::{Page, PAGE_MASK, PAGE_SIZE};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::{ForeignOwnable, Opaque};
 
-/// VM flag bits, read from C so they cannot drift from the kernel's.
+/// The integer type of VM flags.
+pub(crate) use bindings::vm_flags_t;
+
+/// VM flag bits (upstream: `kernel::mm::virt::flags`), the ones in use.
 pub(crate) mod flags {
-    use super::helpers;
+    use super::vm_flags_t;
+    use kernel::bindings;
 
-    pub(crate) fn shared() -> usize {
-        // SAFETY: returns a constant.
-        unsafe { helpers::cxlf_vm_flag_shared() as usize }
-    }
-
-    pub(crate) fn mayshare() -> usize {
-        // SAFETY: returns a constant.
-        unsafe { helpers::cxlf_vm_flag_mayshare() as usize }
-    }
-
-    pub(crate) fn write() -> usize {
-        // SAFETY: returns a constant.
-        unsafe { helpers::cxlf_vm_flag_write() as usize }
-    }
+    /// Mapping allows writes.
+    pub(crate) const WRITE: vm_flags_t = bindings::VM_WRITE as vm_flags_t;
+    /// Mapping is shared.
+    pub(crate) const SHARED: vm_flags_t = bindings::VM_SHARED as vm_flags_t;
+    /// Mapping may be updated to allow writes.
+    pub(crate) const MAYWRITE: vm_flags_t = bindings::VM_MAYWRITE as vm_flags_t;
+    /// Mapping may be shared (asked for with `MAP_SHARED`).
+    pub(crate) const MAYSHARE: vm_flags_t = bindings::VM_MAYSHARE as vm_flags_t;
+    /// Page frames without `struct page`.
+    pub(crate) const PFNMAP: vm_flags_t = bindings::VM_PFNMAP as vm_flags_t;
+    /// Cannot be expanded with `mremap()`.
+    pub(crate) const DONTEXPAND: vm_flags_t = bindings::VM_DONTEXPAND as vm_flags_t;
+    /// Not included in core dumps.
+    pub(crate) const DONTDUMP: vm_flags_t = bindings::VM_DONTDUMP as vm_flags_t;
+    /// Huge pages wanted (`MADV_HUGEPAGE`): faults ask `huge_fault` for PMDs.
+    pub(crate) const HUGEPAGE: vm_flags_t = bindings::VM_HUGEPAGE as vm_flags_t;
 }
 
-/// A VMA inside `f_op->mmap`, before it is visible to user space.
+/// A VMA the caller may read: it holds the mmap or the VMA read lock (or
+/// stronger).
 ///
 /// # Invariants
 ///
-/// The wrapped VMA is valid for the lifetime of the reference, and the
-/// caller holds the mmap write lock (as `mmap_region` does).
+/// The VMA is valid, and its mmap or VMA read lock (or stronger) held, for
+/// as long as the reference is used.
 #[repr(transparent)]
-pub(crate) struct VmaNew(Opaque<bindings::vm_area_struct>);
+pub(crate) struct VmaRef {
+    vma: Opaque<bindings::vm_area_struct>,
+}
 
-impl VmaNew {
+impl VmaRef {
     /// # Safety
     ///
-    /// `vma` must be the VMA passed to `f_op->mmap`, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(vma: *mut bindings::vm_area_struct) -> &'a VmaNew {
-        // SAFETY: transparent wrapper; validity is the caller's promise.
+    /// `vma` must be valid for `'a`, and the mmap or VMA read lock (or
+    /// stronger) held for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(vma: *const bindings::vm_area_struct) -> &'a VmaRef {
+        // INVARIANT: the caller guarantees validity and the lock for `'a`.
+        // SAFETY: `VmaRef` is a transparent wrapper of `vm_area_struct`,
+        // and the caller guarantees that `vma` is valid for `'a`.
         unsafe { &*vma.cast() }
     }
 
-    fn as_ptr(&self) -> *mut bindings::vm_area_struct {
-        self.0.get()
+    pub(crate) fn as_ptr(&self) -> *mut bindings::vm_area_struct {
+        self.vma.get()
     }
 
+    /// The VMA's flags (a combination of [`flags`]).
+    pub(crate) fn flags(&self) -> vm_flags_t {
+        // SAFETY: the VMA is valid and read-locked (invariant): writers of
+        // `vm_flags` hold the write lock, so this read is not a data race.
+        unsafe { (*self.as_ptr()).__bindgen_anon_2.vm_flags }
+    }
+
+    /// The (inclusive) start address.
     pub(crate) fn start(&self) -> usize {
-        // SAFETY: valid VMA (invariant); fixed while mmap runs.
-        unsafe { helpers::cxlf_vma_start(self.as_ptr()) as usize }
+        // SAFETY: as in `flags`: the bounds change only under the write lock.
+        unsafe { (*self.as_ptr()).__bindgen_anon_1.__bindgen_anon_1.vm_start }
     }
 
+    /// The (exclusive) end address.
     pub(crate) fn end(&self) -> usize {
-        // SAFETY: valid VMA (invariant); fixed while mmap runs.
-        unsafe { helpers::cxlf_vma_end(self.as_ptr()) as usize }
+        // SAFETY: as in `start`.
+        unsafe { (*self.as_ptr()).__bindgen_anon_1.__bindgen_anon_1.vm_end }
     }
 
+    /// Not upstream: `end() - start()`.
     pub(crate) fn len(&self) -> usize {
         self.end() - self.start()
     }
 
-    /// Offset into the file, in pages.
+    /// Not upstream: the VMA's offset into the file, in pages.
     pub(crate) fn pgoff(&self) -> usize {
-        // SAFETY: valid VMA (invariant); fixed while mmap runs.
+        // SAFETY: as in `start`: `vm_pgoff` changes only with the bounds.
         unsafe { (*self.as_ptr()).vm_pgoff }
     }
 
-    pub(crate) fn flags(&self) -> usize {
-        // SAFETY: valid VMA (invariant).
-        unsafe { helpers::cxlf_vma_flags(self.as_ptr()) as usize }
+    /// Not upstream: whether the mapping was asked for with `MAP_SHARED`.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.flags() & flags::MAYSHARE != 0
     }
 
-    /// Whether the mapping was asked for with `MAP_SHARED`.
-    pub(crate) fn is_shared(&self) -> bool {
-        self.flags() & flags::mayshare() != 0
+    /// The private data of a VMA set up by `VmaNew::set_mapping`.
+    fn private_data(&self) -> *const c_void {
+        // SAFETY: as in `start`: `set_mapping` wrote `vm_private_data`
+        // before the VMA became visible, and nothing changes it after.
+        unsafe { (*self.as_ptr()).vm_private_data }
+    }
+}
+
+/// A VMA inside `f_op->mmap`, before it is visible to user space
+/// (upstream: `VmaNew`); it reads as a [`VmaRef`].
+///
+/// # Invariants
+///
+/// For the lifetime of the reference the VMA is being set up by an
+/// `f_op->mmap` call, which holds the mmap write lock (as `mmap_region`
+/// does).
+#[repr(transparent)]
+pub(crate) struct VmaNew {
+    vma: VmaRef,
+}
+
+impl Deref for VmaNew {
+    type Target = VmaRef;
+
+    fn deref(&self) -> &VmaRef {
+        &self.vma
+    }
+}
+
+impl VmaNew {
+    /// # Safety
+    ///
+    /// `vma` must be the VMA passed to `f_op->mmap`, being set up there
+    /// for all of `'a`.
+    pub(crate) unsafe fn from_raw<'a>(vma: *mut bindings::vm_area_struct) -> &'a VmaNew {
+        // INVARIANT: the caller guarantees that `vma` is being set up by
+        // `f_op->mmap` (under the mmap write lock) for `'a`.
+        // SAFETY: `VmaNew` is a transparent wrapper of `VmaRef`, itself one
+        // of `vm_area_struct`; the caller guarantees validity for `'a`.
+        unsafe { &*vma.cast() }
     }
 
     /// Maps `page` at user address `address` (inside this VMA).
@@ -90,17 +158,17 @@ impl VmaNew {
         if address < self.start() || address >= self.end() {
             return Err(EINVAL);
         }
-        // SAFETY: valid VMA under the mmap lock (invariant); `address` is
-        // inside it; `page` is a live page that `vm_insert_page` takes its
-        // own reference to.
-        to_result(unsafe { bindings::vm_insert_page(self.as_ptr(), address as _, page.as_ptr()) })
+        // SAFETY: the VMA is valid and its mmap write lock held (invariant),
+        // which `vm_insert_page` needs to set `VM_MIXEDMAP`; `address` is
+        // inside it (checked); `page` is a live page, to which
+        // `vm_insert_page` takes its own reference.
+        to_result(unsafe { bindings::vm_insert_page(self.as_ptr(), address, page.as_ptr()) })
     }
-}
 
-impl VmaNew {
     /// Makes this a mapping of device memory without struct pages
     /// (`VM_PFNMAP`, never expanded by mremap, not in core dumps) in cache
-    /// mode `mode`, whose faults `T` serves; the VMA and every copy of it
+    /// mode `mode`, whose faults `T` serves with [`VmFault::insert_pfn`]
+    /// and [`VmFault::insert_pfn_pmd`]; the VMA and every copy of it
     /// (split, fork) hold a reference to `mapping`. Read-only unless
     /// `writable` (then `mprotect` cannot add write access either).
     pub(crate) fn set_pfn_mapping<T: PfnMapping>(
@@ -109,67 +177,89 @@ impl VmaNew {
         writable: bool,
         mapping: Arc<T>,
     ) -> Result {
-        if !writable && self.flags() & flags::write() != 0 {
-            return Err(EACCES);
-        }
-        let private = mapping.into_foreign();
-        // SAFETY: valid VMA under the mmap write lock (invariant). The
-        // vtable is 'static; `private` is an `Arc<T>` that `pfn_close`
-        // gives back, once per VMA that `pfn_open` counted.
-        unsafe {
-            helpers::cxlf_vma_setup_pfnmap(
-                self.as_ptr(),
-                mode as c_uint,
-                writable,
-                &PfnVtable::<T>::OPS,
-                private.cast_mut(),
-            )
-        };
-        Ok(())
+        let set = flags::PFNMAP | flags::DONTEXPAND | flags::DONTDUMP;
+        self.set_mapping(set, mode, writable, mapping)
     }
-}
 
-impl VmaNew {
     /// Makes this a mapping of ZONE_DEVICE pages ([`super::pagemap`]) with
     /// devmap entries, as device-dax maps (never expanded by mremap, not
     /// in core dumps, write-back), whose faults `T` serves with
-    /// [`VmFault::insert_devmap`] and [`VmFault::insert_devmap_pmd`]. The
-    /// VMA and every copy of it (split, fork) hold a reference to
-    /// `mapping`. Read-only unless `writable` (then `mprotect` cannot add
-    /// write access either).
+    /// [`VmFault::insert_devmap`] and [`VmFault::insert_devmap_pmd`]. No
+    /// `VM_PFNMAP` or `VM_MIXEDMAP`, so GUP, pins and the mempolicy walk
+    /// find the pages; `VM_HUGEPAGE` lets faults ask for PMDs. The VMA and
+    /// every copy of it (split, fork) hold a reference to `mapping`.
+    /// Read-only unless `writable` (then `mprotect` cannot add write
+    /// access either).
     pub(crate) fn set_devmap_mapping<T: PfnMapping>(
         &self,
         writable: bool,
         mapping: Arc<T>,
     ) -> Result {
-        if !writable && self.flags() & flags::write() != 0 {
+        let set = flags::HUGEPAGE | flags::DONTEXPAND | flags::DONTDUMP;
+        self.set_mapping(set, CacheMode::WriteBack, writable, mapping)
+    }
+
+    /// Sets the flags `set`, the page protection of `mode`, and `T`'s
+    /// vtable with `mapping` as the private data.
+    fn set_mapping<T: PfnMapping>(
+        &self,
+        set: vm_flags_t,
+        mode: CacheMode,
+        writable: bool,
+        mapping: Arc<T>,
+    ) -> Result {
+        if !writable && self.flags() & flags::WRITE != 0 {
             return Err(EACCES);
         }
-        let private = mapping.into_foreign();
-        // SAFETY: valid VMA under the mmap write lock (invariant). The
-        // vtable is 'static; `private` is an `Arc<T>` that `pfn_close`
-        // gives back, once per VMA that `pfn_open` counted.
-        unsafe {
-            helpers::cxlf_vma_setup_devmap(
-                self.as_ptr(),
-                writable,
-                &PfnVtable::<T>::OPS,
-                private.cast_mut(),
-            )
+        let vma = self.as_ptr();
+        // SAFETY: the VMA is being set up under the mmap write lock
+        // (invariant), as `vm_flags_set` requires; the callers' flags are
+        // valid for a mapping whose faults the vtable below serves.
+        unsafe { helpers::cxlf_vm_flags_set(vma, set) };
+        if !writable {
+            // SAFETY: as above; `VM_WRITE` is clear (checked above), so
+            // clearing `VM_MAYWRITE` leaves consistent flags.
+            unsafe { helpers::cxlf_vm_flags_clear(vma, flags::MAYWRITE) };
+        }
+        // SAFETY: the VMA is being set up by this `mmap` call (invariant):
+        // nothing else reads or writes its fields until it returns.
+        let prot = unsafe { (*vma).vm_page_prot };
+        let prot = match mode {
+            CacheMode::WriteBack => None,
+            // SAFETY: computes a protection value; no preconditions.
+            CacheMode::Uncached => Some(unsafe { helpers::cxlf_pgprot_noncached(prot) }),
+            // SAFETY: as above.
+            CacheMode::WriteCombining => Some(unsafe { bindings::pgprot_writecombine(prot) }),
         };
+        let private = mapping.into_foreign().cast_mut();
+        // SAFETY: as for `prot`. The vtable is 'static; `private` is an
+        // `Arc<T>` that `pfn_close` gives back, once per VMA that this call
+        // or `pfn_open` counted.
+        unsafe {
+            if let Some(prot) = prot {
+                (*vma).vm_page_prot = prot;
+            }
+            (*vma).vm_ops = &PfnVtable::<T>::OPS;
+            (*vma).vm_private_data = private;
+        }
         Ok(())
     }
 }
 
-/// Cache mode of a mapping (the values of the beluga ABI).
+/// Cache mode of a [`VmaNew::set_pfn_mapping`] mapping. The values are
+/// the beluga ABI's `MAP_*` (defined once, in `uapi/src/beluga.rs`); each
+/// mode's page protection is chosen in `set_mapping`, so the C helpers
+/// never see these numbers.
+#[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CacheMode {
-    WriteBack = 0,
-    Uncached = 1,
-    WriteCombining = 2,
+    WriteBack = beluga::MAP_WRITE_BACK,
+    Uncached = beluga::MAP_UNCACHED,
+    WriteCombining = beluga::MAP_WRITE_COMBINING,
 }
 
-/// The fault handler of a [`VmaNew::set_pfn_mapping`] mapping.
+/// The fault handler of a [`VmaNew::set_pfn_mapping`] or
+/// [`VmaNew::set_devmap_mapping`] mapping.
 pub(crate) trait PfnMapping: Send + Sync + Sized + 'static {
     /// A fault at `fault.address()` of a page (`order == 0`) or of a whole
     /// PMD (`order == pmd_order()`); other orders should fall back.
@@ -178,7 +268,7 @@ pub(crate) trait PfnMapping: Send + Sync + Sized + 'static {
 
 /// The outcome of a fault (`vm_fault_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FaultResult(u32);
+pub(crate) struct FaultResult(bindings::vm_fault_t);
 
 impl FaultResult {
     /// The access is not allowed: the process gets SIGBUS.
@@ -193,9 +283,8 @@ impl FaultResult {
 }
 
 /// The order of a PMD mapping (9 on x86-64: 2 MiB).
-pub(crate) fn pmd_order() -> u32 {
-    // SAFETY: returns a constant.
-    unsafe { helpers::cxlf_pmd_order() }
+pub(crate) const fn pmd_order() -> u32 {
+    bindings::PMD_ORDER
 }
 
 /// A page fault being handled.
@@ -203,83 +292,114 @@ pub(crate) fn pmd_order() -> u32 {
 /// # Invariants
 ///
 /// `raw` is the fault passed to a fault callback, valid for `'a`, on a VMA
-/// set up by [`VmaNew::set_pfn_mapping`].
+/// set up by `VmaNew::set_mapping`, whose mmap or VMA read lock the mm
+/// holds for `'a`.
 pub(crate) struct VmFault<'a> {
     raw: *mut bindings::vm_fault,
-    vma: *mut bindings::vm_area_struct,
-    _p: PhantomData<&'a ()>,
+    _p: PhantomData<&'a bindings::vm_fault>,
 }
 
-impl VmFault<'_> {
+impl<'a> VmFault<'a> {
+    /// The faulting VMA.
+    pub(crate) fn vma(&self) -> &'a VmaRef {
+        // SAFETY: the fault is valid for `'a` (invariant); its `vma` is set
+        // before the callback and is valid and read-locked for `'a`
+        // (invariant).
+        unsafe { VmaRef::from_raw((*self.raw).__bindgen_anon_1.vma) }
+    }
+
+    /// The faulting user address.
     pub(crate) fn address(&self) -> usize {
-        // SAFETY: valid fault (invariant).
-        unsafe { helpers::cxlf_vmf_address(self.raw) as usize }
+        // SAFETY: valid fault (invariant); `address` is set before the
+        // callback and constant during it.
+        unsafe { (*self.raw).__bindgen_anon_1.address }
     }
 
+    /// Whether the access that faulted is a write.
     pub(crate) fn is_write(&self) -> bool {
-        // SAFETY: valid fault (invariant).
-        unsafe { helpers::cxlf_vmf_is_write(self.raw) }
+        // SAFETY: as in `address`.
+        let flags = unsafe { (*self.raw).flags };
+        flags & bindings::fault_flag_FAULT_FLAG_WRITE != 0
     }
 
+    /// `self.vma().start()`.
     pub(crate) fn vma_start(&self) -> usize {
-        // SAFETY: the faulting VMA is valid and stable under the mmap
-        // (or VMA) read lock held during the fault.
-        unsafe { helpers::cxlf_vma_start(self.vma) as usize }
+        self.vma().start()
     }
 
+    /// `self.vma().end()`.
     pub(crate) fn vma_end(&self) -> usize {
-        // SAFETY: as in `vma_start`.
-        unsafe { helpers::cxlf_vma_end(self.vma) as usize }
+        self.vma().end()
     }
 
-    /// The VMA's offset into the file, in pages.
+    /// `self.vma().pgoff()`: the VMA's offset into the file, in pages.
     pub(crate) fn vma_pgoff(&self) -> usize {
-        // SAFETY: as in `vma_start`.
-        unsafe { (*self.vma).vm_pgoff }
+        self.vma().pgoff()
     }
 
-    /// Maps page frame `pfn` at the faulting page.
+    /// Maps page frame `pfn` at the faulting page (of a
+    /// [`VmaNew::set_pfn_mapping`] VMA).
     pub(crate) fn insert_pfn(&self, pfn: usize) -> FaultResult {
-        // SAFETY: valid fault on a `VM_PFNMAP` VMA (invariant); the caller
-        // (the mapping's owner) vouches that `pfn` is its memory.
-        FaultResult(unsafe { helpers::cxlf_vmf_insert_pfn(self.raw, pfn as c_ulong) })
+        // SAFETY: valid fault on a VMA set up by `set_mapping` (invariant),
+        // at an address inside it; the caller (the mapping's owner) vouches
+        // that `pfn` is its memory.
+        FaultResult(unsafe {
+            bindings::vmf_insert_pfn(self.vma().as_ptr(), self.address() & PAGE_MASK, pfn)
+        })
     }
 
     /// Maps the PMD-sized, PMD-aligned block at page frame `pfn` over the
-    /// faulting PMD.
+    /// faulting PMD (of a [`VmaNew::set_pfn_mapping`] VMA).
     pub(crate) fn insert_pfn_pmd(&self, pfn: usize) -> FaultResult {
-        if !self.pmd_fits(pfn) {
-            return FaultResult::FALLBACK;
-        }
-        // SAFETY: as in `insert_pfn`; the block lies inside the VMA.
-        FaultResult(unsafe { helpers::cxlf_vmf_insert_pfn_pmd(self.raw, pfn as c_ulong) })
+        self.insert_pmd(pfn, false)
     }
-}
 
-impl VmFault<'_> {
     /// Maps the ZONE_DEVICE page `pfn` at the faulting page (a devmap
     /// entry: GUP finds the page).
     pub(crate) fn insert_devmap(&self, pfn: usize) -> FaultResult {
+        // SAFETY: computes a `pfn_t`; no preconditions.
+        let pfn = unsafe { helpers::cxlf_pfn_to_pfn_t(pfn, true) };
         // SAFETY: valid fault on a VMA set up by `set_devmap_mapping`
-        // (invariant); the caller (the mapping's owner) vouches that `pfn`
-        // is a page of its pagemap.
-        FaultResult(unsafe { helpers::cxlf_vmf_insert_devmap(self.raw, pfn as c_ulong) })
+        // (invariant), at an address inside it; the caller (the mapping's
+        // owner) vouches that `pfn` is a page of its pagemap.
+        FaultResult(unsafe {
+            bindings::vmf_insert_mixed(self.vma().as_ptr(), self.address() & PAGE_MASK, pfn)
+        })
     }
 
     /// Maps the PMD-sized, PMD-aligned block of ZONE_DEVICE pages at `pfn`
     /// over the faulting PMD.
     pub(crate) fn insert_devmap_pmd(&self, pfn: usize) -> FaultResult {
+        self.insert_pmd(pfn, true)
+    }
+
+    /// Maps the PMD of page frames at `pfn`, as a devmap entry if
+    /// `devmap`; falls back unless the PMD fits (see `pmd_fits`).
+    fn insert_pmd(&self, pfn: usize, devmap: bool) -> FaultResult {
         if !self.pmd_fits(pfn) {
             return FaultResult::FALLBACK;
         }
-        // SAFETY: as in `insert_devmap`; the block lies inside the VMA.
-        FaultResult(unsafe { helpers::cxlf_vmf_insert_devmap_pmd(self.raw, pfn as c_ulong) })
+        #[cfg(CONFIG_TRANSPARENT_HUGEPAGE)]
+        {
+            // SAFETY: computes a `pfn_t`; no preconditions.
+            let pfn = unsafe { helpers::cxlf_pfn_to_pfn_t(pfn, devmap) };
+            // SAFETY: valid fault (invariant) on a VMA whose setup matches
+            // `devmap` (the callers' contract); the block lies inside the
+            // VMA (checked) and belongs to the mapping's owner, who vouches
+            // for it as in `insert_pfn` and `insert_devmap`.
+            FaultResult(unsafe { bindings::vmf_insert_pfn_pmd(self.raw, pfn, self.is_write()) })
+        }
+        #[cfg(not(CONFIG_TRANSPARENT_HUGEPAGE))]
+        {
+            let _ = devmap;
+            FaultResult::FALLBACK
+        }
     }
 
     /// Whether a PMD of pages at `pfn` can map the faulting PMD: `pfn` is
     /// PMD aligned and the block lies inside the VMA.
     fn pmd_fits(&self, pfn: usize) -> bool {
-        let pmd = (1usize << pmd_order()) * kernel::page::PAGE_SIZE;
+        let pmd = (1usize << pmd_order()) * PAGE_SIZE;
         let start = self.address() & !(pmd - 1);
         pfn & ((1 << pmd_order()) - 1) == 0
             && start >= self.vma_start()
@@ -305,42 +425,50 @@ impl<T: PfnMapping> PfnVtable<T> {
 
 /// # Safety
 ///
-/// Called by the mm for a new copy (split, fork) of a VMA set up by
-/// `set_pfn_mapping::<T>`; its private data is that VMA's `Arc<T>`.
+/// Called by the mm, under the mmap write lock, for a new copy (split,
+/// fork) of a VMA set up by `set_mapping::<T>`; its private data is that
+/// VMA's `Arc<T>`.
 unsafe extern "C" fn pfn_open<T: PfnMapping>(vma: *mut bindings::vm_area_struct) {
-    // SAFETY: the private data is a live `Arc<T>` (the original VMA's).
-    let borrowed = unsafe { Arc::<T>::borrow(helpers::cxlf_vma_private(vma)) };
+    // SAFETY: the mm passes a valid, write-locked VMA (function contract).
+    let vma = unsafe { VmaRef::from_raw(vma) };
+    // SAFETY: the private data is the original VMA's live `Arc<T>`
+    // (function contract), which outlives this call.
+    let borrowed = unsafe { Arc::<T>::borrow(vma.private_data()) };
     // The copy holds its own reference; `pfn_close` drops it.
     let _ = Arc::<T>::from(borrowed).into_foreign();
 }
 
 /// # Safety
 ///
-/// Called once per VMA when it goes away.
+/// Called by the mm once per VMA set up by `set_mapping::<T>` (or copied
+/// through `pfn_open::<T>`) when it goes away.
 unsafe extern "C" fn pfn_close<T: PfnMapping>(vma: *mut bindings::vm_area_struct) {
-    // SAFETY: this VMA's reference, taken in `set_pfn_mapping` or
-    // `pfn_open`, released once.
-    drop(unsafe { Arc::<T>::from_foreign(helpers::cxlf_vma_private(vma)) });
+    // SAFETY: the mm passes a valid VMA, which it no longer shares
+    // (function contract).
+    let vma = unsafe { VmaRef::from_raw(vma) };
+    // SAFETY: this VMA's reference, taken in `set_mapping` or `pfn_open`
+    // (function contract), released once: `close` runs once per VMA.
+    drop(unsafe { Arc::<T>::from_foreign(vma.private_data()) });
 }
 
 /// # Safety
 ///
-/// Called by the mm with a valid fault on a VMA set up by
-/// `set_pfn_mapping::<T>`.
+/// Called by the mm with a valid fault, under the mmap or VMA read lock,
+/// on a VMA set up by `set_mapping::<T>`.
 unsafe extern "C" fn pfn_huge_fault<T: PfnMapping>(
     vmf: *mut bindings::vm_fault,
     order: c_uint,
 ) -> bindings::vm_fault_t {
-    // SAFETY: valid fault (caller).
-    let vma = unsafe { helpers::cxlf_vmf_vma(vmf) };
-    // SAFETY: the VMA holds its `Arc<T>` for as long as it exists.
-    let mapping = unsafe { Arc::<T>::borrow(helpers::cxlf_vma_private(vma)) };
+    // INVARIANT: the mm passes a valid fault on a VMA set up for `T`, and
+    // holds its read lock during this call (function contract).
     let fault = VmFault {
         raw: vmf,
-        vma,
         _p: PhantomData,
     };
-    mapping.fault(&fault, order).0 as bindings::vm_fault_t
+    // SAFETY: the VMA holds its `Arc<T>` for as long as it exists (see
+    // `set_mapping` and `pfn_close`), which is past this fault.
+    let mapping = unsafe { Arc::<T>::borrow(fault.vma().private_data()) };
+    mapping.fault(&fault, order).0
 }
 
 /// # Safety
@@ -349,6 +477,7 @@ unsafe extern "C" fn pfn_huge_fault<T: PfnMapping>(
 unsafe extern "C" fn pfn_fault<T: PfnMapping>(
     vmf: *mut bindings::vm_fault,
 ) -> bindings::vm_fault_t {
-    // SAFETY: forwarded as is.
+    // SAFETY: the mm's guarantees for this call (function contract) are
+    // those `pfn_huge_fault` needs.
     unsafe { pfn_huge_fault::<T>(vmf, 0) }
 }

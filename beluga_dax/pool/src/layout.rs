@@ -31,6 +31,9 @@ pub const SECTION_ENTRY_BYTES: u64 = 16;
 pub const OBJECT_ENTRY_BYTES: u64 = 128;
 pub const MAX_HOSTS: u32 = 64;
 pub const MAX_OBJECTS: u32 = 1 << 16;
+// An object's holders are a bit per host in a u64; `Geometry::new`'s
+// refusals name both limits.
+const _: () = assert!(MAX_HOSTS == u64::BITS && MAX_OBJECTS == 65536);
 const TABLE_ALIGN: u64 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,7 @@
 use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 
-pub const SLOT_BYTES: usize = 256;
-const _: () = assert!(SLOT_BYTES as u64 == super::layout::HOST_SLOT_BYTES);
+pub const SLOT_BYTES: usize = super::layout::HOST_SLOT_BYTES as usize;
 pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"BHST");
 pub const SLOT_VERSION: u32 = 1;
 /// Bytes covered by the checksum (everything before it).

@@ -24,10 +24,13 @@ use super::le::{u32_at, u64_at};
 use super::objects::{Name, ObjectEntry, NAME_BYTES};
 use super::sections::Extent;
 
+/// The request follows the lease record's line (`leases.rs`).
 pub const REQUEST_OFF: u64 = 64;
 pub const REQUEST_BYTES: usize = 128;
-pub const REPLY_OFF: u64 = 192;
+pub const REPLY_OFF: u64 = REQUEST_OFF + REQUEST_BYTES as u64;
 pub const REPLY_BYTES: usize = 64;
+// The reply is the slot's last line.
+const _: () = assert!(REPLY_OFF + REPLY_BYTES as u64 == super::layout::HOST_SLOT_BYTES);
 
 const REQUEST_MAGIC: u32 = u32::from_le_bytes(*b"BREQ");
 const REPLY_MAGIC: u32 = u32::from_le_bytes(*b"BREP");

@@ -12,8 +12,7 @@ use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 use super::sections::{Extent, SectionMap};
 
-pub const ENTRY_BYTES: usize = 128;
-const _: () = assert!(ENTRY_BYTES as u64 == super::layout::OBJECT_ENTRY_BYTES);
+pub const ENTRY_BYTES: usize = super::layout::OBJECT_ENTRY_BYTES as usize;
 pub const NAME_BYTES: usize = 48;
 /// Bytes covered by the checksum (everything before it).
 const COVERED: usize = 104;
@@ -174,7 +173,7 @@ impl Slot {
             return Err(ObjectError::Invalid("mode"));
         }
         let holders = u64_at(b, 32);
-        if max_hosts < 64 && holders >> max_hosts != 0 {
+        if max_hosts < u64::BITS && holders >> max_hosts != 0 {
             return Err(ObjectError::Invalid("holders beyond the host table"));
         }
         let raw_name = &b[56..56 + NAME_BYTES];
