@@ -16,7 +16,7 @@ use super::fs::InodeRef;
 use super::helpers::{self, RawDevDax};
 use core::marker::{PhantomData, PhantomPinned};
 use kernel::bindings;
-use kernel::error::to_result;
+use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::types::ForeignOwnable;
@@ -176,21 +176,25 @@ unsafe impl<T: DaxDriver> Sync for DaxDriverRegistration<T> {}
 impl<T: DaxDriver> DaxDriverRegistration<T> {
     /// Registers the driver `/sys/bus/dax/drivers/<this module's name>`.
     pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
+        // INVARIANT: `raw` is the registration just made, whose data pointer
+        // is `this`, the value's final (pinned) address.
         try_pin_init!(&this in Self {
             data,
             // `data` is initialised above: registering may probe at once.
-            raw: helpers::register_with("the dax driver", |err| {
+            raw: helpers::register_err_ptr(
+                "the dax driver",
                 // SAFETY: `this` is the final, pinned address of the value
-                // being initialised; the callbacks match `T`.
+                // being initialised, which outlives the registration
+                // (unregistered in `drop`); the callbacks expect a
+                // registration for `T`, which it is.
                 unsafe {
                     helpers::cxlf_dax_driver_register(
                         probe_callback::<T>,
                         remove_callback::<T>,
                         this.as_ptr().cast::<c_void>(),
-                        err,
                     )
-                }
-            })?,
+                },
+            )?,
             _pin: PhantomPinned,
             _t: PhantomData,
         })
@@ -225,14 +229,12 @@ unsafe extern "C" fn probe_callback<T: DaxDriver>(raw: *mut RawDevDax) -> c_int 
     // SAFETY: the device is being bound to our driver for this call
     // (function contract).
     let dev = unsafe { DevDax::from_raw(raw) };
-    match T::probe(&dev, &reg.data) {
-        Ok(object) => {
-            // `remove_callback` takes it back.
-            dev.set_drvdata(object.into_foreign().cast_mut());
-            0
-        }
-        Err(err) => err.to_errno(),
-    }
+    from_result(|| {
+        let object = T::probe(&dev, &reg.data)?;
+        // `remove_callback` takes it back.
+        dev.set_drvdata(object.into_foreign().cast_mut());
+        Ok(0)
+    })
 }
 
 /// # Safety

@@ -105,28 +105,24 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 				     unsigned int nr_attrs,
 				     ssize_t (*show)(void *data,
 						     unsigned int index,
-						     char *buf),
-				     int *err)
+						     char *buf))
 {
 	struct cxlf_misc *m = kzalloc(sizeof(*m), GFP_KERNEL);
 	unsigned int i;
+	int err;
 
-	if (!m) {
-		*err = -ENOMEM;
-		return NULL;
-	}
+	if (!m)
+		return ERR_PTR(-ENOMEM);
 	if (strscpy(m->name, name, sizeof(m->name)) < 0) {
 		kfree(m);
-		*err = -ENAMETOOLONG;
-		return NULL;
+		return ERR_PTR(-ENAMETOOLONG);
 	}
 	if (nr_attrs) {
 		m->dattrs = kcalloc(nr_attrs, sizeof(*m->dattrs), GFP_KERNEL);
 		m->attrs = kcalloc(nr_attrs + 1, sizeof(*m->attrs), GFP_KERNEL);
 		if (!m->dattrs || !m->attrs) {
 			cxlf_misc_free(m);
-			*err = -ENOMEM;
-			return NULL;
+			return ERR_PTR(-ENOMEM);
 		}
 		for (i = 0; i < nr_attrs; i++) {
 			sysfs_attr_init(&m->dattrs[i].attr);
@@ -152,10 +148,10 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 	m->misc.name = m->name;
 	m->misc.mode = mode;
 	m->misc.fops = &m->fops;
-	*err = misc_register(&m->misc);
-	if (*err) {
+	err = misc_register(&m->misc);
+	if (err) {
 		cxlf_misc_free(m);
-		return NULL;
+		return ERR_PTR(err);
 	}
 	return m;
 }
@@ -199,14 +195,13 @@ struct cxlf_dax_driver {
  */
 struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
 						 void (*remove)(struct dev_dax *),
-						 void *data, int *err)
+						 void *data)
 {
 	struct cxlf_dax_driver *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	int err;
 
-	if (!d) {
-		*err = -ENOMEM;
-		return NULL;
-	}
+	if (!d)
+		return ERR_PTR(-ENOMEM);
 	/*
 	 * Device type: matches device-mode dax instances, but binds only to
 	 * unbound ones; operators move an instance here with unbind/bind.
@@ -215,10 +210,10 @@ struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
 	d->dax.probe = probe;
 	d->dax.remove = remove;
 	d->data = data;
-	*err = dax_driver_register(&d->dax);
-	if (*err) {
+	err = dax_driver_register(&d->dax);
+	if (err) {
 		kfree(d);
-		return NULL;
+		return ERR_PTR(err);
 	}
 	return d;
 }
@@ -335,15 +330,13 @@ pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap)
 
 /* In C: struct dev_pagemap ends in a union with a flexible array. */
 struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
-					void **vaddr, int *err)
+					void **vaddr)
 {
 	struct dev_pagemap *pgmap = kzalloc(sizeof(*pgmap), GFP_KERNEL);
 	void *addr;
 
-	if (!pgmap) {
-		*err = -ENOMEM;
-		return NULL;
-	}
+	if (!pgmap)
+		return ERR_PTR(-ENOMEM);
 	/* Order-0 pages: a PMD maps 512 of them, as device-dax with 4K align. */
 	pgmap->type = MEMORY_DEVICE_GENERIC;
 	pgmap->range.start = start;
@@ -351,9 +344,8 @@ struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
 	pgmap->nr_range = 1;
 	addr = memremap_pages(pgmap, nid);
 	if (IS_ERR(addr)) {
-		*err = PTR_ERR(addr);
 		kfree(pgmap);
-		return NULL;
+		return addr;
 	}
 	*vaddr = addr;
 	return pgmap;
@@ -446,15 +438,12 @@ static void cxlf_periodic_run(struct work_struct *work)
 
 /* In C: INIT_DELAYED_WORK() is a macro (and the work is embedded). */
 struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
-					  void *ctx, unsigned int first_ms,
-					  int *err)
+					  void *ctx, unsigned int first_ms)
 {
 	struct cxlf_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
 
-	if (!p) {
-		*err = -ENOMEM;
-		return NULL;
-	}
+	if (!p)
+		return ERR_PTR(-ENOMEM);
 	INIT_DELAYED_WORK(&p->dwork, cxlf_periodic_run);
 	p->fn = fn;
 	p->ctx = ctx;

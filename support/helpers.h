@@ -4,7 +4,7 @@
  * through 6.12's bindings (static inlines, macros, structures that
  * bindgen does not see or cannot express). Each definition in helpers.c
  * says why it is C. Only the Rust wrappers in support/ call these, through
- * support/helpers.rs.
+ * support/helpers.rs. Registrations return an ERR_PTR on failure.
  */
 #ifndef CXLFABRIC_SUPPORT_HELPERS_H
 #define CXLFABRIC_SUPPORT_HELPERS_H
@@ -25,8 +25,7 @@ struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
 				     unsigned int nr_attrs,
 				     ssize_t (*show)(void *data,
 						     unsigned int index,
-						     char *buf),
-				     int *err);
+						     char *buf));
 void cxlf_misc_deregister(struct cxlf_misc *misc);
 int cxlf_misc_minor(const struct cxlf_misc *misc);
 void *cxlf_misc_data_of_open_file(struct file *file);
@@ -40,7 +39,7 @@ pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap);
 /* ZONE_DEVICE pages over device memory, and their users. */
 struct dev_pagemap;
 struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
-					void **vaddr, int *err);
+					void **vaddr);
 void cxlf_pagemap_destroy(struct dev_pagemap *pgmap);
 unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr);
 void cxlf_clear_flush(void *addr, size_t len);
@@ -52,8 +51,7 @@ u64 cxlf_ktime_boottime_ns(void);
 /* A function run again and again on a high-priority workqueue. */
 struct cxlf_periodic;
 struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
-					  void *ctx, unsigned int first_ms,
-					  int *err);
+					  void *ctx, unsigned int first_ms);
 void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 
 /*
@@ -81,7 +79,7 @@ struct cxlf_dax_driver;
 
 struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
 						 void (*remove)(struct dev_dax *),
-						 void *data, int *err);
+						 void *data);
 void cxlf_dax_driver_unregister(struct cxlf_dax_driver *drv);
 void *cxlf_dev_dax_driver_data(struct dev_dax *dev_dax);
 struct device *cxlf_dev_dax_device(struct dev_dax *dev_dax);

@@ -11,22 +11,24 @@
 #![allow(improper_ctypes)]
 
 use kernel::bindings;
+use kernel::error::{from_err_ptr, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-/// Runs a C registration that returns a handle, or NULL with an errno in
-/// its out-parameter; turns that into a `Result` and logs the failure.
+/// Runs a C registration that returns a handle or an `ERR_PTR` (turned
+/// into a `Result` by `kernel::error::from_err_ptr`) and logs a failure.
 pub(crate) fn register_with<T>(
     what: &str,
-    register: impl FnOnce(*mut c_int) -> *mut T,
-) -> kernel::error::Result<*mut T> {
-    let mut err: c_int = 0;
-    let raw = register(&mut err);
-    if raw.is_null() {
-        kernel::pr_err!("cannot register {}: error {}\n", what, err);
-        kernel::error::to_result(err)?;
-        return Err(kernel::error::code::ENOMEM);
-    }
-    Ok(raw)
+    register: impl FnOnce() -> Result<*mut T>,
+) -> Result<*mut T> {
+    register().inspect_err(|err| {
+        kernel::pr_err!("cannot register {}: error {}\n", what, err.to_errno());
+    })
+}
+
+/// Like [`register_with`], for a registration that only returns a handle
+/// or an `ERR_PTR`.
+pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
+    register_with(what, || from_err_ptr(raw))
 }
 
 /// `struct cxlf_misc`: a miscdevice and its file operations, owned by C.
@@ -63,7 +65,6 @@ extern "C" {
         attr_names: *const *const c_char,
         nr_attrs: c_uint,
         show: Option<unsafe extern "C" fn(*mut c_void, c_uint, *mut c_char) -> isize>,
-        err: *mut c_int,
     ) -> *mut CxlfMisc;
     pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
     pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
@@ -85,7 +86,6 @@ extern "C" {
         len: u64,
         nid: c_int,
         vaddr: *mut *mut c_void,
-        err: *mut c_int,
     ) -> *mut bindings::dev_pagemap;
     pub(crate) fn cxlf_pagemap_destroy(pgmap: *mut bindings::dev_pagemap);
     pub(crate) fn cxlf_pages_referenced(pfn: c_ulong, nr: c_ulong) -> c_ulong;
@@ -98,7 +98,6 @@ extern "C" {
         func: unsafe extern "C" fn(*mut c_void) -> c_uint,
         ctx: *mut c_void,
         first_ms: c_uint,
-        err: *mut c_int,
     ) -> *mut CxlfPeriodic;
     pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
 
@@ -106,7 +105,6 @@ extern "C" {
         probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
         remove: unsafe extern "C" fn(*mut RawDevDax),
         data: *mut c_void,
-        err: *mut c_int,
     ) -> *mut CxlfDaxDriver;
     pub(crate) fn cxlf_dax_driver_unregister(drv: *mut CxlfDaxDriver);
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;

@@ -18,6 +18,7 @@ use super::helpers;
 use super::mm::VmaNew;
 use core::marker::{PhantomData, PhantomPinned};
 use kernel::bindings;
+use kernel::error::{from_err_ptr, from_result};
 use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -119,21 +120,23 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
             *name = attr.as_char_ptr();
         }
         let nr_attrs = T::ATTRIBUTES.len();
+        // INVARIANT: `raw` is the registration just made, whose data
+        // pointer is `this`, the value's final (pinned) address.
         try_pin_init!(&this in Self {
             data,
             // `data` is initialised above, before `open` or a sysfs read
             // can first run.
-            raw: helpers::register_with("a misc device", |err| {
+            raw: helpers::register_with("a misc device", || {
                 if nr_attrs > MAX_ATTRIBUTES || !name_fits {
-                    // SAFETY: `err` is the helper's valid out-parameter.
-                    unsafe { *err = EINVAL.to_errno() };
-                    return core::ptr::null_mut();
+                    return Err(EINVAL);
                 }
-                // C copies the name and keeps the attribute name pointers
-                // (not the array), which are 'static like the vtable.
-                // SAFETY: valid pointers as above; `this` is the final,
-                // pinned address of the value being initialised.
-                unsafe {
+                // SAFETY: `name` is NUL-terminated (it fits, with its NUL)
+                // and C copies it; C keeps the attribute name pointers (not
+                // the array), which are 'static like the vtable, and
+                // `nr_attrs` of them are set; `this` is the final, pinned
+                // address of the value being initialised, which outlives
+                // the registration (deregistered in `drop`).
+                from_err_ptr(unsafe {
                     helpers::cxlf_misc_register(
                         name.as_ptr().cast::<c_char>(),
                         mode,
@@ -143,9 +146,8 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
                         names.as_ptr(),
                         nr_attrs as c_uint,
                         Some(show_attribute::<T>),
-                        err,
                     )
-                }
+                })
             })?,
             _pin: PhantomPinned,
             _t: PhantomData,
@@ -158,7 +160,7 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
 
     /// The minor number the misc core assigned.
     pub(crate) fn minor(&self) -> i32 {
-        // SAFETY: `raw` is live (invariant).
+        // SAFETY: `raw` is a live registration (invariant).
         unsafe { helpers::cxlf_misc_minor(self.raw) }
     }
 }
@@ -166,7 +168,8 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
 #[pinned_drop]
 impl<T: MiscDevice> PinnedDrop for MiscDeviceRegistration<T> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `raw` is live (invariant) and deregistered exactly once.
+        // SAFETY: `raw` is a live registration (invariant), deregistered
+        // exactly once, here.
         // misc_deregister takes misc_mtx, which misc_open holds across
         // `open`, so no `open` runs on this registration after it returns.
         unsafe { helpers::cxlf_misc_deregister(self.raw) };
@@ -203,16 +206,18 @@ unsafe extern "C" fn show_attribute<T: MiscDevice>(
     index: c_uint,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: see the function's safety section.
+    // SAFETY: the C side passes the registration's data pointer, a live
+    // `MiscDeviceRegistration<T>` (function contract).
     let misc = unsafe { &*data.cast::<MiscDeviceRegistration<T>>() };
-    // SAFETY: sysfs passes a zeroed page we own during the callback.
+    // SAFETY: sysfs passes a page-sized buffer that only this callback
+    // uses while it runs (function contract).
     let page =
         unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
     let mut out = AttributeBuffer { buf: page, len: 0 };
-    match T::show_attribute(&misc.data, index as usize, &mut out) {
-        Ok(()) => out.len as isize,
-        Err(err) => err.to_errno() as isize,
-    }
+    from_result(|| {
+        T::show_attribute(&misc.data, index as usize, &mut out)?;
+        Ok(out.len as isize)
+    })
 }
 
 struct VtableHelper<T: MiscDevice>(PhantomData<T>);
@@ -260,21 +265,20 @@ unsafe extern "C" fn fops_open<T: MiscDevice>(
     raw_file: *mut bindings::file,
 ) -> c_int {
     // SAFETY: `private_data` is our miscdevice (misc_open set it); its data
-    // pointer is a registration of type `T`, alive while misc_mtx is held.
+    // pointer is a registration of type `T`, which `misc_mtx`, held by
+    // `misc_open` across this call, keeps registered and so alive.
     let misc = unsafe {
         &*helpers::cxlf_misc_data_of_open_file(raw_file).cast::<MiscDeviceRegistration<T>>()
     };
     // SAFETY: the VFS keeps the file valid during the callback.
     let file = unsafe { File::from_raw_file(raw_file) };
-    match T::open(file, misc) {
-        Ok(ptr) => {
-            // SAFETY: the file is valid; `private_data` belongs to the
-            // driver from here on, and `release` takes it back.
-            unsafe { (*raw_file).private_data = ptr.into_foreign().cast_mut() };
-            0
-        }
-        Err(err) => err.to_errno(),
-    }
+    from_result(|| {
+        let ptr = T::open(file, misc)?;
+        // SAFETY: the file is valid and not yet shared; `private_data`
+        // belongs to the driver from here on, and `release` takes it back.
+        unsafe { (*raw_file).private_data = ptr.into_foreign().cast_mut() };
+        Ok(0)
+    })
 }
 
 /// # Safety
@@ -284,8 +288,9 @@ unsafe extern "C" fn fops_release<T: MiscDevice>(
     _inode: *mut bindings::inode,
     raw_file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: `private_data` came from `into_foreign` in `fops_open`, and
-    // release runs once, after every other callback on this file.
+    // SAFETY: `private_data` came from `into_foreign` in `fops_open` (the
+    // VFS calls release only after a successful open), and release runs
+    // once, after every other callback on this file.
     let device = unsafe { T::Ptr::from_foreign((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
     T::release(device, unsafe { File::from_raw_file(raw_file) });
@@ -301,15 +306,12 @@ unsafe extern "C" fn fops_ioctl<T: MiscDevice>(
     cmd: c_uint,
     arg: c_ulong,
 ) -> c_long {
-    // SAFETY: `private_data` came from `into_foreign` and is not released
-    // while this callback runs.
+    // SAFETY: `private_data` came from `into_foreign` in `fops_open`, and
+    // the VFS does not release the file while this callback runs.
     let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
     let file = unsafe { File::from_raw_file(raw_file) };
-    match T::ioctl(device, file, cmd, arg) {
-        Ok(ret) => ret as c_long,
-        Err(err) => err.to_errno() as c_long,
-    }
+    from_result(|| Ok(T::ioctl(device, file, cmd, arg)? as c_long))
 }
 
 /// # Safety
@@ -324,10 +326,11 @@ unsafe extern "C" fn fops_mmap<T: MiscDevice>(
     let device = unsafe { T::Ptr::borrow((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
     let file = unsafe { File::from_raw_file(raw_file) };
-    // SAFETY: `vma` is the VMA being created, valid during the callback.
+    // SAFETY: `mmap_region` passes the VMA it is setting up, under the mmap
+    // write lock, for the duration of the callback.
     let vma = unsafe { VmaNew::from_raw(vma) };
-    match T::mmap(device, file, vma) {
-        Ok(()) => 0,
-        Err(err) => err.to_errno(),
-    }
+    from_result(|| {
+        T::mmap(device, file, vma)?;
+        Ok(0)
+    })
 }

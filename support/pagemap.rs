@@ -46,12 +46,13 @@ impl DevicePages {
             return Err(EINVAL);
         }
         let mut vaddr: *mut c_void = core::ptr::null_mut();
-        let pgmap = helpers::register_with("device pages", |err| {
-            // SAFETY: the range is the caller's (claimed, not RAM); the
-            // helper allocates the pagemap and returns NULL with `err` set
-            // on failure.
-            unsafe { helpers::cxlf_pagemap_create(start, len, nid as c_int, &mut vaddr, err) }
-        })?;
+        let pgmap = helpers::register_err_ptr(
+            "device pages",
+            // SAFETY: the range is page aligned (checked) and the caller's
+            // (claimed, not System RAM: this function's contract); the
+            // helper writes `vaddr` only on success.
+            unsafe { helpers::cxlf_pagemap_create(start, len, nid as c_int, &mut vaddr) },
+        )?;
         // INVARIANT: `memremap_pages` succeeded over exactly this range.
         Ok(DevicePages {
             pgmap,
@@ -79,7 +80,8 @@ impl DevicePages {
         let first = self.start.checked_add(offset)? / page;
         let nr = len.div_ceil(page);
         // SAFETY: every page of `[first, first + nr)` belongs to the
-        // pagemap (checked above), which is live (invariant).
+        // pagemap (checked above), which is live (invariant), so each has a
+        // `struct page` whose count the helper may read.
         Some(unsafe { helpers::cxlf_pages_referenced(first as c_ulong, nr as c_ulong) } as u64)
     }
 
@@ -115,7 +117,8 @@ impl Drop for DevicePages {
         // Waits for transient pagemap references (a GUP walk in progress);
         // page references (pins) must be gone already: the owner checks
         // `referenced` before it lets go.
-        // SAFETY: our own pagemap (invariant), torn down once.
+        // SAFETY: the pagemap is this value's own (invariant), torn down
+        // once, here.
         unsafe { helpers::cxlf_pagemap_destroy(self.pgmap) };
     }
 }

@@ -39,14 +39,16 @@ impl<T: PeriodicWork + 'static> Periodic<T> {
     /// Runs `item.run()` in `first_ms`, then as often as it asks.
     pub(crate) fn start(item: Arc<T>, first_ms: u32) -> Result<Self> {
         let ctx = item.into_foreign();
-        let raw = helpers::register_with("periodic work", |err| {
-            // SAFETY: `run_trampoline::<T>` matches the context, which
-            // stays valid until `cxlf_periodic_stop` returns in `drop`.
-            unsafe {
-                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms, err)
-            }
-        });
+        let raw = helpers::register_err_ptr(
+            "periodic work",
+            // SAFETY: `run_trampoline::<T>` expects an `Arc<T>` context,
+            // which `ctx` is; it stays valid until `cxlf_periodic_stop`
+            // returns in `drop` (or, on failure, C did not keep it).
+            unsafe { helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms) },
+        );
         match raw {
+            // INVARIANT: a live `cxlf_periodic` whose context is `ctx`, an
+            // `Arc<T>` given up by `into_foreign` above.
             Ok(raw) => Ok(Periodic {
                 raw,
                 ctx,
@@ -75,10 +77,12 @@ impl<T: PeriodicWork + 'static> Drop for Periodic<T> {
 
 /// # Safety
 ///
-/// `ctx` is the context of a live [`Periodic<T>`].
+/// Called by the C work function with `ctx`, the context of a live
+/// [`Periodic<T>`].
 unsafe extern "C" fn run_trampoline<T: PeriodicWork + 'static>(ctx: *mut c_void) -> c_uint {
-    // SAFETY: the `Arc<T>` behind `ctx` lives until the work is stopped,
-    // which waits for this call to return.
+    // SAFETY: `ctx` is a `Periodic<T>`'s context (function contract): an
+    // `Arc<T>` that lives until the work is stopped, which waits for this
+    // call to return.
     let item = unsafe { Arc::<T>::borrow(ctx) };
     item.run()
 }
