@@ -272,7 +272,24 @@ mod tests {
     /// A reader racing the writer never returns a torn or mixed block.
     #[test]
     fn readers_never_see_a_partial_block() {
-        let mem = Arc::new(HeapRegion::new(64 + 4 * (64 + 512)));
+        race(Arc::new(HeapRegion::new(64 + 4 * (64 + 512))));
+    }
+
+    /// The same through a real mapping, on the streaming and on the
+    /// fallback copy path: there the reader's 16-byte loads really do race
+    /// the writer's stores, and only the re-check and the checksum stand
+    /// between it and a torn block.
+    #[test]
+    fn readers_of_a_mapping_never_see_a_partial_block() {
+        let best = crate::CopyPath::detected();
+        for path in [best, crate::CopyPath::FALLBACK] {
+            let mut map = crate::Mapping::anonymous(64 + 4 * (64 + 512)).unwrap();
+            map.set_copy_path(path).unwrap();
+            race(Arc::new(map));
+        }
+    }
+
+    fn race<M: Shared + 'static>(mem: Arc<M>) {
         let writer = KvStore::create(mem.clone(), 512).unwrap();
         writer.put(7, &block(7, 0, 512)).unwrap();
         let reads = Arc::new(AtomicUsize::new(0));

@@ -12,8 +12,11 @@
 //!
 //! Pool memory is shared with other processes and other hosts, which may
 //! write it at any time: [`Mapping`] therefore offers volatile copies in
-//! and out (`read`, `write`) rather than Rust references to its bytes.
+//! and out (`read`, `write`) rather than Rust references to its bytes,
+//! with the cache maintenance that memory shared without coherence needs
+//! (see [`copy`]).
 
+pub mod copy;
 pub mod kv;
 pub mod rpc;
 pub mod shared;
@@ -23,6 +26,8 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+
+pub use copy::{CopyPath, Flush};
 
 pub use uapi::beluga as abi;
 use uapi::beluga::{AllocArgs, FormatArgs, FreeArgs, ListArgs, ObjectHandle, ObjectInfo};
@@ -237,14 +242,38 @@ impl Pool {
         // affected.
         let ptr = unsafe { mmap(None, len_nz, prot, MapFlags::MAP_SHARED, &self.file, offset) }
             .map_err(io::Error::from)?;
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
+        Ok(Mapping::new(ptr.cast(), len))
     }
 }
 
 impl Mapping {
+    fn new(ptr: NonNull<u8>, len: usize) -> Mapping {
+        Mapping {
+            ptr,
+            len,
+            path: CopyPath::detected(),
+        }
+    }
+
+    /// Anonymous shared memory (`MAP_SHARED | MAP_ANONYMOUS`), zeroed:
+    /// a stand-in for pool memory in tests and host benchmarks.
+    pub fn anonymous(len: usize) -> io::Result<Mapping> {
+        use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+        let len_nz = std::num::NonZeroUsize::new(len)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"))?;
+        // SAFETY: a new mapping; no existing memory is affected.
+        let ptr = unsafe {
+            mmap_anonymous(
+                None,
+                len_nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+            )
+        }
+        .map_err(io::Error::from)?;
+        Ok(Mapping::new(ptr.cast(), len))
+    }
+
     /// Maps `len` bytes at `offset` of any shared file (a device-dax
     /// device, the ivshmem BAR's `resource2`), read-write, `MAP_SHARED`.
     pub fn map_file(path: impl AsRef<Path>, offset: u64, len: usize) -> io::Result<Mapping> {
@@ -266,10 +295,7 @@ impl Mapping {
             )
         }
         .map_err(io::Error::from)?;
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
+        Ok(Mapping::new(ptr.cast(), len))
     }
 }
 
@@ -277,14 +303,16 @@ impl Mapping {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live mapping of `len` bytes owned by this value.
+/// `ptr` is a live mapping of `len` bytes owned by this value, and `path`
+/// is supported by this CPU.
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
+    path: CopyPath,
 }
 
 // SAFETY: the mapping is process-wide memory; all access is by volatile
-// copies.
+// copies, and `path` is plain data fixed while the mapping is shared.
 unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
@@ -313,61 +341,71 @@ impl Mapping {
         }
     }
 
+    /// How this mapping copies (detected from the CPU unless set).
+    pub fn copy_path(&self) -> CopyPath {
+        self.path
+    }
+
+    /// Forces a copy path (tests, benchmarks); `Unsupported` if this CPU
+    /// lacks one of its instructions.
+    pub fn set_copy_path(&mut self, path: CopyPath) -> io::Result<()> {
+        if !path.is_supported() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("copy path {} not supported here", path.name()),
+            ));
+        }
+        self.path = path;
+        Ok(())
+    }
+
+    /// The address of `offset` (meaningful once `check` accepted it).
+    fn at(&self, offset: usize) -> *mut u8 {
+        self.ptr.as_ptr().wrapping_add(offset)
+    }
+
     /// Copies `out.len()` bytes at `offset` out of the mapping, after
     /// invalidating those lines (another host may have written them).
     pub fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
         self.check(offset, out.len())?;
-        // SAFETY: inside the mapping (checked).
-        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, out.len());
-        for (i, b) in out.iter_mut().enumerate() {
-            // SAFETY: inside the mapping (checked).
-            *b = unsafe { self.ptr.as_ptr().add(offset + i).read_volatile() };
-        }
+        // SAFETY: inside the mapping (checked), which no Rust reference
+        // covers; the path is supported (invariant).
+        unsafe { copy::read(self.at(offset), out, self.path) };
         Ok(())
     }
 
-    /// Copies `data` into the mapping at `offset`.
+    /// Copies `data` into the mapping at `offset`, then writes it back to
+    /// memory: when this returns, other hosts can read it.
     pub fn write(&self, offset: usize, data: &[u8]) -> io::Result<()> {
         self.check(offset, data.len())?;
-        for (i, b) in data.iter().enumerate() {
-            // SAFETY: inside the mapping (checked).
-            unsafe { self.ptr.as_ptr().add(offset + i).write_volatile(*b) };
+        // SAFETY: as in `read`.
+        unsafe { copy::write(self.at(offset), data, self.path) };
+        Ok(())
+    }
+
+    fn check_word(&self, offset: usize) -> io::Result<()> {
+        self.check(offset, 8)?;
+        if !offset.is_multiple_of(8) {
+            return Err(range_error());
         }
-        // SAFETY: inside the mapping (checked).
-        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, data.len());
         Ok(())
     }
 
     /// Reads the little-endian u64 at `offset` (8-byte aligned) in one access.
     pub fn read_u64(&self, offset: usize) -> io::Result<u64> {
-        self.check(offset, 8)?;
-        if !offset.is_multiple_of(8) {
-            return Err(range_error());
-        }
-        // SAFETY: inside the mapping (checked).
-        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, 8);
-        // SAFETY: aligned and inside the mapping.
-        let v = unsafe { self.ptr.as_ptr().add(offset).cast::<u64>().read_volatile() };
+        self.check_word(offset)?;
+        // SAFETY: aligned and inside the mapping (checked; the mapping is
+        // page-aligned); the path is supported (invariant).
+        let v = unsafe { copy::read_u64(self.at(offset).cast(), self.path) };
         Ok(u64::from_le(v))
     }
 
     /// Writes the little-endian u64 at `offset` (8-byte aligned) in one access,
     /// after everything written before it.
     pub fn write_u64(&self, offset: usize, value: u64) -> io::Result<()> {
-        self.check(offset, 8)?;
-        if !offset.is_multiple_of(8) {
-            return Err(range_error());
-        }
-        // SAFETY: aligned and inside the mapping.
-        unsafe {
-            self.ptr
-                .as_ptr()
-                .add(offset)
-                .cast::<u64>()
-                .write_volatile(value.to_le())
-        };
-        // SAFETY: inside the mapping (checked).
-        flush_lines(unsafe { self.ptr.as_ptr().add(offset) }, 8);
+        self.check_word(offset)?;
+        // SAFETY: as in `read_u64`.
+        unsafe { copy::write_u64(self.at(offset).cast(), value.to_le(), self.path) };
         Ok(())
     }
 }
@@ -376,35 +414,6 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the mapping is ours (invariant) and not used after this.
         let _ = unsafe { nix::sys::mman::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-/// Writes back and invalidates the cache lines of `[ptr, ptr + len)`, with
-/// fences on both sides: the discipline of memory without cross-host
-/// coherence (writer: store, flush, fence; reader: flush, fence, load).
-fn flush_lines(ptr: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_clflush, _mm_mfence};
-        const LINE: usize = 64;
-        let start = ptr as usize & !(LINE - 1);
-        let end = ptr as usize + len;
-        // SAFETY: fences have no preconditions.
-        unsafe { _mm_mfence() };
-        let mut line = start;
-        while line < end {
-            // SAFETY: the line overlaps the caller's mapped range, and
-            // clflush of any mapped address is allowed.
-            unsafe { _mm_clflush(line as *const u8) };
-            line += LINE;
-        }
-        // SAFETY: as above.
-        unsafe { _mm_mfence() };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (ptr, len);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     }
 }
 
