@@ -4,7 +4,8 @@
 //!
 //! 6.12 has no `#[kunit_tests]`; this mirrors upstream's `kunit_case`,
 //! `kunit_case_null` and `kunit_unsafe_test_suite!` (6.15), plus
-//! [`kunit_tests!`](crate::kunit_tests), a declarative front end.
+//! [`kunit_tests!`](crate::kunit_tests), a declarative front end (upstream
+//! has the `#[kunit_tests]` attribute macro instead).
 //!
 //! Suites land in the module's `.kunit_test_suites` section and run when the
 //! module is loaded; results go to the kernel log and, with
@@ -62,17 +63,22 @@ pub(crate) const fn suite_name(name: &str) -> [c_char; 256] {
     out
 }
 
+/// The `struct kunit` of the case the current task runs, or null.
+fn current_test() -> *mut bindings::kunit {
+    // SAFETY: `kunit_get_current_test` has no preconditions: it reads the
+    // current task's KUnit pointer (null outside a case).
+    unsafe { bindings::kunit_get_current_test() }
+}
+
 /// Whether the current task is running a KUnit case.
 pub(crate) fn in_kunit_test() -> bool {
-    // SAFETY: FFI call without preconditions.
-    !unsafe { bindings::kunit_get_current_test() }.is_null()
+    !current_test().is_null()
 }
 
 /// Records a failed expectation in the running case, at `file:line`, with a
 /// formatted message. Outside a KUnit case it only logs an error.
 pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
-    // SAFETY: FFI call without preconditions.
-    let test = unsafe { bindings::kunit_get_current_test() };
+    let test = current_test();
     if test.is_null() {
         pr_err!(
             "kunit failure outside a test at {}:{}: {}\n",
@@ -90,7 +96,8 @@ pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Argument
         assert: bindings::kunit_assert {},
     };
     // An EXPECTATION only marks the case failed; it never aborts the thread.
-    // SAFETY: `test` is the running case (non-null); `loc`/`assert` outlive the
+    // SAFETY: `test` is the running case's `struct kunit` (non-null, and
+    // KUnit keeps it alive while the case runs); `loc`/`assert` outlive the
     // call, which formats into the case log; `%pA` takes `&fmt::Arguments`.
     unsafe {
         bindings::__kunit_do_failed_assertion(
@@ -107,8 +114,7 @@ pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Argument
 
 /// Whether the running case has already been marked failed.
 fn current_case_failed() -> bool {
-    // SAFETY: FFI call without preconditions.
-    let test = unsafe { bindings::kunit_get_current_test() };
+    let test = current_test();
     if test.is_null() {
         return false;
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What 6.12's `KVec` lacks that later kernels have (`Vec::pop`, 6.14;
-//! `Vec::remove`, 6.15): an extension trait, deleted with a newer kernel.
+//! What 6.12's `KVec` lacks: an extension trait. `pop` is upstream's
+//! `Vec::pop` (6.14), deleted with a newer kernel; `swap_remove` has no
+//! upstream counterpart (6.15's `Vec::remove` shifts the tail instead).
 
 use kernel::alloc::{Allocator, Vec};
 
@@ -16,8 +17,9 @@ pub(crate) trait VecExt<T> {
 impl<T, A: Allocator> VecExt<T> for Vec<T, A> {
     fn pop(&mut self) -> Option<T> {
         let last = self.len().checked_sub(1)?;
-        // SAFETY: `last < len`: the element is initialised; the length
-        // shrinks first, so it is read (moved out) exactly once.
+        // SAFETY: `last < len`, so the element is initialised and inside the
+        // allocation (the `Vec` invariant); the length shrinks first, so it
+        // is read (moved out) exactly once.
         unsafe {
             self.set_len(last);
             Some(self.as_ptr().add(last).read())

@@ -8,25 +8,31 @@
 //! upstream (6.13-6.15) counterparts, so that moving to a newer kernel means
 //! deleting a wrapper and switching the `use` lines.
 //!
-//! | wrapper          | upstream counterpart                    |
-//! |------------------|-----------------------------------------|
-//! | [`kunit`]        | `kernel::kunit` (`#[kunit_tests]`, 6.15) |
-//! | [`kvec`]         | `Vec::pop` (6.14), `Vec::remove` (6.15)  |
-//! | [`miscdevice`]   | `kernel::miscdevice` (6.13)              |
-//! | [`fs`]           | `kernel::fs::File` (6.13)                |
-//! | [`mm`]           | `kernel::mm::virt::VmaNew` (6.16)        |
-//! | [`dax`]          | none; shaped like `kernel::platform`     |
-//! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)   |
-//! | [`sharedmem`]    | `kernel::io::mem::ExclusiveIoMem` (6.16) |
-//! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)   |
-//! | [`time`]         | `kernel::time`, `kernel::delay`          |
-//! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)  |
-//! | [`params`]       | `module!` parameters (6.15)              |
-//! | [`region`]       | none: beluga_dax's C region ABI          |
+//! | wrapper          | upstream counterpart                                     |
+//! |------------------|----------------------------------------------------------|
+//! | [`kunit`]        | `kernel::kunit` (`#[kunit_tests]`, 6.15)                 |
+//! | [`kvec`]         | `Vec::pop` (6.14); `swap_remove`: none                   |
+//! | [`miscdevice`]   | `kernel::miscdevice` (6.13)                              |
+//! | [`fs`]           | `kernel::fs::File` (6.13), `ARef<Inode>`                 |
+//! | [`mm`]           | `mm::virt::{VmaRef, VmaNew}` (6.16); faults: none        |
+//! | [`dax`]          | none; shaped like `kernel::platform`                     |
+//! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
+//! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
+//! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
+//! | [`time`]         | `kernel::time`, `kernel::delay`                          |
+//! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
+//! | [`params`]       | `module!` parameters (6.15)                              |
+//! | [`region`]       | none: beluga_dax's C region ABI                          |
+//! | [`page`]         | none                                                     |
+//! | [`uapi`]         | none: the project's ABI                                  |
 //!
-//! What the 6.12 bindings lack (`struct miscdevice`, the `vm_flags` union)
-//! is reached through the C helpers in `helpers.c`, which every module
-//! links through its own `helpers.c` (`#include "../support/helpers.c"`).
+//! Whatever 6.12's bindings give Rust (exported functions, constants,
+//! plain struct fields, the kernel's Rust helpers) is used directly; the
+//! C helpers in `helpers.c` cover only static inlines, macros and
+//! structures bindgen does not see or cannot express (`struct
+//! miscdevice`, `struct dev_dax`, `vm_flags_set`, `pfn_t`, ...), each
+//! saying why it is C. Every module links them through its own
+//! `helpers.c` (`#include "../support/helpers.c"`).
 
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]

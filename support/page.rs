@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Pages filled before anyone else can see them.
+//! Pages filled before anyone else can see them. No upstream counterpart
+//! (upstream's `Page` has `write_raw` and `fill_zero_raw`, as 6.12's does).
 
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::page::{Page, PAGE_SIZE};

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! beluga_dax's in-kernel region API (`beluga_dax/beluga_region.h`), both
-//! sides. Rust modules of 6.12 cannot export Rust items to each other, so
-//! the API is a small C ABI: beluga_dax defines it with
-//! [`export_beluga_regions!`] (its `helpers.c` exports the symbols), and
-//! other modules use [`Region`].
+//! sides. No upstream counterpart: this is the project's own ABI. Rust
+//! modules of 6.12 cannot export Rust items to each other, so the API is a
+//! small C ABI: beluga_dax defines it with [`export_beluga_regions!`] (its
+//! `helpers.c` exports the symbols), and other modules use [`Region`].
 //!
 //! Consumer functions are `#[inline]`: a module that never uses [`Region`]
 //! references no beluga_dax symbol and does not depend on it.
@@ -63,33 +63,37 @@ impl Region {
     #[inline]
     pub(crate) fn get(pool: &CStr, name: &CStr, size: u64) -> Result<Region> {
         let mut err: c_int = 0;
-        // SAFETY: NUL-terminated strings valid for the call; `err` is a
-        // valid out-parameter.
+        // SAFETY: `CStr`s are NUL-terminated and live for the call, which
+        // only reads them; `err` is a valid out-parameter.
         let raw =
             unsafe { beluga_region_get(pool.as_char_ptr(), name.as_char_ptr(), size, &mut err) };
         if raw.is_null() {
             return Err(Error::from_errno(err));
         }
+        // INVARIANT: a live handle from `beluga_region_get`, which this
+        // value now owns.
         Ok(Region { raw })
     }
 
     /// Physical address of the region.
     #[inline]
     pub(crate) fn phys(&self) -> u64 {
-        // SAFETY: live handle (invariant).
+        // SAFETY: `raw` is a live handle (invariant).
         unsafe { beluga_region_phys(self.raw) }
     }
 
     #[inline]
     pub(crate) fn size(&self) -> u64 {
-        // SAFETY: live handle (invariant).
+        // SAFETY: `raw` is a live handle (invariant).
         unsafe { beluga_region_size(self.raw) }
     }
 
     /// Reads `out.len()` bytes at `offset` (invalidating the lines first).
     #[inline]
     pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result {
-        // SAFETY: live handle; `out` is valid for writes of its length.
+        // SAFETY: `raw` is a live handle (invariant); `out` is a live
+        // `&mut` slice, valid for writes of its length, which is all the
+        // provider writes.
         kernel::error::to_result(unsafe {
             beluga_region_read(self.raw, offset, out.as_mut_ptr().cast(), out.len())
         })
@@ -98,7 +102,9 @@ impl Region {
     /// Writes `data` at `offset` (then writes the lines back).
     #[inline]
     pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result {
-        // SAFETY: live handle; `data` is valid for reads of its length.
+        // SAFETY: `raw` is a live handle (invariant); `data` is a live
+        // slice, valid for reads of its length, which is all the provider
+        // reads.
         kernel::error::to_result(unsafe {
             beluga_region_write(self.raw, offset, data.as_ptr().cast(), data.len())
         })
@@ -109,7 +115,8 @@ impl Region {
 impl Drop for Region {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the handle is ours (invariant), released once.
+        // SAFETY: the handle is this value's (invariant), released once,
+        // here.
         unsafe { beluga_region_put(self.raw) };
     }
 }
@@ -119,6 +126,7 @@ impl Drop for Region {
 pub(crate) mod provider {
     use super::*;
     use core::sync::atomic::{AtomicPtr, Ordering};
+    use kernel::error::from_result;
     use kernel::sync::Arc;
     use kernel::types::ForeignOwnable;
 
@@ -154,6 +162,7 @@ pub(crate) mod provider {
 
     impl<T: RegionSource> SourceCell<T> {
         pub(crate) const fn new() -> Self {
+            // INVARIANT: null.
             SourceCell {
                 ptr: AtomicPtr::new(core::ptr::null_mut()),
                 _t: core::marker::PhantomData,
@@ -161,18 +170,29 @@ pub(crate) mod provider {
         }
 
         pub(crate) fn install(&self, source: Arc<T>) {
-            let new = source.into_foreign().cast_mut();
-            let old = self.ptr.swap(new, Ordering::AcqRel);
-            if !old.is_null() {
-                // SAFETY: a pointer the cell owned (invariant).
-                drop(unsafe { Arc::<T>::from_foreign(old) });
-            }
+            // SAFETY: an `Arc<T>` given up by `into_foreign`, for the cell.
+            unsafe { self.replace(source.into_foreign().cast_mut()) };
         }
 
         pub(crate) fn remove(&self) {
-            let old = self.ptr.swap(core::ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: null.
+            unsafe { self.replace(core::ptr::null_mut()) };
+        }
+
+        /// Stores `new` and drops the `Arc<T>` the cell held before, if
+        /// any.
+        ///
+        /// # Safety
+        ///
+        /// `new` must be null or an `Arc<T>` given up by `into_foreign`,
+        /// which the cell then owns.
+        unsafe fn replace(&self, new: *mut c_void) {
+            // INVARIANT: `new` is null or an `Arc<T>` the cell now owns
+            // (the caller's guarantee).
+            let old = self.ptr.swap(new, Ordering::AcqRel);
             if !old.is_null() {
-                // SAFETY: a pointer the cell owned (invariant).
+                // SAFETY: a non-null `ptr` is an `Arc<T>` the cell owned
+                // (invariant); the swap took it out, so it is dropped once.
                 drop(unsafe { Arc::<T>::from_foreign(old) });
             }
         }
@@ -185,7 +205,9 @@ pub(crate) mod provider {
             // Exported calls come only from modules that depend on this
             // one's symbols: none runs before init installs the source or
             // after exit begins.
-            // SAFETY: the cell's `Arc` lives until `remove`, at module exit.
+            // SAFETY: a non-null `ptr` is an `Arc<T>` the cell owns
+            // (invariant), and it lives until `remove`, at module exit,
+            // after every exported call has returned (see above).
             let borrowed = unsafe { Arc::<T>::borrow(ptr) };
             Some(borrowed.into())
         }
@@ -202,7 +224,8 @@ pub(crate) mod provider {
         size: u64,
         err: *mut c_int,
     ) -> *mut c_void {
-        // SAFETY: NUL-terminated for the call (caller).
+        // SAFETY: the C caller passes NUL-terminated strings that live for
+        // the call (function contract).
         let (pool, name) = unsafe { (CStr::from_char_ptr(pool), CStr::from_char_ptr(name)) };
         let result = match cell.get() {
             Some(source) => source.get(pool, name, size),
@@ -211,7 +234,8 @@ pub(crate) mod provider {
         match result {
             Ok(region) => region.into_foreign().cast_mut(),
             Err(e) => {
-                // SAFETY: valid out-parameter (caller).
+                // SAFETY: the C caller passes a valid out-parameter
+                // (function contract).
                 unsafe { *err = e.to_errno() };
                 core::ptr::null_mut()
             }
@@ -222,7 +246,8 @@ pub(crate) mod provider {
     ///
     /// `region` came from `get::<T>` and is not used after this.
     pub(crate) unsafe fn put<T: RegionSource>(region: *mut c_void) {
-        // SAFETY: caller.
+        // SAFETY: `region` is an `Arc<T::Region>` that `get::<T>` gave up
+        // with `into_foreign`, put once (function contract).
         drop(unsafe { Arc::<T::Region>::from_foreign(region) });
     }
 
@@ -233,7 +258,8 @@ pub(crate) mod provider {
         region: *const c_void,
         f: impl FnOnce(&T::Region) -> R,
     ) -> R {
-        // SAFETY: caller.
+        // SAFETY: `region` is an `Arc<T::Region>` from `get::<T>` that
+        // has not been put (function contract), so it lives for the call.
         let region = unsafe { Arc::<T::Region>::borrow(region) };
         f(&region)
     }
@@ -247,13 +273,14 @@ pub(crate) mod provider {
         buf: *mut c_void,
         len: usize,
     ) -> c_int {
-        // SAFETY: caller.
+        // SAFETY: the C caller passes a buffer valid for writes of `len`
+        // bytes that nothing else uses during the call (function contract).
         let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-        // SAFETY: caller.
-        match unsafe { with::<T, _>(region, |r| r.read(offset, out)) } {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            // SAFETY: `region` is live (function contract).
+            unsafe { with::<T, _>(region, |r| r.read(offset, out)) }?;
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -265,13 +292,14 @@ pub(crate) mod provider {
         buf: *const c_void,
         len: usize,
     ) -> c_int {
-        // SAFETY: caller.
+        // SAFETY: the C caller passes a buffer valid for reads of `len`
+        // bytes (function contract).
         let data = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        // SAFETY: caller.
-        match unsafe { with::<T, _>(region, |r| r.write(offset, data)) } {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            // SAFETY: `region` is live (function contract).
+            unsafe { with::<T, _>(region, |r| r.write(offset, data)) }?;
+            Ok(0)
+        })
     }
 
     /// Defines the C functions of `beluga_region.h` over `$cell`, a
@@ -289,19 +317,22 @@ pub(crate) mod provider {
                     size: u64,
                     err: *mut c_int,
                 ) -> *mut c_void {
-                    // SAFETY: the C contract of beluga_region_get.
+                    // SAFETY: C callers keep beluga_region_get's contract
+                    // (beluga_region.h): NUL-terminated names, a valid `err`.
                     unsafe { provider::get::<$source>(&$cell, pool, name, size, err) }
                 }
 
                 #[no_mangle]
                 extern "C" fn beluga_region_put(region: *mut c_void) {
-                    // SAFETY: the C contract: a handle from get, put once.
+                    // SAFETY: C callers keep beluga_region.h's contract: a
+                    // handle from beluga_region_get, put once.
                     unsafe { provider::put::<$source>(region) }
                 }
 
                 #[no_mangle]
                 extern "C" fn beluga_region_phys(region: *const c_void) -> u64 {
-                    // SAFETY: the C contract: a live handle.
+                    // SAFETY: C callers keep beluga_region.h's contract: a
+                    // live handle.
                     unsafe {
                         provider::with::<$source, _>(region, |r| provider::SharedRegion::phys(r))
                     }
@@ -309,7 +340,8 @@ pub(crate) mod provider {
 
                 #[no_mangle]
                 extern "C" fn beluga_region_size(region: *const c_void) -> u64 {
-                    // SAFETY: the C contract: a live handle.
+                    // SAFETY: C callers keep beluga_region.h's contract: a
+                    // live handle.
                     unsafe {
                         provider::with::<$source, _>(region, |r| provider::SharedRegion::size(r))
                     }
@@ -322,7 +354,8 @@ pub(crate) mod provider {
                     buf: *mut c_void,
                     len: usize,
                 ) -> c_int {
-                    // SAFETY: the C contract: a live handle, a buffer of `len`.
+                    // SAFETY: C callers keep beluga_region.h's contract: a
+                    // live handle, a buffer of `len` bytes.
                     unsafe { provider::read::<$source>(region, offset, buf, len) }
                 }
 
@@ -333,7 +366,8 @@ pub(crate) mod provider {
                     buf: *const c_void,
                     len: usize,
                 ) -> c_int {
-                    // SAFETY: the C contract: a live handle, a buffer of `len`.
+                    // SAFETY: C callers keep beluga_region.h's contract: a
+                    // live handle, a buffer of `len` bytes.
                     unsafe { provider::write::<$source>(region, offset, buf, len) }
                 }
             }

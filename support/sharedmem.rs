@@ -2,12 +2,15 @@
 
 //! Memory shared with other hosts (a CXL pool range), mapped write-back.
 //! Shaped like upstream's `kernel::io::mem::ExclusiveIoMem` (6.16): the
-//! physical range is requested for exclusive use, then mapped.
+//! physical range is requested for exclusive use ([`ClaimedRange`]), then
+//! mapped ([`SharedMem`]).
 //!
-//! CXL 2.0 pools keep no coherence across hosts, so every access goes
-//! through [`SharedMem::read`] and [`SharedMem::write`]: a reader
-//! invalidates the lines before it reads (another host may have written
-//! them), a writer stores, then writes the lines back and fences.
+//! No upstream counterpart for the accessors or the memory types: CXL 2.0
+//! pools keep no coherence across hosts, so every access goes through
+//! [`SharedMem::read`] and [`SharedMem::write`]: a reader invalidates the
+//! lines before it reads (another host may have written them), a writer
+//! stores, then writes the lines back and fences. [`MemtypeReservation`]
+//! reserves a range's x86 memory type for user mappings of it.
 
 use kernel::bindings;
 use kernel::ffi::{c_uint, c_void};
@@ -31,8 +34,9 @@ impl ClaimedRange {
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `iomem_resource` is the kernel's root resource; `name`
-        // is 'static and NUL-terminated, as the resource keeps the pointer.
+        // SAFETY: `iomem_resource` is the kernel's root resource, valid
+        // forever, and `__request_region` locks it; `name` is 'static and
+        // NUL-terminated, as the resource keeps the pointer.
         let res = unsafe {
             bindings::__request_region(
                 core::ptr::addr_of_mut!(bindings::iomem_resource),
@@ -46,6 +50,7 @@ impl ClaimedRange {
             pr_err!("{:#x}+{:#x} is in use by another driver\n", start, len);
             return Err(EBUSY);
         }
+        // INVARIANT: `__request_region` succeeded for exactly this range.
         Ok(ClaimedRange { start, len })
     }
 
@@ -60,7 +65,8 @@ impl ClaimedRange {
 
 impl Drop for ClaimedRange {
     fn drop(&mut self) {
-        // SAFETY: releasing exactly the range this value requested.
+        // SAFETY: releasing exactly the range this value requested
+        // (invariant), once.
         unsafe {
             bindings::__release_region(
                 core::ptr::addr_of_mut!(bindings::iomem_resource),
@@ -98,13 +104,17 @@ impl SharedMem {
         if len == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: write-back mapping of memory that is not System RAM; the
-        // range belongs to the caller's claim.
+        // SAFETY: `memremap` has no memory-safety preconditions: it maps
+        // the range write-back, or returns NULL (for System RAM it gives
+        // the direct map). The range is the caller's claim, so no other
+        // driver maps it with another type.
         let ptr = unsafe { bindings::memremap(start, len, bindings::MEMREMAP_WB as _) };
         if ptr.is_null() {
             pr_err!("cannot map {:#x}+{:#x} write-back\n", start, len);
             return Err(ENOMEM);
         }
+        // INVARIANT: `memremap` mapped `len` bytes at `start` write-back;
+        // this value owns the mapping.
         Ok(SharedMem {
             start,
             len,
@@ -133,8 +143,9 @@ impl SharedMem {
         // SAFETY: `offset + out.len() <= len` (checked), inside the mapping
         // (invariant).
         let src = unsafe { self.ptr.add(offset) };
-        // SAFETY: a valid kernel mapping of that many bytes; the call
-        // fences before and after flushing.
+        // SAFETY: `[src, src + out.len())` is mapped (invariant, checked
+        // bounds); flushing has no other precondition, and the call fences
+        // before and after.
         unsafe { bindings::clflush_cache_range(src.cast::<c_void>(), out.len() as c_uint) };
         // Word accesses where aligned: on an emulated window every access
         // is a trap, so fewer, wider ones matter.
@@ -177,7 +188,8 @@ impl SharedMem {
                 i += 1;
             }
         }
-        // SAFETY: as in `read`; the trailing fence orders the write-back.
+        // SAFETY: as in `read`: `[dst, dst + data.len())` is mapped; the
+        // trailing fence orders the write-back.
         unsafe { bindings::clflush_cache_range(dst.cast::<c_void>(), data.len() as c_uint) };
         Ok(())
     }
@@ -185,7 +197,8 @@ impl SharedMem {
 
 impl Drop for SharedMem {
     fn drop(&mut self) {
-        // SAFETY: the mapping is this value's own (invariant), undone once.
+        // SAFETY: the mapping is this value's own (invariant), undone once,
+        // here.
         unsafe { bindings::memunmap(self.ptr.cast()) };
     }
 }
@@ -193,11 +206,18 @@ impl Drop for SharedMem {
 /// A memory-type reservation of a physical range for user mappings of it
 /// (x86 PAT: every mapping of a range must use the same type, and page
 /// faults take the type reserved for it). Released on drop.
-pub(crate) enum MemtypeReservation {
+///
+/// # Invariants
+///
+/// A `Reservation::Uncached` holds an `ioremap` (uncached-minus) mapping of
+/// the range, a `Reservation::WriteCombining` a write-combining reservation
+/// of `(start, len)`, each owned by this value. The enum is private, so
+/// only [`MemtypeReservation::new`] makes them.
+pub(crate) struct MemtypeReservation(Reservation);
+
+enum Reservation {
     WriteBack(SharedMem),
-    /// # Invariants: an `ioremap` (uncached-minus) mapping of the range.
     Uncached(*mut c_void),
-    /// # Invariants: a write-combining reservation of `(start, len)`.
     WriteCombining(u64, u64),
 }
 
@@ -211,38 +231,44 @@ impl MemtypeReservation {
     /// `EBUSY` if the range is reserved with another type.
     pub(crate) fn new(start: u64, len: usize, mode: super::mm::CacheMode) -> Result<Self> {
         use super::mm::CacheMode;
-        match mode {
-            CacheMode::WriteBack => Ok(MemtypeReservation::WriteBack(SharedMem::map(start, len)?)),
+        let reservation = match mode {
+            CacheMode::WriteBack => Reservation::WriteBack(SharedMem::map(start, len)?),
             CacheMode::Uncached => {
-                // SAFETY: maps memory the caller claimed; refused (NULL) if
-                // the range already has a conflicting type.
+                // SAFETY: `ioremap` has no memory-safety preconditions: it
+                // maps the range (the caller's claim) uncached-minus, or
+                // returns NULL if the range has a conflicting type.
                 let ptr = unsafe { bindings::ioremap(start, len as _) };
                 if ptr.is_null() {
                     return Err(EBUSY);
                 }
-                Ok(MemtypeReservation::Uncached(ptr))
+                Reservation::Uncached(ptr)
             }
             CacheMode::WriteCombining => {
-                // SAFETY: reserves the type of a range the caller claimed.
+                // SAFETY: `arch_io_reserve_memtype_wc` only records the
+                // type of the range (the caller's claim), or fails.
                 let ret = unsafe { bindings::arch_io_reserve_memtype_wc(start, len as u64) };
                 if ret != 0 {
                     return Err(EBUSY);
                 }
-                Ok(MemtypeReservation::WriteCombining(start, len as u64))
+                Reservation::WriteCombining(start, len as u64)
             }
-        }
+        };
+        // INVARIANT: the mapping or reservation just made, now this value's.
+        Ok(MemtypeReservation(reservation))
     }
 }
 
 impl Drop for MemtypeReservation {
     fn drop(&mut self) {
-        match self {
-            MemtypeReservation::WriteBack(_) => {}
-            // SAFETY: our own mapping (invariant), unmapped once.
-            MemtypeReservation::Uncached(ptr) => unsafe { bindings::iounmap(*ptr) },
-            // SAFETY: our own reservation (invariant), freed once.
-            MemtypeReservation::WriteCombining(start, len) => unsafe {
-                bindings::arch_io_free_memtype_wc(*start, *len)
+        match self.0 {
+            Reservation::WriteBack(_) => {}
+            // SAFETY: the mapping is this value's own (invariant), unmapped
+            // once, here.
+            Reservation::Uncached(ptr) => unsafe { bindings::iounmap(ptr) },
+            // SAFETY: the reservation is this value's own (invariant), freed
+            // once, here.
+            Reservation::WriteCombining(start, len) => unsafe {
+                bindings::arch_io_free_memtype_wc(start, len)
             },
         }
     }

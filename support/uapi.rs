@@ -2,6 +2,7 @@
 
 //! The user-space ABI (`uapi/src/`), compiled into the module from the same
 //! files the tools use: one definition of every ioctl number and structure.
+//! No upstream counterpart: the ABI is the project's own.
 
 // The ABI files declare `pub` items for the tools; inside a module crate
 // they are reachable only through this module.
