@@ -85,12 +85,18 @@ fn lease_code(l: Liveness) -> u8 {
     }
 }
 
-// The ABI's flags are the pool's, bit for bit.
-const _: () = assert!(
-    abi::FLAG_SHARED == crate::pool::objects::FLAG_SHARED
-        && abi::FLAG_UNLINKED == crate::pool::objects::FLAG_UNLINKED
-        && abi::FLAG_CLEARING == crate::pool::objects::FLAG_CLEARING
-);
+// What the ABI and the pool core must agree on (sizes, limits, flags,
+// errno values), checked at compile time: here against the kernel's errno
+// values, in the host test `pool/tests/abi_agreement.rs` against the C
+// library's. The file reaches them as `super::{abi, pool, os}`.
+#[path = "agreement.rs"]
+mod agreement;
+use crate::pool;
+use kernel::bindings as os;
+
+// `Errno::to_kernel` and `errno_for_status` bound errnos by the kernel's
+// `MAX_ERRNO`.
+const _: () = assert!(pool::engine::Errno::MAX == os::MAX_ERRNO);
 
 fn handle_out(h: &HoldRef) -> abi::ObjectHandle {
     abi::ObjectHandle {

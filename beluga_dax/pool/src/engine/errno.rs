@@ -13,21 +13,39 @@ use super::memory::Fault;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Errno(pub u32);
 
-impl Errno {
-    pub const EPERM: Errno = Errno(1);
-    pub const ENOENT: Errno = Errno(2);
-    pub const EIO: Errno = Errno(5);
-    pub const EAGAIN: Errno = Errno(11);
-    pub const ENOMEM: Errno = Errno(12);
-    pub const EACCES: Errno = Errno(13);
-    pub const EBUSY: Errno = Errno(16);
-    pub const EEXIST: Errno = Errno(17);
-    pub const EINVAL: Errno = Errno(22);
-    pub const ENOSPC: Errno = Errno(28);
-    pub const EOVERFLOW: Errno = Errno(75);
-    pub const ESTALE: Errno = Errno(116);
-    pub const EUCLEAN: Errno = Errno(117);
+/// Declares the named errnos and `Errno::NAMED`, the list of all of them.
+macro_rules! errnos {
+    ($($name:ident = $value:literal,)+) => {
+        impl Errno {
+            $(pub const $name: Errno = Errno($value);)+
 
+            /// Every errno named here, with its name: the values are the
+            /// Linux ones, which the module checks against the kernel's
+            /// and a host test against the C library's
+            /// (`beluga_dax/agreement.rs`).
+            pub const NAMED: &'static [(&'static str, Errno)] =
+                &[$((stringify!($name), Errno::$name),)+];
+        }
+    };
+}
+
+errnos! {
+    EPERM = 1,
+    ENOENT = 2,
+    EIO = 5,
+    EAGAIN = 11,
+    ENOMEM = 12,
+    EACCES = 13,
+    EBUSY = 16,
+    EEXIST = 17,
+    EINVAL = 22,
+    ENOSPC = 28,
+    EOVERFLOW = 75,
+    ESTALE = 116,
+    EUCLEAN = 117,
+}
+
+impl Errno {
     /// The largest errno value (the kernel's `MAX_ERRNO`).
     pub const MAX: u32 = 4095;
 
