@@ -53,15 +53,12 @@ const ATTRIBUTES: &[&CStr] = &[
     c_str!("pinned_objects"),
 ];
 
+/// Sysfs `state`: the ABI's name of the `GET_INFO` state code, or "gone"
+/// after unbind (which `GET_INFO` reports as unformatted).
 fn status_name(info: &crate::device::Info) -> &'static str {
     match info.status {
-        Status::Unformatted => "unformatted",
-        Status::Refused(_) => "refused",
-        Status::Corrupt(_) => "corrupt",
         Status::Gone => "gone",
-        Status::Attached if info.lease_lost => "lease-lost",
-        Status::Attached if info.ready => "ready",
-        Status::Attached => "attaching",
+        _ => abi::state_name(state_code(info)).unwrap_or("unknown"),
     }
 }
 
@@ -404,12 +401,7 @@ impl MiscDevice for PoolFile {
             9 => {
                 let mut r = Ok(());
                 for (host, l) in info.lease.iter().enumerate().take(hosts) {
-                    let name = match l {
-                        Liveness::Live => "live",
-                        Liveness::Expired => "expired",
-                        Liveness::Detached => "detached",
-                        Liveness::Absent => "absent",
-                    };
+                    let name = abi::lease_name(lease_code(*l)).unwrap_or("unknown");
                     r = r.and(writeln!(out, "{} {}", host, name));
                 }
                 r

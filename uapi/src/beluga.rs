@@ -39,6 +39,33 @@ pub const LEASE_LIVE: u8 = 1;
 pub const LEASE_EXPIRED: u8 = 2;
 pub const LEASE_DETACHED: u8 = 3;
 
+/// The name of a `STATE_*` code, as sysfs `state` and `beluga status`
+/// print it; `None` for a code this ABI does not define. The one table of
+/// these names: the module and the tools both use it.
+pub const fn state_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        STATE_UNFORMATTED => "unformatted",
+        STATE_ATTACHING => "attaching",
+        STATE_READY => "ready",
+        STATE_REFUSED => "refused",
+        STATE_LEASE_LOST => "lease-lost",
+        STATE_CORRUPT => "corrupt",
+        _ => return None,
+    })
+}
+
+/// The name of a `LEASE_*` code, as sysfs `lease_state` and `beluga
+/// status` print it; `None` for a code this ABI does not define.
+pub const fn lease_name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        LEASE_ABSENT => "absent",
+        LEASE_LIVE => "live",
+        LEASE_EXPIRED => "expired",
+        LEASE_DETACHED => "detached",
+        _ => return None,
+    })
+}
+
 /// Object flag: can be opened by name from other hosts.
 pub const FLAG_SHARED: u32 = 1;
 /// Object flag (`ObjectInfo::flags` only, never set by a caller): the
@@ -222,3 +249,37 @@ const _: () = {
     assert!(core::mem::size_of::<FormatArgs>() == 8);
     assert!(core::mem::size_of::<ReclaimArgs>() == 8);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_and_lease_code_has_its_own_name() {
+        let states = [
+            STATE_UNFORMATTED,
+            STATE_ATTACHING,
+            STATE_READY,
+            STATE_REFUSED,
+            STATE_LEASE_LOST,
+            STATE_CORRUPT,
+        ];
+        let names: [&str; 6] = states.map(|c| state_name(c).unwrap());
+        assert_eq!(
+            names,
+            [
+                "unformatted",
+                "attaching",
+                "ready",
+                "refused",
+                "lease-lost",
+                "corrupt"
+            ]
+        );
+        assert_eq!(state_name(6), None);
+        let leases = [LEASE_ABSENT, LEASE_LIVE, LEASE_EXPIRED, LEASE_DETACHED];
+        let names: [&str; 4] = leases.map(|c| lease_name(c).unwrap());
+        assert_eq!(names, ["absent", "live", "expired", "detached"]);
+        assert_eq!(lease_name(4), None);
+    }
+}

@@ -164,25 +164,14 @@ struct HostStatus {
     used_sections: u32,
 }
 
+/// `abi::state_name`, or "unknown" for a code this ABI does not define.
 fn state_name(state: u32) -> &'static str {
-    match state {
-        abi::STATE_UNFORMATTED => "unformatted",
-        abi::STATE_ATTACHING => "attaching",
-        abi::STATE_READY => "ready",
-        abi::STATE_REFUSED => "refused",
-        abi::STATE_LEASE_LOST => "lease-lost",
-        abi::STATE_CORRUPT => "corrupt",
-        _ => "unknown",
-    }
+    abi::state_name(state).unwrap_or("unknown")
 }
 
+/// `abi::lease_name`; a code this ABI does not define reads as "absent".
 fn lease_name(lease: u8) -> &'static str {
-    match lease {
-        abi::LEASE_LIVE => "live",
-        abi::LEASE_EXPIRED => "expired",
-        abi::LEASE_DETACHED => "detached",
-        _ => "absent",
-    }
+    abi::lease_name(lease).unwrap_or("absent")
 }
 
 fn status(pool: &Pool) -> Result<Status> {
