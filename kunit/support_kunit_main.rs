@@ -288,11 +288,26 @@ fn misc_name_can_be_reused_after_drop() -> Result {
     Ok(())
 }
 
+fn misc_name_too_long_is_refused() -> Result {
+    // 32 bytes: with its NUL, one more than the C side's buffer.
+    let name = kernel::c_str!("cxlfabric_kunit_misc_name_32byte");
+    kassert_eq!(name.len(), 32);
+    let reg = register(name, 0);
+    kassert!(
+        matches!(reg, Err(e) if e == EINVAL),
+        "expected EINVAL, got {:?}",
+        reg.err()
+    );
+    Ok(())
+}
+
 fn vm_flags_match_the_kernel_abi() -> Result {
     // include/linux/mm.h; these values are user-visible through /proc/*/smaps.
     kassert_eq!(mm::flags::WRITE, 0x2);
     kassert_eq!(mm::flags::SHARED, 0x8);
     kassert_eq!(mm::flags::MAYSHARE, 0x80);
+    // x86-64 with 4 KiB pages: a PMD maps 2 MiB.
+    kassert_eq!(PAGE_SIZE << mm::pmd_order(), 2 << 20);
     Ok(())
 }
 
@@ -321,6 +336,7 @@ kunit_tests!(
         two_registrations_get_distinct_minors,
         registration_data_is_what_was_given,
         misc_name_can_be_reused_after_drop,
+        misc_name_too_long_is_refused,
         vm_flags_match_the_kernel_abi,
         ioctl_numbers_encode_direction_and_size,
     ]
