@@ -9,19 +9,19 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
+/// What the DKMS package ships besides the modules' own directories.
+const COMMON_SOURCES: &[&str] = &["Makefile", "Kbuild", "dkms.conf", "support", "uapi"];
+
 /// What the DKMS package ships: the Kbuild tree of the modules.
-const SOURCES: &[&str] = &[
-    "Makefile",
-    "Kbuild",
-    "dkms.conf",
-    "support",
-    "beluga_dax",
-    "mchannel_sched",
-    "cxlnic_drv",
-    "drack_netdev",
-    "kunit",
-    "uapi",
-];
+fn sources() -> Vec<&'static str> {
+    let mut sources = COMMON_SOURCES.to_vec();
+    for module in crate::modules::all() {
+        if !sources.contains(&module.dir.as_str()) {
+            sources.push(&module.dir);
+        }
+    }
+    sources
+}
 
 fn package() -> Result<(String, String)> {
     let conf = fs::read_to_string(repo_root().join("dkms.conf"))?;
@@ -77,7 +77,7 @@ pub fn check(tree: &KernelTree) -> Result<()> {
         fs::remove_dir_all(&staged)?;
     }
     fs::create_dir_all(&staged)?;
-    for item in SOURCES {
+    for item in sources() {
         copy_sources(&repo_root().join(item), &staged.join(item))?;
     }
     let result = (|| {
@@ -107,7 +107,7 @@ pub fn check(tree: &KernelTree) -> Result<()> {
             .join(&version)
             .join(&release)
             .join("x86_64/module");
-        for module in crate::modules::PRODUCT_MODULES {
+        for module in crate::modules::names(crate::modules::Kind::Product) {
             if !built.join(format!("{module}.ko")).exists()
                 && !built.join(format!("{module}.ko.xz")).exists()
             {

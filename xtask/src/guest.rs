@@ -174,23 +174,17 @@ impl GuestReport {
     }
 }
 
-/// Modules whose leaks count (the kernel's own boot-time reports do not).
-const OUR_MODULES: &[&str] = &[
-    "[beluga_dax]",
-    "[mchannel_sched]",
-    "[cxlnic_drv]",
-    "[drack_netdev]",
-    "[cxlfabric_support_kunit]",
-    "[beluga_dax_kunit]",
-    "[beluga_client_test]",
-];
-
 /// The kmemleak reports whose allocation backtrace runs through one of
-/// our modules, one line each.
+/// our modules (the kernel's own boot-time reports do not count), one
+/// line each.
 fn our_leaks(report: &str) -> Vec<String> {
+    let ours: Vec<String> = crate::modules::all()
+        .iter()
+        .map(|m| format!("[{}]", m.name))
+        .collect();
     let mut leaks = Vec::new();
     for entry in report.split("unreferenced object").skip(1) {
-        if let Some(module) = OUR_MODULES.iter().find(|m| entry.contains(*m)) {
+        if let Some(module) = ours.iter().find(|m| entry.contains(m.as_str())) {
             let head = entry.lines().next().unwrap_or_default().trim();
             leaks.push(format!(
                 "kmemleak: unreferenced object {head} allocated in {module}"

@@ -4,7 +4,7 @@
 
 use crate::guest::GuestReport;
 use crate::kernel::KernelTree;
-use crate::modules::{all_modules, ko_path};
+use crate::modules::{self, ko_path};
 use crate::util::{out_dir, repo_root, run};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -160,9 +160,14 @@ pub fn build_initramfs() -> Result<PathBuf> {
             copy_into(&entry?.path(), &dest)?;
         }
     }
-    for module in all_modules() {
-        copy_into(&ko_path(&module), &stage.join("lib/cxlfabric"))?;
+    for module in modules::all() {
+        copy_into(&ko_path(module), &stage.join("lib/cxlfabric"))?;
     }
+    // What the init loads, by kind, from the Kbuild files.
+    fs::write(
+        stage.join("lib/cxlfabric/modules.list"),
+        modules::guest_list(),
+    )?;
     for tool in tools {
         copy_into(&tool, &stage.join("bin"))?;
     }
