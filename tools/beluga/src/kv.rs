@@ -71,6 +71,14 @@ pub fn crc32(data: &[u8]) -> u32 {
     crc32fast::hash(data)
 }
 
+fn le64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b.try_into().expect("8 bytes"))
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b.try_into().expect("4 bytes"))
+}
+
 /// A store over shared memory `M`.
 pub struct KvStore<M: Shared> {
     mem: M,
@@ -146,18 +154,22 @@ impl<M: Shared> KvStore<M> {
         for probe in 0..slots {
             let slot = (start + probe) % slots;
             let at = self.slot_off(slot);
-            let seq = self.mem.read_u64(at)?;
-            if seq != 0 && self.mem.read_u64(at + 8)? != key {
+            // Sequence number and key in one copy (one trip to memory);
+            // only this writer changes them.
+            let mut head = [0u8; 16];
+            self.mem.read(at, &mut head)?;
+            let seq = le64(&head[..8]);
+            if seq != 0 && le64(&head[8..]) != key {
                 continue;
             }
             // Invalidate, then payload, then record, then the flag.
             self.mem.write_u64(at, seq | 1)?;
             self.mem.write(self.block_off(slot), data)?;
-            self.mem.write_u64(at + 8, key)?;
-            let mut record = [0u8; 8];
-            record[..4].copy_from_slice(&(data.len() as u32).to_le_bytes());
-            record[4..].copy_from_slice(&crc32(data).to_le_bytes());
-            self.mem.write(at + 16, &record)?;
+            let mut record = [0u8; 16];
+            record[..8].copy_from_slice(&key.to_le_bytes());
+            record[8..12].copy_from_slice(&(data.len() as u32).to_le_bytes());
+            record[12..].copy_from_slice(&crc32(data).to_le_bytes());
+            self.mem.write(at + 8, &record)?;
             self.mem.write_u64(at, (seq | 1) + 1)?;
             return Ok(());
         }
@@ -174,7 +186,11 @@ impl<M: Shared> KvStore<M> {
             let at = self.slot_off(slot);
             let deadline = std::time::Instant::now() + READ_PATIENCE;
             while std::time::Instant::now() < deadline {
-                let seq = self.mem.read_u64(at)?;
+                // Sequence number, key, length and checksum in one copy
+                // (one trip to memory; the words are read whole).
+                let mut record = [0u8; 24];
+                self.mem.read(at, &mut record)?;
+                let seq = le64(&record[..8]);
                 if seq == 0 {
                     return Ok(None);
                 }
@@ -183,13 +199,11 @@ impl<M: Shared> KvStore<M> {
                     std::thread::yield_now();
                     continue;
                 }
-                if self.mem.read_u64(at + 8)? != key {
+                if le64(&record[8..16]) != key {
                     break;
                 }
-                let mut record = [0u8; 8];
-                self.mem.read(at + 16, &mut record)?;
-                let len = u32::from_le_bytes(record[..4].try_into().unwrap()) as usize;
-                let crc = u32::from_le_bytes(record[4..].try_into().unwrap());
+                let len = le32(&record[16..20]) as usize;
+                let crc = le32(&record[20..]);
                 if len > self.geometry.block_size {
                     // Torn or hostile record: read again.
                     continue;
@@ -309,7 +323,7 @@ mod tests {
             let (mem, reads) = (mem.clone(), reads.clone());
             std::thread::spawn(move || {
                 let store = KvStore::open(mem).unwrap();
-                while reads.load(Ordering::Relaxed) < 500 {
+                while reads.load(Ordering::Relaxed) < 5000 {
                     if let Ok(Some(data)) = store.get(7) {
                         let version = (data[0] ^ (7u64.wrapping_mul(31) as u8)) as u64;
                         assert_eq!(data, block(7, version, 512), "torn block");

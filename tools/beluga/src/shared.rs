@@ -12,7 +12,10 @@ pub trait Shared: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Copies bytes out, after invalidating them.
+    /// Copies bytes out, after invalidating them. Each naturally aligned
+    /// 8-byte word inside the range is read in one access: a word copied
+    /// out is never torn (bytes of different words may be of different
+    /// moments).
     fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()>;
     /// Copies bytes in, then writes them back.
     fn write(&self, offset: usize, data: &[u8]) -> io::Result<()>;
@@ -65,10 +68,6 @@ impl HeapRegion {
         }
     }
 
-    fn byte(&self, at: usize) -> u8 {
-        (self.words[at / 8].load(Ordering::Acquire) >> ((at % 8) * 8)) as u8
-    }
-
     fn set_byte(&self, at: usize, value: u8) {
         let shift = (at % 8) * 8;
         let _ = self.words[at / 8].fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
@@ -83,8 +82,14 @@ impl Shared for HeapRegion {
     }
     fn read(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
         self.check(offset, out.len())?;
+        // One load per word, whole words never torn.
+        let mut word = (usize::MAX, 0u64);
         for (i, b) in out.iter_mut().enumerate() {
-            *b = self.byte(offset + i);
+            let at = offset + i;
+            if word.0 != at / 8 {
+                word = (at / 8, self.words[at / 8].load(Ordering::Acquire));
+            }
+            *b = (word.1 >> ((at % 8) * 8)) as u8;
         }
         Ok(())
     }
