@@ -348,15 +348,17 @@ impl PoolDevice {
         self.react(inner, &report, now);
         if report.served > 0 {
             inner.busy_until_ns = now.saturating_add(BUSY_WINDOW_NS);
-            drop(guard);
-            self.serve_hot();
         }
-        let inner = self.inner.lock();
-        if time::boottime_ns() < inner.busy_until_ns {
+        let next = if now < inner.busy_until_ns {
             BUSY_TICK_MS
         } else {
             IDLE_TICK_MS
+        };
+        drop(guard);
+        if report.served > 0 {
+            self.serve_hot();
         }
+        next
     }
 
     /// Keeps serving the mailboxes, between ticks, while requests arrive.
