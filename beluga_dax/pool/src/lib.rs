@@ -20,3 +20,4 @@ pub mod leases;
 pub mod mailbox;
 pub mod objects;
 pub mod sections;
+pub mod selftests;

@@ -1,0 +1,835 @@
+//! Test bodies shared by the host tests and the KUnit suites.
+//!
+//! Each case is a plain function that returns `Err(Failure)` at its first
+//! failed check: no `std`, no allocation, no panic (a case that needs a
+//! pool buffer gets one from its caller). The host runs each as a
+//! `#[test]` (`host` below); `beluga_dax_kunit` compiles this file in and
+//! runs each as a KUnit case, in the suites `suites!` names. Both sides
+//! generate their wrappers from that one list, so neither can miss a case.
+//!
+//! The unit tests of the pool core live here; what needs `std` (property
+//! tests, simulations of many hosts, private state) stays in `tests/` and
+//! in `#[cfg(test)]` modules.
+
+// Test arithmetic is on small constants; the kernel runs it with overflow
+// checks, so a slip is a failed case, not wrong memory.
+#![allow(clippy::arithmetic_side_effects)]
+// A `Failure` carries its text (no allocation); only failed cases return it.
+#![allow(clippy::result_large_err)]
+
+use core::fmt::{self, Write};
+
+use super::checksum::{crc32c, crc32c_append};
+use super::engine::{self, Call, Engine, Peer, SliceMemory};
+use super::layout::{Geometry, LayoutError, Superblock, SECTION_SIZE, SUPERBLOCK_BYTES};
+use super::le::{u32_at, u64_at};
+use super::leases::{
+    manager, manager_may_write, HostSlot, LeaseTracker, Liveness, SlotError, SlotState, SLOT_BYTES,
+};
+use super::mailbox::{Op, RecordError, Reply, Request, REPLY_COVERED, REQUEST_COVERED};
+use super::objects::{
+    check_tables, Inconsistency, Name, ObjectEntry, ObjectError, Slot, FLAG_SHARED, FLAG_UNLINKED,
+};
+use super::sections::{AllocError, Extent, SectionMap};
+
+/// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
+/// per suite. A case written `case(pool)` takes a zeroed buffer of
+/// `POOL_BYTES`; the others take nothing. Used by the host tests below and
+/// by `beluga_dax_kunit`, so unused in a plain build of this crate.
+#[allow(unused_macros)]
+macro_rules! suites {
+    ($m:ident) => {
+        $m!(
+            beluga_dax_layout,
+            [
+                crc32c_check_value,
+                crc32c_appends,
+                le_fields_never_read_past_the_end,
+                geometry_of_the_testbed_pool,
+                superblock_round_trip,
+                superblock_bit_flips_are_refused,
+                superblock_refusals_say_why,
+                impossible_geometries_are_refused,
+            ]
+        );
+        $m!(
+            beluga_dax_sections,
+            [
+                sections_first_fit_and_merge,
+                sections_frees_not_matching_ownership_change_nothing,
+                sections_corrupt_table_is_refused,
+                sections_object_index_must_fit_the_table,
+            ]
+        );
+        $m!(
+            beluga_dax_objects,
+            [
+                object_entry_round_trip,
+                hostile_object_entries_are_refused,
+                object_names_are_checked,
+                permissions_follow_owner_and_other_bits,
+                tables_disagreeing_are_reported,
+            ]
+        );
+        $m!(
+            beluga_dax_leases,
+            [
+                host_slot_round_trip_and_torn_reads,
+                lease_expires_after_lease_plus_margin,
+                new_incarnation_restarts_the_lease,
+                detached_and_free_slots,
+                lowest_live_host_is_manager,
+                manager_stops_writing_before_observers_expire_it,
+            ]
+        );
+        $m!(
+            beluga_dax_protocol,
+            [
+                mailbox_request_bit_flips_are_refused,
+                mailbox_reply_bit_flips_are_refused,
+                hostile_requests_are_refused,
+                engine_serves_remote_requests_and_reclaims(pool),
+            ]
+        );
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use suites;
+
+/// A failed check: where, and what (truncated to fit).
+pub struct Failure {
+    pub line: u32,
+    text: [u8; 240],
+    len: usize,
+}
+
+impl Failure {
+    pub fn new(line: u32, what: fmt::Arguments<'_>) -> Failure {
+        let mut failure = Failure {
+            line,
+            text: [0; 240],
+            len: 0,
+        };
+        // A full buffer truncates the text; that is not an error here.
+        let _ = failure.write_fmt(what);
+        failure
+    }
+
+    pub fn text(&self) -> &str {
+        self.text
+            .get(..self.len)
+            .and_then(|t| core::str::from_utf8(t).ok())
+            .unwrap_or("")
+    }
+}
+
+impl Write for Failure {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.text.len().saturating_sub(self.len);
+        let mut n = s.len().min(room);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        if let (Some(to), Some(from)) = (self.text.get_mut(self.len..self.len + n), s.get(..n)) {
+            to.copy_from_slice(from.as_bytes());
+            self.len += n;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "selftests.rs:{}: {}", self.line, self.text())
+    }
+}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+pub type Outcome = Result<(), Failure>;
+
+/// Bytes of the pool buffer a `case(pool)` gets: the engine case's pool
+/// (metadata, then four 2 MiB sections from the first 2 MiB boundary).
+pub const POOL_BYTES: usize = 10 << 20;
+
+/// Fails the case unless `$cond` holds.
+macro_rules! check {
+    ($cond:expr $(,)?) => {
+        check!($cond, "expected `{}`", stringify!($cond))
+    };
+    ($cond:expr, $($what:tt)+) => {
+        if !$cond {
+            return Err(Failure::new(line!(), format_args!($($what)+)));
+        }
+    };
+}
+
+/// Fails the case unless `$left == $right`, showing both (and why it
+/// matters, if given).
+macro_rules! check_eq {
+    ($left:expr, $right:expr $(,)?) => {
+        check_eq!($left, $right, "")
+    };
+    ($left:expr, $right:expr, $why:literal) => {
+        // A `match` keeps the operands' temporaries alive, as `assert_eq!`.
+        match (&$left, &$right) {
+            (left, right) => check!(
+                *left == *right,
+                "expected `{}` == `{}`: left = {:?}, right = {:?} {}",
+                stringify!($left),
+                stringify!($right),
+                left,
+                right,
+                $why
+            ),
+        }
+    };
+}
+
+/// The value of an `Ok` (or `Some`), or the case fails with the error.
+macro_rules! ok {
+    ($e:expr) => {
+        match $e.ok_or_fail() {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(Failure::new(
+                    line!(),
+                    format_args!("`{}` failed: {:?}", stringify!($e), e),
+                ))
+            }
+        }
+    };
+}
+
+/// `Result` and `Option` alike for `ok!`.
+trait OkOrFail<T> {
+    type Error: fmt::Debug;
+    fn ok_or_fail(self) -> Result<T, Self::Error>;
+}
+
+impl<T, E: fmt::Debug> OkOrFail<T> for Result<T, E> {
+    type Error = E;
+    fn ok_or_fail(self) -> Result<T, E> {
+        self
+    }
+}
+
+impl<T> OkOrFail<T> for Option<T> {
+    type Error = &'static str;
+    fn ok_or_fail(self) -> Result<T, &'static str> {
+        self.ok_or("None")
+    }
+}
+
+const MIB: u64 = 1 << 20;
+const MS: u64 = 1_000_000;
+
+// checksum.rs, le.rs, layout.rs
+
+pub fn crc32c_check_value() -> Outcome {
+    // The CRC catalogue's check value for CRC-32C.
+    check_eq!(crc32c(b"123456789"), 0xE306_9283);
+    check_eq!(crc32c(b""), 0);
+    Ok(())
+}
+
+pub fn crc32c_appends() -> Outcome {
+    check_eq!(
+        crc32c_append(crc32c(b"1234"), b"56789"),
+        crc32c(b"123456789")
+    );
+    Ok(())
+}
+
+pub fn le_fields_never_read_past_the_end() -> Outcome {
+    let b = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+    check_eq!(u32_at(&b, 0), 0x0403_0201);
+    check_eq!(u64_at(&b, 1), 0x0908_0706_0504_0302);
+    check_eq!(u32_at(&b, 6), 0);
+    check_eq!(u64_at(&b, usize::MAX), 0);
+    Ok(())
+}
+
+fn sample_superblock() -> Result<Superblock, Failure> {
+    let g = ok!(Geometry::new(512 * MIB, 8, 1024));
+    Ok(Superblock::new(&g, [7; 16], 1))
+}
+
+pub fn geometry_of_the_testbed_pool() -> Outcome {
+    let g = ok!(Geometry::new(512 * MIB, 8, 1024));
+    // Hosts: 8 x 256 B after the superblock; sections: 256 x 16 B;
+    // objects: 1024 x 128 B; data from the next 2 MiB boundary.
+    check_eq!(g.host_table_off, 4096);
+    check_eq!(g.section_table_off, 8192);
+    check_eq!(g.object_table_off, 12288);
+    check_eq!(g.data_off, 2 * MIB);
+    check_eq!(g.section_count, 255);
+    check_eq!(g.section_offset(0), Some(g.data_off));
+    check_eq!(g.section_offset(g.section_count), None);
+    Ok(())
+}
+
+pub fn superblock_round_trip() -> Outcome {
+    let sb = sample_superblock()?;
+    check_eq!(Superblock::decode(&sb.encode(), 512 * MIB), Ok(sb));
+    let g = ok!(Geometry::new(512 * MIB, 8, 1024));
+    let other = Superblock::new(&g, [3; 16], 9);
+    check_eq!(Superblock::decode(&other.encode(), 512 * MIB), Ok(other));
+    Ok(())
+}
+
+pub fn superblock_bit_flips_are_refused() -> Outcome {
+    let bytes = sample_superblock()?.encode();
+    for bit in 0..SUPERBLOCK_BYTES * 8 {
+        let mut bad = bytes;
+        bad[bit / 8] ^= 1 << (bit % 8);
+        check!(
+            Superblock::decode(&bad, 512 * MIB).is_err(),
+            "bit {} flipped was accepted",
+            bit
+        );
+    }
+    Ok(())
+}
+
+pub fn superblock_refusals_say_why() -> Outcome {
+    let sb = sample_superblock()?;
+    check_eq!(
+        Superblock::decode(&[0u8; SUPERBLOCK_BYTES], 512 * MIB),
+        Err(LayoutError::BadMagic)
+    );
+    check_eq!(
+        Superblock::decode(&sb.encode()[..64], 512 * MIB),
+        Err(LayoutError::Truncated)
+    );
+    check_eq!(
+        Superblock::decode(&sb.encode(), 256 * MIB),
+        Err(LayoutError::LargerThanDevice {
+            pool: 512 * MIB,
+            device: 256 * MIB
+        })
+    );
+    for version in [1, 3] {
+        let mut other = sb;
+        other.version = version;
+        check_eq!(
+            Superblock::decode(&other.encode(), 512 * MIB),
+            Err(LayoutError::UnsupportedVersion(version))
+        );
+    }
+    // A consistent checksum over inconsistent offsets is still refused.
+    let mut shifted = sb;
+    shifted.data_off += SECTION_SIZE;
+    shifted.checksum = crc32c(&shifted.encode()[..SUPERBLOCK_BYTES - 4]);
+    check!(matches!(
+        Superblock::decode(&shifted.encode(), 512 * MIB),
+        Err(LayoutError::Geometry(_))
+    ));
+    Ok(())
+}
+
+pub fn impossible_geometries_are_refused() -> Outcome {
+    check!(Geometry::new(2 * MIB, 8, 1024).is_err());
+    check_eq!(ok!(Geometry::new(4 * MIB, 8, 1024)).section_count, 1);
+    check!(Geometry::new(512 * MIB, 0, 1024).is_err());
+    check!(Geometry::new(512 * MIB, 65, 1024).is_err());
+    check!(Geometry::new(512 * MIB, 8, 0).is_err());
+    check!(Geometry::new(u64::MAX, 8, 1024).is_err());
+    Ok(())
+}
+
+// sections.rs
+
+pub fn sections_first_fit_and_merge() -> Outcome {
+    let mut table = [0u32; 8];
+    let mut map = ok!(SectionMap::new(&mut table, 16));
+    let a = ok!(map.allocate(3, 0));
+    let b = ok!(map.allocate(2, 1));
+    let c = ok!(map.allocate(3, 2));
+    check_eq!((a.first, b.first, c.first), (0, 3, 5));
+    check_eq!(map.allocate(1, 3), Err(AllocError::NoSpace { largest: 0 }));
+    ok!(map.free(a, 0));
+    ok!(map.free(c, 2));
+    check_eq!(map.largest_free_run(), 3);
+    check_eq!(map.fragmentation_permille(), 500);
+    ok!(map.free(b, 1));
+    check_eq!(map.largest_free_run(), 8);
+    check_eq!(map.fragmentation_permille(), 0);
+    Ok(())
+}
+
+pub fn sections_frees_not_matching_ownership_change_nothing() -> Outcome {
+    let mut table = [0u32; 8];
+    let mut map = ok!(SectionMap::new(&mut table, 16));
+    let a = ok!(map.allocate(4, 5));
+    check_eq!(map.free(a, 6), Err(AllocError::NotOwner));
+    check_eq!(
+        map.free(Extent { first: 2, count: 4 }, 5),
+        Err(AllocError::NotOwner)
+    );
+    check_eq!(
+        map.free(
+            Extent {
+                first: 7,
+                count: u32::MAX
+            },
+            5
+        ),
+        Err(AllocError::NotOwner)
+    );
+    check_eq!(
+        map.free(Extent { first: 0, count: 0 }, 5),
+        Err(AllocError::NotOwner)
+    );
+    check_eq!(map.free_sections(), 4);
+    ok!(map.free(a, 5));
+    check_eq!(map.free(a, 5), Err(AllocError::NotOwner), "double free");
+    Ok(())
+}
+
+pub fn sections_corrupt_table_is_refused() -> Outcome {
+    let mut table = [0, 3, 17, 0];
+    check_eq!(
+        SectionMap::new(&mut table, 16).err(),
+        Some(AllocError::Corrupt { section: 2 })
+    );
+    let mut table = [0u32, 99, 0];
+    check_eq!(
+        SectionMap::new(&mut table, 16).err(),
+        Some(AllocError::Corrupt { section: 1 })
+    );
+    Ok(())
+}
+
+pub fn sections_object_index_must_fit_the_table() -> Outcome {
+    let mut table = [0u32; 4];
+    let mut map = ok!(SectionMap::new(&mut table, 16));
+    check_eq!(map.allocate(1, 16), Err(AllocError::Invalid));
+    check_eq!(map.allocate(0, 1), Err(AllocError::Invalid));
+    Ok(())
+}
+
+// objects.rs
+
+fn entry(first: u32, count: u32, name: Option<&[u8]>, flags: u32) -> Result<ObjectEntry, Failure> {
+    let name = match name {
+        Some(n) => Some(ok!(Name::new(n))),
+        None => None,
+    };
+    Ok(ObjectEntry {
+        extent: Extent { first, count },
+        owner_host: 1,
+        flags,
+        uid: 1000,
+        mode: 0o640,
+        holders: 0b10,
+        generation: 3,
+        serial: 99,
+        request_seq: 0,
+        name,
+    })
+}
+
+fn shared(first: u32, count: u32, name: &[u8]) -> Result<Slot, Failure> {
+    Ok(Slot::Live(entry(first, count, Some(name), FLAG_SHARED)?))
+}
+
+pub fn object_entry_round_trip() -> Outcome {
+    let live = shared(4, 2, b"kv-cache.0")?;
+    check_eq!(Slot::decode(&live.encode(), 10, 8), Ok(live));
+    check_eq!(Slot::decode(&Slot::Free.encode(), 10, 8), Ok(Slot::Free));
+    Ok(())
+}
+
+pub fn hostile_object_entries_are_refused() -> Outcome {
+    let decode = |e: ObjectEntry, sections: u32| Slot::decode(&Slot::Live(e).encode(), sections, 8);
+    check_eq!(
+        decode(entry(9, 2, None, 0)?, 10),
+        Err(ObjectError::Invalid("extent outside the data area"))
+    );
+    // The same entry in a pool with only 2 sections points past its end.
+    check!(
+        decode(entry(1, 2, None, 0)?, 2).is_err(),
+        "extent past the end"
+    );
+    check!(
+        decode(entry(u32::MAX, 2, None, 0)?, 10).is_err(),
+        "extent overflow"
+    );
+    check!(decode(entry(0, 0, None, 0)?, 10).is_err(), "empty extent");
+    let one = entry(0, 1, None, 0)?;
+    check!(decode(
+        ObjectEntry {
+            owner_host: 8,
+            ..one
+        },
+        10
+    )
+    .is_err());
+    check!(decode(
+        ObjectEntry {
+            mode: 0o1777,
+            ..one
+        },
+        10
+    )
+    .is_err());
+    check!(decode(
+        ObjectEntry {
+            holders: 1 << 8,
+            ..one
+        },
+        10
+    )
+    .is_err());
+    check!(
+        decode(entry(0, 1, None, FLAG_SHARED)?, 10).is_err(),
+        "shared without a name"
+    );
+    check!(decode(entry(0, 1, None, 8)?, 10).is_err(), "unknown flag");
+    check!(
+        decode(entry(0, 1, None, 1 << 31)?, 10).is_err(),
+        "unknown flag"
+    );
+    let unlinked = Slot::Live(entry(0, 1, Some(b"x"), FLAG_SHARED | FLAG_UNLINKED)?);
+    check_eq!(Slot::decode(&unlinked.encode(), 10, 8), Ok(unlinked));
+    let mut torn = Slot::Live(one).encode();
+    torn[5] ^= 1;
+    check_eq!(Slot::decode(&torn, 10, 8), Err(ObjectError::BadChecksum));
+    Ok(())
+}
+
+pub fn object_names_are_checked() -> Outcome {
+    check!(Name::new(b"").is_err());
+    check!(Name::new(&[b'a'; 48]).is_err());
+    check!(Name::new(b"has space").is_err());
+    check!(Name::new(b"../etc").is_err());
+    check_eq!(ok!(Name::new(b"ok.name-1_x")).as_str(), "ok.name-1_x");
+    Ok(())
+}
+
+pub fn permissions_follow_owner_and_other_bits() -> Outcome {
+    let e = entry(0, 1, None, 0)?; // uid 1000, mode 0640
+    check!(e.may_map(1000, true));
+    check!(!e.may_map(1001, false), "group bits do not apply");
+    let world_readable = ObjectEntry { mode: 0o604, ..e };
+    check!(world_readable.may_map(1001, false));
+    check!(!world_readable.may_map(1001, true));
+    Ok(())
+}
+
+pub fn tables_disagreeing_are_reported() -> Outcome {
+    let mut table = [0u32; 6];
+    let mut map = ok!(SectionMap::new(&mut table, 4));
+    ok!(map.allocate(2, 0));
+    ok!(map.allocate(1, 2));
+    let objects = [
+        shared(0, 2, b"a")?,
+        Slot::Free,
+        shared(2, 1, b"b")?,
+        Slot::Free,
+    ];
+    check_eq!(check_tables(&map, &objects), Ok(()));
+    let mut orphan = objects;
+    orphan[2] = Slot::Free;
+    check_eq!(
+        check_tables(&map, &orphan),
+        Err(Inconsistency::SectionOfFreeObject {
+            section: 2,
+            object: 2
+        })
+    );
+    let mut overlap = objects;
+    overlap[2] = shared(1, 2, b"b")?;
+    check_eq!(
+        check_tables(&map, &overlap),
+        Err(Inconsistency::ExtentNotOwned {
+            object: 2,
+            section: 1
+        })
+    );
+    let mut dup = objects;
+    dup[2] = shared(2, 1, b"a")?;
+    check_eq!(
+        check_tables(&map, &dup),
+        Err(Inconsistency::DuplicateName {
+            first: 0,
+            second: 2
+        })
+    );
+    // An unlinked object's name is free for another.
+    dup[0] = Slot::Live(entry(0, 2, Some(b"a"), FLAG_SHARED | FLAG_UNLINKED)?);
+    check_eq!(check_tables(&map, &dup), Ok(()));
+    Ok(())
+}
+
+// leases.rs
+
+fn slot(heartbeat: u64) -> HostSlot {
+    HostSlot {
+        state: SlotState::Attached,
+        host_index: 1,
+        boot_id: [9; 16],
+        heartbeat,
+        lease_ms: 1000,
+        generation: 4,
+    }
+}
+
+pub fn host_slot_round_trip_and_torn_reads() -> Outcome {
+    let s = slot(42);
+    let bytes = s.encode();
+    check_eq!(HostSlot::decode(&bytes, 1, 8), Ok(s));
+    // Torn reads: the heartbeat half updated.
+    for (at, flip) in [(32, 0xff), (33, 0x10)] {
+        let mut torn = bytes;
+        torn[at] ^= flip;
+        check_eq!(HostSlot::decode(&torn, 1, 8), Err(SlotError::BadChecksum));
+    }
+    check_eq!(
+        HostSlot::decode(&[0u8; SLOT_BYTES], 1, 8),
+        Err(SlotError::Empty)
+    );
+    // A valid record in the wrong slot, or beyond the table.
+    check_eq!(
+        HostSlot::decode(&bytes, 2, 8),
+        Err(SlotError::Invalid("slot index"))
+    );
+    check_eq!(
+        HostSlot::decode(&bytes, 1, 1),
+        Err(SlotError::Invalid("slot index"))
+    );
+    let bad_lease = HostSlot { lease_ms: 5, ..s }.encode();
+    check_eq!(
+        HostSlot::decode(&bad_lease, 1, 8),
+        Err(SlotError::Invalid("lease period"))
+    );
+    Ok(())
+}
+
+pub fn lease_expires_after_lease_plus_margin() -> Outcome {
+    let mut t = LeaseTracker::default();
+    check_eq!(t.liveness(0), Liveness::Absent);
+    t.observe(&slot(1), 0);
+    check_eq!(t.liveness(1400 * MS), Liveness::Live);
+    // Same counter seen again: the clock keeps running from the change.
+    t.observe(&slot(1), 1400 * MS);
+    check_eq!(t.liveness(1500 * MS), Liveness::Live);
+    check_eq!(t.liveness(1500 * MS + 1), Liveness::Expired);
+    // The counter moves again: live again, from now.
+    t.observe(&slot(2), 2000 * MS);
+    check_eq!(t.liveness(3000 * MS), Liveness::Live);
+    Ok(())
+}
+
+pub fn new_incarnation_restarts_the_lease() -> Outcome {
+    let mut t = LeaseTracker::default();
+    t.observe(&slot(7), 0);
+    // Same counter value, new boot id: a restarted host.
+    let reborn = HostSlot {
+        boot_id: [1; 16],
+        ..slot(7)
+    };
+    t.observe(&reborn, 10_000 * MS);
+    check_eq!(t.liveness(10_500 * MS), Liveness::Live);
+    Ok(())
+}
+
+pub fn detached_and_free_slots() -> Outcome {
+    let mut t = LeaseTracker::default();
+    let detached = HostSlot {
+        state: SlotState::Detached,
+        ..slot(1)
+    };
+    t.observe(&detached, 0);
+    check_eq!(t.liveness(u64::MAX), Liveness::Detached);
+    let free = HostSlot {
+        state: SlotState::Free,
+        ..slot(1)
+    };
+    t.observe(&free, 0);
+    check_eq!(t.liveness(0), Liveness::Absent);
+    Ok(())
+}
+
+pub fn lowest_live_host_is_manager() -> Outcome {
+    use Liveness::*;
+    check_eq!(manager(&[Expired, Absent, Live, Live]), Some(2));
+    check_eq!(manager(&[Expired, Live, Live]), Some(1));
+    check_eq!(manager(&[Detached, Expired]), None);
+    Ok(())
+}
+
+pub fn manager_stops_writing_before_observers_expire_it() -> Outcome {
+    check!(manager_may_write(0, 499 * MS, 1000));
+    check!(!manager_may_write(0, 500 * MS, 1000));
+    // Observers wait lease + margin = 1500 ms: at least 1000 ms of slack.
+    let mut t = LeaseTracker::default();
+    t.observe(&slot(1), 0);
+    check_eq!(t.liveness(1000 * MS), Liveness::Live);
+    Ok(())
+}
+
+// mailbox.rs, engine/
+
+fn request() -> Result<Request, Failure> {
+    Ok(Request {
+        op: Op::Alloc,
+        seq: 7,
+        boot_id: [3; 16],
+        object: 0,
+        sections: 4,
+        serial: 0,
+        flags: FLAG_SHARED,
+        uid: 1000,
+        mode: 0o640,
+        name: Some(ok!(Name::new(b"kv.cache-0"))),
+    })
+}
+
+pub fn mailbox_request_bit_flips_are_refused() -> Outcome {
+    let req = request()?;
+    let bytes = req.encode();
+    check_eq!(Request::decode(&bytes), Ok(req));
+    for bit in 0..(REQUEST_COVERED + 4) * 8 {
+        let mut bad = bytes;
+        bad[bit / 8] ^= 1 << (bit % 8);
+        check!(Request::decode(&bad).is_err(), "bit {} accepted", bit);
+    }
+    Ok(())
+}
+
+pub fn mailbox_reply_bit_flips_are_refused() -> Outcome {
+    let reply = Reply {
+        seq: 9,
+        boot_tag: [1, 2, 3, 4, 5, 6, 7, 8],
+        status: 0,
+        object: 5,
+        extent: Extent { first: 3, count: 2 },
+        flags: 1,
+        serial: 77,
+        uid: 1000,
+        mode: 0o600,
+    };
+    let bytes = reply.encode();
+    check_eq!(Reply::decode(&bytes), Ok(reply));
+    for bit in 0..(REPLY_COVERED + 4) * 8 {
+        let mut bad = bytes;
+        bad[bit / 8] ^= 1 << (bit % 8);
+        check!(Reply::decode(&bad).is_err(), "bit {} accepted", bit);
+    }
+    Ok(())
+}
+
+pub fn hostile_requests_are_refused() -> Outcome {
+    let mut bytes = request()?.encode();
+    bytes[64] = b'/';
+    let crc = crc32c(&bytes[..REQUEST_COVERED]);
+    bytes[REQUEST_COVERED..REQUEST_COVERED + 4].copy_from_slice(&crc.to_le_bytes());
+    check_eq!(Request::decode(&bytes), Err(RecordError::Invalid("name")));
+    check_eq!(Request::decode(&[0u8; 128]), Err(RecordError::Empty));
+    check!(Request::decode(&[0u8; 10]).is_err());
+    Ok(())
+}
+
+/// Two hosts on one pool in memory: the manager serves the other host's
+/// request through its mailbox, then reclaims its object once its lease
+/// has expired.
+pub fn engine_serves_remote_requests_and_reclaims(pool: &mut [u8]) -> Outcome {
+    check!(pool.len() >= POOL_BYTES);
+    let mem = SliceMemory::new(pool);
+    let size = POOL_BYTES as u64;
+    let sb = ok!(engine::format(&mem, size, 2, 8, [7; 16], 1));
+    check_eq!(sb.section_count, 4);
+    let (mut objects_a, mut sections_a, mut peers_a) =
+        ([Slot::Free; 8], [0u32; 4], [Peer::default(); 2]);
+    let (mut objects_b, mut sections_b, mut peers_b) =
+        ([Slot::Free; 8], [0u32; 4], [Peer::default(); 2]);
+    let mut now = 0;
+    let mut a = ok!(Engine::attach(
+        &mem,
+        sb,
+        0,
+        [1; 16],
+        100,
+        now,
+        &mut objects_a[..],
+        &mut sections_a[..],
+        &mut peers_a[..],
+    ));
+    let mut b = ok!(Engine::attach(
+        &mem,
+        sb,
+        1,
+        [2; 16],
+        100,
+        now,
+        &mut objects_b[..],
+        &mut sections_b[..],
+        &mut peers_b[..],
+    ));
+    for _ in 0..200 {
+        now += MS;
+        a.tick(&mem, now);
+        b.tick(&mem, now);
+    }
+    check!(a.is_managing() && !b.is_managing() && b.is_ready());
+    let call = Call::Alloc {
+        sections: 3,
+        flags: 0,
+        uid: 0,
+        mode: 0o600,
+        name: None,
+    };
+    let seq = ok!(b.submit(&mem, call, false, now));
+    let mut answer = None;
+    for _ in 0..50 {
+        now += MS;
+        a.tick(&mem, now);
+        b.tick(&mem, now);
+        answer = b.poll(&mem, seq);
+        if answer.is_some() {
+            break;
+        }
+    }
+    let handle = ok!(ok!(answer));
+    check_eq!(handle.extent.count, 3);
+    check_eq!(a.stats().used_by_host[1], 3);
+    // Host 1 stops: after 1.5 leases host 0 reclaims its sections.
+    let mut reclaimed = 0;
+    for _ in 0..200 {
+        now += MS;
+        reclaimed += a.tick(&mem, now).reclaimed;
+    }
+    check_eq!(reclaimed, 1);
+    check_eq!(a.stats().free_sections, 4);
+    Ok(())
+}
+
+/// Every shared case as a host test, by suite.
+#[cfg(test)]
+mod host {
+    extern crate std;
+
+    macro_rules! host_tests {
+        ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
+            mod $suite {
+                $(
+                    #[test]
+                    fn $case() {
+                        $(let mut $pool = super::std::vec![0u8; super::super::POOL_BYTES];)?
+                        if let Err(failure) = super::super::$case($(&mut $pool)?) {
+                            panic!("{failure}");
+                        }
+                    }
+                )+
+            }
+        };
+    }
+
+    super::suites!(host_tests);
+}
