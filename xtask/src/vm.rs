@@ -151,7 +151,17 @@ pub fn build_initramfs() -> Result<PathBuf> {
     copy_into(busybox, &stage.join("bin"))?;
     let vm_dir = repo_root().join("tests/vm");
     fs::copy(vm_dir.join("init"), stage.join("init"))?;
-    fs::copy(vm_dir.join("demo-beluga.sh"), stage.join("demo-beluga.sh"))?;
+    // The demo's parts (`demo-<module>.sh`), run by the init's demo mode.
+    for entry in fs::read_dir(&vm_dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with("demo-") && name.ends_with(".sh") {
+            copy_into(&path, &stage)?;
+        }
+    }
     fs::copy(vm_dir.join("lib.sh"), stage.join("lib/cxlfabric/lib.sh"))?;
     for sub in ["scenarios", "selftest", "multihost", "bench"] {
         let dest = stage.join(sub);
