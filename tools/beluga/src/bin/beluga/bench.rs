@@ -33,17 +33,51 @@ pub enum Bench {
         #[arg(long)]
         label: String,
     },
-    /// KV block store: put then get throughput, in a beluga object or
-    /// (`--ivshmem`) in RAM-backed shared memory.
+    /// KV block store: put then get throughput for each block size, set
+    /// against the raw bulk bandwidth of the same mapping. Prints the raw
+    /// series first (label `raw`: bulk `Mapping::write`/`read` in 1 MiB
+    /// copies, the same flush discipline), then one series per block size
+    /// (`kv-4k`, ...). Each memory's metrics carry its name
+    /// (`ivshmem_put_bytes_per_s`, `cxl_get_bytes_per_s`, ...), so the
+    /// harness's ratio to the anchor is KV over raw on the same memory; the
+    /// KV lines also carry those ratios (`..._of_raw`).
     Kv {
+        /// The memories, in order: `anon` (shared anonymous memory; runs
+        /// anywhere), `ivshmem` (the BAR, from 8 MiB), `cxl` (a beluga
+        /// object in the pool).
+        #[arg(long = "on", value_delimiter = ',', required = true)]
+        on: Vec<Memory>,
+        /// Block sizes in bytes.
+        #[arg(long, value_delimiter = ',', default_value = "4096,16384,262144")]
+        blocks: Vec<usize>,
+        /// Size of the store (and of the raw copies' range) in MiB.
+        #[arg(long, default_value_t = 16)]
+        mib: u64,
+        /// Seconds per measurement (raw write, raw read, each put and get).
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
+    /// Bulk copy bandwidth of shared anonymous memory, `--block` bytes
+    /// per copy over `--mib` MiB: the first version's byte-at-a-time copy
+    /// with a clflush per line (the anchor), then every copy path this CPU
+    /// supports (the detected one first), then plain `memcpy` without cache
+    /// maintenance (what the flushes cost). Host-runnable.
+    Copy {
         #[arg(long, default_value_t = 16384)]
         block: usize,
-        #[arg(long, default_value_t = 3)]
-        seconds: u64,
-        #[arg(long)]
-        ivshmem: bool,
-        #[arg(long)]
-        label: String,
+        #[arg(long, default_value_t = 64)]
+        mib: u64,
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
+    /// Checksum throughput on one block: the first version's bitwise
+    /// CRC-32 (the anchor), crc32fast (the KV checksum now), and the pool
+    /// core's bitwise CRC32C. Host-runnable.
+    Crc {
+        #[arg(long, default_value_t = 16384)]
+        block: usize,
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
     },
     /// The server side of `rpc-client`, until `--seconds` pass.
     RpcServer {
@@ -68,6 +102,26 @@ pub enum Bench {
     },
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Memory {
+    /// Shared anonymous memory of this process.
+    Anon,
+    /// The ivshmem BAR (RAM-backed memory shared between the VMs).
+    Ivshmem,
+    /// A beluga object in the CXL pool.
+    Cxl,
+}
+
+impl Memory {
+    fn name(self) -> &'static str {
+        match self {
+            Memory::Anon => "anon",
+            Memory::Ivshmem => "ivshmem",
+            Memory::Cxl => "cxl",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Transport {
     /// CXL-RPC in a shared beluga object.
@@ -84,6 +138,33 @@ const RPC_OBJECT: &str = "bench.rpc";
 
 fn rate(n: u64, elapsed: Duration) -> f64 {
     n as f64 / elapsed.as_secs_f64()
+}
+
+/// Bytes per second of `op` (which returns the bytes it moved), run
+/// repeatedly for `seconds`, at least once.
+fn throughput(seconds: f64, mut op: impl FnMut(u64) -> Result<u64>) -> Result<f64> {
+    let span = Duration::from_secs_f64(seconds);
+    let (mut bytes, mut i, start) = (0u64, 0u64, Instant::now());
+    loop {
+        bytes += op(i)?;
+        i += 1;
+        if start.elapsed() >= span {
+            return Ok(rate(bytes, start.elapsed()));
+        }
+    }
+}
+
+/// A block's contents (not constant, so a stuck copy would show).
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 131 + 7) as u8).collect()
+}
+
+fn size_label(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}m", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}k", b >> 10),
+        b => format!("{b}"),
+    }
 }
 
 pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
@@ -173,47 +254,125 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
             }
         }
         Bench::Kv {
-            block,
+            on,
+            blocks,
+            mib,
             seconds,
-            ivshmem,
-            label,
         } => {
-            const STORE: u64 = 16 * MIB;
-            let (pool, object, mem) = if ivshmem {
-                let mem = beluga::Mapping::map_file(ivshmem_path()?, 8 * MIB, STORE as usize)?;
-                (None, None, mem)
-            } else {
-                let pool = open_pool()?;
-                let h = pool.alloc(STORE, None, Sharing::Private, 0o600)?;
-                let mem = pool.map(&h)?;
-                (Some(pool), Some(h), mem)
+            // Series (raw, then each block size) of (metric, value) pairs.
+            let mut series: Vec<(String, Vec<(String, f64)>)> = vec![("raw".into(), Vec::new())];
+            for b in &blocks {
+                series.push((format!("kv-{}", size_label(*b)), Vec::new()));
+            }
+            let mut copy = String::new();
+            for memory in on {
+                let len = (mib * MIB) as usize;
+                let (pool, object, mem) = match memory {
+                    Memory::Anon => (None, None, beluga::Mapping::anonymous(len)?),
+                    Memory::Ivshmem => {
+                        let mem = beluga::Mapping::map_file(ivshmem_path()?, 8 * MIB, len)?;
+                        (None, None, mem)
+                    }
+                    Memory::Cxl => {
+                        let pool = open_pool()?;
+                        let h = pool.alloc(mib * MIB, None, Sharing::Private, 0o600)?;
+                        let mem = pool.map(&h)?;
+                        (Some(pool), Some(h), mem)
+                    }
+                };
+                copy = mem.copy_path().name();
+                let name = memory.name();
+                let (raw_put, raw_get) = raw_bandwidth(&mem, seconds)?;
+                series[0]
+                    .1
+                    .push((format!("{name}_put_bytes_per_s"), raw_put));
+                series[0]
+                    .1
+                    .push((format!("{name}_get_bytes_per_s"), raw_get));
+                for (i, &block) in blocks.iter().enumerate() {
+                    let (put, get) = kv_bandwidth(&mem, block, seconds)?;
+                    let metrics = &mut series[i + 1].1;
+                    metrics.push((format!("{name}_put_bytes_per_s"), put));
+                    metrics.push((format!("{name}_get_bytes_per_s"), get));
+                    metrics.push((format!("{name}_put_of_raw"), put / raw_put));
+                    metrics.push((format!("{name}_get_of_raw"), get / raw_get));
+                }
+                drop(mem);
+                if let (Some(p), Some(h)) = (&pool, &object) {
+                    p.free(h)?;
+                }
+            }
+            for line in kv_lines(&copy, &series) {
+                println!("{line}");
+            }
+        }
+        Bench::Copy {
+            block,
+            mib,
+            seconds,
+        } => {
+            let len = (mib * MIB) as usize;
+            let mut mem = beluga::Mapping::anonymous(len)?;
+            if block == 0 || block > len {
+                bail!("--block must be 1..={len}");
+            }
+            let chunks = (len / block) as u64;
+            let data = pattern(block);
+            let mut out = vec![0u8; block];
+            let line = |label: &str, write: f64, read: f64| {
+                println!(
+                    "BENCH {{\"label\":\"{label}\",\"block\":{block},\"write_bytes_per_s\":{write:.0},\"read_bytes_per_s\":{read:.0}}}"
+                )
             };
-            let store = kv::KvStore::create(mem, block)?;
-            let slots = store.geometry().slots as u64;
-            let data = vec![0x5au8; block];
-            let span = Duration::from_secs(seconds);
-            let (mut puts, start) = (0u64, Instant::now());
-            while start.elapsed() < span {
-                store.put(puts % slots, &data)?;
-                puts += 1;
+            let at = |i: u64| (i % chunks) as usize * block;
+            let write = throughput(seconds, |i| {
+                old_copy::write(&mem, at(i), &data);
+                Ok(block as u64)
+            })?;
+            let read = throughput(seconds, |i| {
+                old_copy::read(&mem, at(i), &mut out);
+                Ok(block as u64)
+            })?;
+            line("bytewise-clflush", write, read);
+            for path in beluga::CopyPath::all_supported() {
+                mem.set_copy_path(path)?;
+                let write = throughput(seconds, |i| {
+                    mem.write(at(i), &data)?;
+                    Ok(block as u64)
+                })?;
+                let read = throughput(seconds, |i| {
+                    mem.read(at(i), &mut out)?;
+                    Ok(block as u64)
+                })?;
+                line(&path.name(), write, read);
             }
-            let put_rate = rate(puts, start.elapsed());
-            let (mut gets, start) = (0u64, Instant::now());
-            // Only the keys the put phase reached.
-            let written = puts.min(slots);
-            while start.elapsed() < span {
-                store.get(gets % written)?.context("block missing")?;
-                gets += 1;
-            }
-            let get_rate = rate(gets, start.elapsed());
-            println!(
-                "BENCH {{\"label\":\"{label}\",\"put_blocks_per_s\":{put_rate:.1},\"get_blocks_per_s\":{get_rate:.1},\"put_bytes_per_s\":{:.0},\"get_bytes_per_s\":{:.0}}}",
-                put_rate * block as f64,
-                get_rate * block as f64
-            );
-            drop(store);
-            if let (Some(p), Some(h)) = (&pool, &object) {
-                p.free(h)?;
+            let write = throughput(seconds, |i| {
+                old_copy::memcpy_in(&mem, at(i), &data);
+                Ok(block as u64)
+            })?;
+            let read = throughput(seconds, |i| {
+                old_copy::memcpy_out(&mem, at(i), &mut out);
+                Ok(block as u64)
+            })?;
+            line("memcpy-no-flush", write, read);
+        }
+        Bench::Crc { block, seconds } => {
+            let data = pattern(block);
+            type Checksum = fn(&[u8]) -> u32;
+            let sums: [(&str, Checksum); 3] = [
+                ("bitwise-crc32", old_copy::bitwise_crc32),
+                ("crc32fast", kv::crc32),
+                ("pool-crc32c", beluga_pool::checksum::crc32c),
+            ];
+            for (label, sum) in sums {
+                let bytes_per_s = throughput(seconds, |_| {
+                    std::hint::black_box(sum(std::hint::black_box(&data)));
+                    Ok(block as u64)
+                })?;
+                println!(
+                    "BENCH {{\"label\":\"{label}\",\"block\":{block},\"bytes_per_s\":{bytes_per_s:.0},\"block_ns\":{:.0}}}",
+                    block as f64 / bytes_per_s * 1e9
+                );
             }
         }
         Bench::RpcServer { transport, seconds } => rpc_server(open_pool, transport, seconds)?,
@@ -237,6 +396,152 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The `BENCH` lines of `bench kv`: one per series, the label first,
+/// byte rates rounded to integers, ratios (`_of_raw`) to three places.
+fn kv_lines(copy: &str, series: &[(String, Vec<(String, f64)>)]) -> Vec<String> {
+    series
+        .iter()
+        .map(|(label, metrics)| {
+            let mut line = format!("BENCH {{\"label\":\"{label}\",\"copy\":\"{copy}\"");
+            for (metric, value) in metrics {
+                if metric.ends_with("_of_raw") {
+                    line += &format!(",\"{metric}\":{value:.3}");
+                } else {
+                    line += &format!(",\"{metric}\":{value:.0}");
+                }
+            }
+            line + "}"
+        })
+        .collect()
+}
+
+/// Bulk write then read bandwidth of the whole mapping through
+/// `Mapping::write`/`read`, 1 MiB per copy: the raw anchor of `bench kv`.
+fn raw_bandwidth(mem: &beluga::Mapping, seconds: f64) -> Result<(f64, f64)> {
+    let chunk = mem.len().min(MIB as usize);
+    let chunks = (mem.len() / chunk) as u64;
+    let data = pattern(chunk);
+    let mut out = vec![0u8; chunk];
+    let put = throughput(seconds, |i| {
+        mem.write((i % chunks) as usize * chunk, &data)?;
+        Ok(chunk as u64)
+    })?;
+    let get = throughput(seconds, |i| {
+        mem.read((i % chunks) as usize * chunk, &mut out)?;
+        Ok(chunk as u64)
+    })?;
+    Ok((put, get))
+}
+
+/// Put then get bandwidth of a KV store of `block`-byte blocks filling
+/// the mapping: puts cycle through keys for half its slots (a full table
+/// would measure linear probing's long chains, each probe a flag read
+/// from memory, rather than the copies), gets through the keys the puts
+/// reached.
+fn kv_bandwidth(mem: &beluga::Mapping, block: usize, seconds: f64) -> Result<(f64, f64)> {
+    let store = kv::KvStore::create(mem, block)?;
+    let slots = (store.geometry().slots as u64).div_ceil(2);
+    let data = pattern(block);
+    let mut puts = 0;
+    let put = throughput(seconds, |i| {
+        store.put(i % slots, &data)?;
+        puts = i + 1;
+        Ok(block as u64)
+    })?;
+    let written = puts.min(slots);
+    let get = throughput(seconds, |i| {
+        let got = store.get(i % written)?.context("block missing")?;
+        Ok(got.len() as u64)
+    })?;
+    Ok((put, get))
+}
+
+/// The first version's copies and checksum, for `bench copy` and `bench
+/// crc` to compare against.
+mod old_copy {
+    use beluga::Mapping;
+
+    fn check(mem: &Mapping, offset: usize, len: usize) {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= mem.len()));
+    }
+
+    /// The first version's flush: mfence, clflush every line, mfence.
+    fn flush_lines(ptr: *const u8, len: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_clflush, _mm_mfence};
+            let end = ptr as usize + len;
+            let mut line = ptr as usize & !63;
+            // SAFETY: fences have no preconditions.
+            unsafe { _mm_mfence() };
+            while line < end {
+                // SAFETY: the line overlaps the caller's range in a live
+                // mapping; clflush changes no contents.
+                unsafe { _mm_clflush(line as *const u8) };
+                line += 64;
+            }
+            // SAFETY: as above.
+            unsafe { _mm_mfence() };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (ptr, len);
+    }
+
+    /// One volatile byte store at a time, then the flush.
+    pub fn write(mem: &Mapping, offset: usize, data: &[u8]) {
+        check(mem, offset, data.len());
+        let base = mem.as_ptr().wrapping_add(offset);
+        for (i, &b) in data.iter().enumerate() {
+            // SAFETY: inside the mapping (checked), which no reference
+            // covers.
+            unsafe { base.add(i).write_volatile(b) };
+        }
+        flush_lines(base, data.len());
+    }
+
+    /// The flush, then one volatile byte load at a time.
+    pub fn read(mem: &Mapping, offset: usize, out: &mut [u8]) {
+        check(mem, offset, out.len());
+        let base = mem.as_ptr().wrapping_add(offset);
+        flush_lines(base, out.len());
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: as in `write`.
+            *b = unsafe { base.add(i).read_volatile() };
+        }
+    }
+
+    /// `memcpy` into the mapping, no cache maintenance.
+    pub fn memcpy_in(mem: &Mapping, offset: usize, data: &[u8]) {
+        check(mem, offset, data.len());
+        // SAFETY: inside the mapping (checked), which no reference covers
+        // and no other thread of this process writes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), mem.as_ptr().add(offset), data.len())
+        };
+    }
+
+    /// `memcpy` out of the mapping, no cache maintenance.
+    pub fn memcpy_out(mem: &Mapping, offset: usize, out: &mut [u8]) {
+        check(mem, offset, out.len());
+        // SAFETY: as in `memcpy_in`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(mem.as_ptr().add(offset), out.as_mut_ptr(), out.len())
+        };
+    }
+
+    /// CRC-32 (IEEE), bitwise: the first version's KV checksum.
+    pub fn bitwise_crc32(data: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in data {
+            crc ^= b as u32;
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0xedb8_8320 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    }
 }
 
 /// The channel lives in the second MiB of the ivshmem BAR (the first is
@@ -413,4 +718,40 @@ fn report(label: &str, mut samples: Vec<u64>, seconds: u64) -> Result<()> {
         pct(0.99)
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines parse as the harness parses them (xtask/src/bench.rs):
+    /// JSON after `BENCH `, the rates metrics (`_per_s`), the ratios not.
+    #[test]
+    fn kv_lines_are_bench_json() {
+        let series = vec![
+            (
+                "raw".to_string(),
+                vec![("cxl_put_bytes_per_s".to_string(), 2e9)],
+            ),
+            (
+                "kv-16k".to_string(),
+                vec![
+                    ("cxl_put_bytes_per_s".to_string(), 1.5e9),
+                    ("cxl_put_of_raw".to_string(), 0.75),
+                ],
+            ),
+        ];
+        let lines = kv_lines("nt+clwb/clflushopt", &series);
+        assert_eq!(lines.len(), 2);
+        let kv: serde_json::Value =
+            serde_json::from_str(lines[1].strip_prefix("BENCH ").unwrap()).unwrap();
+        assert_eq!(kv["label"], "kv-16k");
+        assert_eq!(kv["cxl_put_bytes_per_s"].as_f64(), Some(1.5e9));
+        assert_eq!(kv["cxl_put_of_raw"].as_f64(), Some(0.75));
+        assert!(lines[0].starts_with("BENCH {\"label\":\"raw\""));
+        assert_eq!(size_label(4096), "4k");
+        assert_eq!(size_label(262144), "256k");
+        assert_eq!(size_label(1 << 20), "1m");
+        assert_eq!(size_label(1000), "1000");
+    }
 }
