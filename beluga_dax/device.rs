@@ -735,11 +735,13 @@ impl PoolDevice {
             let mut idle = KVec::new();
             let mut keep = KVec::new();
             for h in core::mem::replace(&mut inner.held, KVec::new()) {
-                let pinned = mem.pages.referenced(h.offset, h.size).unwrap_or(0);
-                if pinned > 0 {
+                // Pages are scanned only for holdings nothing else keeps
+                // (the pass runs every 20 ms; a used holding stays anyway).
+                let pinned = h.unused() && mem.pages.referenced(h.offset, h.size) != Some(0);
+                if pinned {
                     report.pinned = report.pinned.saturating_add(1);
                 }
-                let target = if h.unused() && pinned == 0 {
+                let target = if h.unused() && !pinned {
                     &mut idle
                 } else {
                     &mut keep

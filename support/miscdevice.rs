@@ -168,10 +168,10 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
 #[pinned_drop]
 impl<T: MiscDevice> PinnedDrop for MiscDeviceRegistration<T> {
     fn drop(self: Pin<&mut Self>) {
-        // SAFETY: `raw` is a live registration (invariant), deregistered
-        // exactly once, here.
         // misc_deregister takes misc_mtx, which misc_open holds across
         // `open`, so no `open` runs on this registration after it returns.
+        // SAFETY: `raw` is a live registration (invariant), deregistered
+        // exactly once, here.
         unsafe { helpers::cxlf_misc_deregister(self.raw) };
     }
 }

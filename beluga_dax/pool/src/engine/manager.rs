@@ -212,10 +212,7 @@ where
         admin: bool,
     ) -> Result<Reply, Errno> {
         let index = request.object;
-        let mut entry = match self.object(index) {
-            Some(e) if e.serial == request.serial && !e.is_unlinked() => e,
-            _ => return Err(Errno::ENOENT),
-        };
+        let mut entry = self.named_by(request, |e| !e.is_unlinked())?;
         if !entry.is_shared() && entry.owner_host != host {
             return Err(Errno::ENOENT);
         }
@@ -227,6 +224,18 @@ where
         Ok(Reply::of(index, &entry))
     }
 
+    /// The live object a request names by (index, serial), if `accept`s
+    /// it; `ENOENT` otherwise.
+    fn named_by(
+        &self,
+        request: &Request,
+        accept: impl FnOnce(&ObjectEntry) -> bool,
+    ) -> Result<ObjectEntry, Errno> {
+        self.object(request.object)
+            .filter(|e| e.serial == request.serial && accept(e))
+            .ok_or(Errno::ENOENT)
+    }
+
     /// PUBLISH: the owner host cleared the object's sections; OPEN may find
     /// it from now on. Idempotent.
     fn publish<M: Memory>(
@@ -236,10 +245,7 @@ where
         request: &Request,
     ) -> Result<Reply, Errno> {
         let index = request.object;
-        let mut entry = match self.object(index) {
-            Some(e) if e.serial == request.serial && e.owner_host == host => e,
-            _ => return Err(Errno::ENOENT),
-        };
+        let mut entry = self.named_by(request, |e| e.owner_host == host)?;
         if entry.is_clearing() {
             entry.flags &= !FLAG_CLEARING;
             self.store_object(mem, index, Slot::Live(entry))?;
@@ -255,10 +261,7 @@ where
         request: &Request,
     ) -> Result<Reply, Errno> {
         let index = request.object;
-        let mut entry = match self.object(index) {
-            Some(e) if e.serial == request.serial && e.held_by(host) => e,
-            _ => return Err(Errno::ENOENT),
-        };
+        let mut entry = self.named_by(request, |e| e.held_by(host))?;
         entry.holders &= !host_bit(host);
         self.settle(mem, index, entry)?;
         Ok(Reply::of(index, &entry))
