@@ -171,6 +171,14 @@ impl LeaseTracker {
         self.seen = true;
     }
 
+    /// Restarts the count of silence at `now_ns`: the observer did not look
+    /// for a while, and a change it could not see is no evidence of death.
+    pub fn restart(&mut self, now_ns: u64) {
+        if self.seen {
+            self.changed_at_ns = self.changed_at_ns.max(now_ns);
+        }
+    }
+
     /// The boot id last seen (zero if never).
     pub fn boot_id(&self) -> [u8; 16] {
         self.boot_id
@@ -210,14 +218,25 @@ pub fn expiry_ns(lease_ms: u32) -> u64 {
     lease.saturating_add(margin)
 }
 
+/// The longest gap between two scans over which an observer still counts
+/// a peer's silence (an eighth of the lease). After a longer gap it starts
+/// counting again ([`LeaseTracker::restart`]); and a host counts its own
+/// lease only from a heartbeat it has read back intact at least this long
+/// after writing it. Together: a heartbeat a host counts from was in its
+/// slot while every observer that may expire it was looking.
+pub fn scan_bound_ns(lease_ms: u32) -> u64 {
+    lease_ns(lease_ms) / 8
+}
+
 /// The manager: the lowest-indexed live host.
 pub fn manager(liveness: &[Liveness]) -> Option<usize> {
     liveness.iter().position(|l| *l == Liveness::Live)
 }
 
-/// Whether a manager may still write, given when its own last heartbeat
-/// write completed: only within the part of its lease that no observer can
-/// have expired yet (half the lease, leaving the margin for the write).
+/// Whether a manager may still write, given when it wrote the heartbeat it
+/// counts its lease from (see [`scan_bound_ns`]): only within the part of
+/// its lease that no observer can have expired yet (half the lease,
+/// leaving the margin for the write).
 pub fn manager_may_write(last_own_heartbeat_ns: u64, now_ns: u64, lease_ms: u32) -> bool {
     now_ns.saturating_sub(last_own_heartbeat_ns) < lease_ns(lease_ms) / 2
 }

@@ -188,6 +188,63 @@ fn a_clean_detach_is_evidence_at_once() {
     assert_eq!(a.liveness()[1], Liveness::Detached);
 }
 
+/// Ticks `observer` until it calls host `peer` expired (at most `ms`);
+/// returns when.
+fn until_expired(pool: &Pool<'_>, observer: &mut Host, peer: usize, now: &mut u64, ms: u64) -> u64 {
+    for _ in 0..ms {
+        *now += MS;
+        observer.tick(pool, *now);
+        if observer.liveness()[peer] == Liveness::Expired {
+            return *now;
+        }
+    }
+    panic!("host {peer} never expired");
+}
+
+#[test]
+fn a_beat_destroyed_before_anyone_saw_it_does_not_extend_the_lease() {
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let g = sb.geometry();
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
+    // Host 1 stalls for 60 ms while host 0 watches, beats once right
+    // after host 0's scan, and the beat is destroyed before the next one.
+    for _ in 0..60 {
+        now += MS;
+        a.tick(&pool, now);
+    }
+    b.tick(&pool, now);
+    pool.write(g.host_slot_offset(1).unwrap(), &[0; 4]).unwrap();
+    let expired_at = until_expired(&pool, &mut a, 1, &mut now, 400);
+    assert!(
+        !b.lease_valid(expired_at),
+        "host 1 still counts on a beat host 0 never saw"
+    );
+}
+
+#[test]
+fn silence_an_observer_did_not_watch_is_no_evidence() {
+    let mut bytes = pool_bytes();
+    let (pool, sb) = formatted(&mut bytes, 4, 64);
+    let g = sb.geometry();
+    let (mut a, mut b, mut now) = settled_pair(&pool, sb);
+    // Host 0 stalls for 55 ms (its lease survives) while host 1 beats
+    // twice, the second time just before host 0 looks again; that beat is
+    // destroyed and host 1 stalls.
+    let stalled_at = now;
+    for at in [28, 54] {
+        b.tick(&pool, stalled_at + at * MS);
+    }
+    now = stalled_at + 55 * MS;
+    pool.write(g.host_slot_offset(1).unwrap(), &[0; 4]).unwrap();
+    let expired_at = until_expired(&pool, &mut a, 1, &mut now, 400);
+    assert!(
+        !b.lease_valid(expired_at),
+        "host 0 expired host 1 while host 1's lease was valid"
+    );
+    assert!(!a.lease_lost());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 

@@ -3,7 +3,7 @@
 
 #![deny(clippy::arithmetic_side_effects)]
 
-use super::super::leases::{lease_ns, manager_may_write, HostSlot, Liveness};
+use super::super::leases::{lease_ns, manager_may_write, scan_bound_ns, HostSlot, Liveness};
 use super::super::leases::{SlotError, SlotState, SLOT_BYTES};
 use super::super::mailbox::boot_tag;
 use super::super::objects::Slot;
@@ -91,8 +91,9 @@ where
             return report;
         }
         let lease_ns = lease_ns(self.lease_ms);
-        if now_ns.saturating_sub(self.last_beat_ns) > lease_ns {
-            // Others may already have expired us and reclaimed our objects.
+        if now_ns.saturating_sub(self.counted_beat_ns) > lease_ns {
+            // Others may already have expired us and reclaimed our objects
+            // (a beat nobody saw does not count).
             self.lose_lease();
             report.lease_lost = true;
             return report;
@@ -120,6 +121,14 @@ where
         // rewrite it now rather than at the next beat (observers judge
         // only by valid records, so until then they see no change).
         let intact = own.is_some_and(|own| own.heartbeat == self.heartbeat);
+        // A beat counts once it stayed intact for a scan bound: every
+        // observer that counts our silence looked at it in that time. One
+        // destroyed sooner may never have been seen, and one written after
+        // a stall is not counted before it is seen either.
+        let seen_by_all = now_ns.saturating_sub(self.last_beat_ns) >= scan_bound_ns(self.lease_ms);
+        if intact && seen_by_all {
+            self.counted_beat_ns = self.last_beat_ns;
+        }
         let beat_due = now_ns.saturating_sub(self.last_beat_ns) >= lease_ns / 4;
         if (beat_due || !intact) && self.write_lease(mem, SlotState::Attached, now_ns).is_err() {
             self.lose_lease();
@@ -131,7 +140,7 @@ where
 
         let eligible = self.manager() == Some(self.index)
             && now_ns.saturating_sub(self.beating_since_ns) >= expiry_ns(self.lease_ms)
-            && manager_may_write(self.last_beat_ns, now_ns, self.lease_ms);
+            && manager_may_write(self.counted_beat_ns, now_ns, self.lease_ms);
         if eligible && !self.managing {
             match self.load_tables(mem) {
                 Ok(()) => {
@@ -188,6 +197,9 @@ where
     }
 
     fn observe<M: Memory>(&mut self, mem: &M, now_ns: u64) {
+        // After a gap in our own scans, silence we did not watch is no
+        // evidence: a heartbeat may have come and been destroyed unseen.
+        let blind = now_ns.saturating_sub(self.last_scan_ns) > scan_bound_ns(self.lease_ms);
         for host in 0..self.geometry.max_hosts {
             let liveness = if host == self.index {
                 Liveness::Live
@@ -214,6 +226,9 @@ where
                     // would make a live manager Absent at once, and the
                     // next host a second manager.
                     _ => {}
+                }
+                if blind {
+                    peer.tracker.restart(now_ns);
                 }
                 peer.tracker.liveness(now_ns)
             };
@@ -255,7 +270,7 @@ where
     pub(super) fn may_manage_now(&self, now_ns: u64) -> bool {
         let lease_ns = lease_ns(self.lease_ms);
         self.managing
-            && manager_may_write(self.last_beat_ns, now_ns, self.lease_ms)
+            && manager_may_write(self.counted_beat_ns, now_ns, self.lease_ms)
             && now_ns.saturating_sub(self.last_scan_ns) < lease_ns / 4
     }
 }

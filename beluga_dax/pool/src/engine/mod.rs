@@ -80,7 +80,13 @@ pub struct Engine<O, S, P> {
     boot_id: [u8; 16],
     lease_ms: u32,
     heartbeat: u64,
+    /// When the last heartbeat was written (the next is due a quarter
+    /// lease later).
     last_beat_ns: u64,
+    /// When the heartbeat this host counts its lease from was written: the
+    /// last one read back intact a scan bound after writing it, so every
+    /// observer that could expire this host has seen it (`scan_bound_ns`).
+    counted_beat_ns: u64,
     beating_since_ns: u64,
     /// When the other hosts' slots were last read (manager checks).
     last_scan_ns: u64,
@@ -155,6 +161,7 @@ where
             lease_ms,
             heartbeat: 0,
             last_beat_ns: now_ns,
+            counted_beat_ns: now_ns,
             beating_since_ns: now_ns,
             last_scan_ns: 0,
             liveness: [Liveness::Absent; HOSTS],
@@ -191,6 +198,9 @@ where
         self.managing = false;
         self.outstanding = None;
         self.beating_since_ns = now_ns;
+        // Nothing can be expired before anyone has seen this incarnation,
+        // and it holds nothing before the manager answers its attach.
+        self.counted_beat_ns = now_ns;
         for peer in self.peers.iter_mut() {
             peer.tracker = LeaseTracker::default();
         }
@@ -238,7 +248,7 @@ where
     /// may reclaim it (they wait a margin longer).
     pub fn lease_valid(&self, now_ns: u64) -> bool {
         matches!(self.state, State::Ready | State::Attaching(_))
-            && now_ns.saturating_sub(self.last_beat_ns) <= lease_ns(self.lease_ms)
+            && now_ns.saturating_sub(self.counted_beat_ns) <= lease_ns(self.lease_ms)
     }
 
     pub fn is_managing(&self) -> bool {
