@@ -1,0 +1,294 @@
+//! One fabric component (host port, switch, endpoint device): its capacity
+//! C, aggregate rate F, load factor l and fair share alpha (Eq. 4, Eq. 6
+//! and Algorithm 1 lines 10-26, errata fixed).
+
+use super::fixed::{mul_div, Q32};
+
+/// The capacity never drops below `max_capacity >> MIN_CAPACITY_SHIFT`
+/// (about 0.1 %), so that repeated decreases cannot reach zero and stall
+/// every channel on the path for good.
+pub const MIN_CAPACITY_SHIFT: u32 = 10;
+
+/// Per-component constants. The paper gives none of K, g, delta, lambda;
+/// `Params::default_for` documents ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Configured maximum capacity, bytes per second (> 0).
+    pub max_capacity: u64,
+    /// Sampling period K, nanoseconds (> 0).
+    pub k_ns: u64,
+    /// Gain g of the load factor average (Eq. 6), at most one.
+    pub g: Q32,
+    /// Load threshold delta between additive increase and multiplicative
+    /// decrease, below one.
+    pub delta: Q32,
+    /// Additive increase lambda, in bytes per second per second: each
+    /// period below the threshold adds `lambda * (delta - l) * K`.
+    pub lambda: u64,
+}
+
+/// Why a parameter set was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamError {
+    Capacity,
+    Period,
+    Gain,
+    Threshold,
+}
+
+impl Params {
+    /// Defaults for a component of `max_capacity` bytes per second: K = 10
+    /// ms (100 windows of 100 us: Eq. 3 then keeps 99 % of the old value per
+    /// window), g = 1/16 (as DCTCP's), delta = 0.1, and lambda such that a
+    /// component with no load regains its full capacity from the minimum in
+    /// about one second.
+    pub fn default_for(max_capacity: u64) -> Params {
+        Params {
+            max_capacity,
+            k_ns: 10_000_000,
+            g: Q32::from_ppm(62_500),
+            delta: Q32::from_ppm(100_000),
+            lambda: mul_div(max_capacity, 10, 1),
+        }
+    }
+
+    pub fn check(&self) -> Result<(), ParamError> {
+        if self.max_capacity == 0 {
+            return Err(ParamError::Capacity);
+        }
+        if self.k_ns == 0 {
+            return Err(ParamError::Period);
+        }
+        if self.g > Q32::ONE {
+            return Err(ParamError::Gain);
+        }
+        if self.delta >= Q32::ONE {
+            return Err(ParamError::Threshold);
+        }
+        Ok(())
+    }
+}
+
+/// Eq. 4: `alpha_new = min(alpha_old * C / F, cap)`, where `cap` is the
+/// largest per-weight demand of the flows through the node. With no
+/// traffic (F = 0) nothing is congested: alpha is the cap, or C when no
+/// demand is known yet. Never zero (a multiplicative update could not
+/// leave zero again).
+pub fn fair_share(alpha_old: u64, capacity: u64, f: u64, cap: u64) -> u64 {
+    let alpha = if f == 0 {
+        if cap == 0 {
+            capacity
+        } else {
+            cap
+        }
+    } else {
+        let scaled = mul_div(alpha_old.max(1), capacity, f);
+        if cap == 0 {
+            scaled
+        } else {
+            scaled.min(cap)
+        }
+    };
+    alpha.max(1)
+}
+
+/// # Invariants
+/// `params.check()` holds; `capacity` is within
+/// `[params.max_capacity >> MIN_CAPACITY_SHIFT, params.max_capacity]`;
+/// `load` is at most one; `alpha` is at least one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Component {
+    params: Params,
+    capacity: u64,
+    rate: u64,
+    alpha: u64,
+    load: Q32,
+}
+
+impl Component {
+    pub fn new(params: Params) -> Result<Component, ParamError> {
+        params.check()?;
+        // INVARIANT: checked parameters; full capacity; no load.
+        Ok(Component {
+            params,
+            capacity: params.max_capacity,
+            rate: 0,
+            alpha: params.max_capacity,
+            load: Q32::ZERO,
+        })
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// C: the current capacity estimate.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// F: the aggregate rate last reported.
+    pub fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    /// alpha: the fair share per unit of weight.
+    pub fn alpha(&self) -> u64 {
+        self.alpha
+    }
+
+    /// l: the load factor.
+    pub fn load(&self) -> Q32 {
+        self.load
+    }
+
+    fn min_capacity(&self) -> u64 {
+        (self.params.max_capacity >> MIN_CAPACITY_SHIFT).max(1)
+    }
+
+    /// End of a sampling period: the aggregate rate `f` of every flow
+    /// through the component (all hosts) and the largest per-weight demand
+    /// `cap` among them (Algorithm 1 line 18, Eq. 4).
+    pub fn update_share(&mut self, f: u64, cap: u64) -> u64 {
+        self.rate = f;
+        // INVARIANT: `fair_share` never returns zero.
+        self.alpha = fair_share(self.alpha, self.capacity, f, cap);
+        self.alpha
+    }
+
+    /// Eq. 6: `l = (1 - g) l + g L` for the congestion signal `L` (the
+    /// share of overloaded responses, or backpressure), capped at one.
+    pub fn update_load(&mut self, signal: Q32) {
+        let g = self.params.g;
+        let signal = signal.min(Q32::ONE);
+        // INVARIANT: a convex combination of two values of at most one.
+        self.load = Q32(g
+            .complement()
+            .mul_q(self.load)
+            .0
+            .saturating_add(g.mul_q(signal).0)
+            .min(Q32::ONE.0));
+    }
+
+    /// Algorithm 1 lines 21-26, with line 26 as the text means it (`min`):
+    /// multiplicative decrease by `(l - delta) / (2 (1 - delta))` when the
+    /// component carries less than its capacity yet reports load above
+    /// delta; additive increase by `lambda (delta - l) K` when the load is
+    /// at most delta.
+    pub fn adjust_capacity(&mut self) {
+        let (delta, l) = (self.params.delta, self.load);
+        let c = if self.rate < self.capacity && l > delta {
+            let over = Q32(l.0.saturating_sub(delta.0));
+            let room = delta.complement();
+            // (l - delta) / (2 (1 - delta)) is at most 1/2: l <= 1.
+            let cut = Q32::ratio(over.0, room.0.saturating_mul(2));
+            cut.min(Q32::ONE).complement().mul_u64(self.capacity)
+        } else if l <= delta {
+            let below = Q32(delta.0.saturating_sub(l.0));
+            let per_k = mul_div(self.params.lambda, self.params.k_ns, 1_000_000_000);
+            self.capacity.saturating_add(below.mul_u64(per_k))
+        } else {
+            self.capacity
+        };
+        // INVARIANT: clamped into the documented range.
+        self.capacity = c.clamp(self.min_capacity(), self.params.max_capacity);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1_000_000_000;
+
+    #[test]
+    fn the_share_scales_by_capacity_over_rate_up_to_the_largest_demand() {
+        assert_eq!(fair_share(10 * GB, 20 * GB, 40 * GB, 100 * GB), 5 * GB);
+        assert_eq!(fair_share(10 * GB, 20 * GB, 10 * GB, 15 * GB), 15 * GB);
+        assert_eq!(fair_share(10 * GB, 20 * GB, 0, 3 * GB), 3 * GB);
+        assert_eq!(fair_share(10 * GB, 20 * GB, 0, 0), 20 * GB);
+        assert_eq!(fair_share(0, 20 * GB, u64::MAX, 5), 1);
+        assert_eq!(fair_share(u64::MAX, u64::MAX, 1, 0), u64::MAX);
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let ok = Params::default_for(GB);
+        assert_eq!(ok.check(), Ok(()));
+        let bad = [
+            (
+                Params {
+                    max_capacity: 0,
+                    ..ok
+                },
+                ParamError::Capacity,
+            ),
+            (Params { k_ns: 0, ..ok }, ParamError::Period),
+            (
+                Params {
+                    g: Q32(Q32::ONE.0 + 1),
+                    ..ok
+                },
+                ParamError::Gain,
+            ),
+            (
+                Params {
+                    delta: Q32::ONE,
+                    ..ok
+                },
+                ParamError::Threshold,
+            ),
+        ];
+        for (p, e) in bad {
+            assert_eq!(Component::new(p), Err(e));
+        }
+    }
+
+    #[test]
+    fn load_decreases_capacity_and_its_absence_restores_it() {
+        let mut c = Component::new(Params::default_for(10 * GB)).unwrap();
+        c.update_share(5 * GB, 10 * GB);
+        for _ in 0..200 {
+            c.update_load(Q32::ONE);
+        }
+        assert!(c.load() > Q32::from_ppm(990_000));
+        let before = c.capacity();
+        c.adjust_capacity();
+        // Cut by (1 - 0.1) / (2 * 0.9) = 1/2 at full load.
+        let cut = c.capacity();
+        assert!(
+            cut >= before / 2 - 1 && cut <= before / 2 + before / 100,
+            "{cut}"
+        );
+        // Carrying more than the reduced capacity: no further cut.
+        c.adjust_capacity();
+        c.adjust_capacity();
+        assert!(c.capacity() < cut && c.capacity() >= cut / 2 - 1);
+        let floor = c.capacity();
+        c.adjust_capacity();
+        assert_eq!(c.capacity(), floor, "F = 5 GB/s is above C now");
+        c.update_share(0, 0);
+        for _ in 0..100 {
+            c.adjust_capacity();
+        }
+        assert_eq!(c.capacity(), (10 * GB) >> MIN_CAPACITY_SHIFT);
+        for _ in 0..400 {
+            c.update_load(Q32::ZERO);
+        }
+        assert!(c.load() < Q32::from_ppm(100_000));
+        for _ in 0..1_000 {
+            c.adjust_capacity();
+        }
+        assert_eq!(c.capacity(), 10 * GB, "never above the configured maximum");
+    }
+
+    #[test]
+    fn a_busy_component_is_not_cut_for_load() {
+        let mut c = Component::new(Params::default_for(10 * GB)).unwrap();
+        c.update_share(10 * GB, 10 * GB);
+        c.update_load(Q32::ONE);
+        c.update_load(Q32::ONE);
+        c.adjust_capacity();
+        assert_eq!(c.capacity(), 10 * GB);
+    }
+}

@@ -1,0 +1,148 @@
+//! Rate and demand of one channel (Eq. 3).
+//!
+//! Each window the meter reports the bytes a thread moved and the time it
+//! ran. The raw rate is `bytes / T_W` (what the channel used of the
+//! fabric) and the raw demand `bytes / T_R` (what it would use unthrottled:
+//! it runs at full speed while it runs). Both are smoothed with the weight
+//! `e^(-T_W / K)` of the previous value.
+
+use super::fixed::{exp_neg, mul_div, Q32};
+
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// One window's measurement of one thread (or a channel's sum of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// Bytes moved over the memory path in the window.
+    pub bytes: u64,
+    /// On-CPU time in the window.
+    pub run_ns: u64,
+    /// Length of the window (wall time).
+    pub window_ns: u64,
+}
+
+impl Sample {
+    /// Bytes per second over the window; zero for an empty window.
+    pub fn rate(&self) -> u64 {
+        mul_div(self.bytes, NS_PER_S, self.window_ns)
+    }
+
+    /// Bytes per second while running; `None` if it did not run (no
+    /// evidence of its demand either way).
+    pub fn demand(&self) -> Option<u64> {
+        (self.run_ns > 0).then(|| mul_div(self.bytes, NS_PER_S, self.run_ns))
+    }
+}
+
+/// Exponentially smoothed value (Eq. 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ewma {
+    value: u64,
+    primed: bool,
+}
+
+impl Ewma {
+    /// `new = (1 - keep) * sample + keep * old`. The first sample is taken
+    /// as is: a channel starts from what it measures, not from zero.
+    pub fn update(&mut self, sample: u64, keep: Q32) -> u64 {
+        self.value = if self.primed {
+            let keep = keep.min(Q32::ONE);
+            keep.complement()
+                .mul_u64(sample)
+                .saturating_add(keep.mul_u64(self.value))
+        } else {
+            sample
+        };
+        self.primed = true;
+        self.value
+    }
+
+    pub fn get(&self) -> u64 {
+        self.value
+    }
+}
+
+/// A channel's smoothed rate and demand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Estimator {
+    pub rate: Ewma,
+    pub demand: Ewma,
+}
+
+impl Estimator {
+    /// Folds in one window. `k_ns` is the sampling period K.
+    pub fn update(&mut self, sample: &Sample, k_ns: u64) {
+        let keep = exp_neg(sample.window_ns, k_ns);
+        self.rate.update(sample.rate(), keep);
+        if let Some(demand) = sample.demand() {
+            self.demand.update(demand, keep);
+        }
+    }
+
+    pub fn rate(&self) -> u64 {
+        self.rate.get()
+    }
+
+    pub fn demand(&self) -> u64 {
+        self.demand.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_is_per_window_and_demand_per_running_time() {
+        let s = Sample {
+            bytes: 1_000,
+            run_ns: 25_000,
+            window_ns: 100_000,
+        };
+        assert_eq!(s.rate(), 10_000_000);
+        assert_eq!(s.demand(), Some(40_000_000));
+        let idle = Sample { run_ns: 0, ..s };
+        assert_eq!(idle.demand(), None);
+        let hostile = Sample {
+            bytes: u64::MAX,
+            run_ns: 1,
+            window_ns: 0,
+        };
+        assert_eq!(hostile.rate(), 0);
+        assert_eq!(hostile.demand(), Some(u64::MAX));
+    }
+
+    #[test]
+    fn smoothing_moves_a_fixed_fraction_toward_the_sample() {
+        let mut e = Ewma::default();
+        assert_eq!(e.update(1_000, Q32::from_ppm(900_000)), 1_000);
+        // 0.1 * 2000 + 0.9 * 1000, rounded down by at most one per term.
+        let v = e.update(2_000, Q32::from_ppm(900_000));
+        assert!((1_098..=1_100).contains(&v), "{v}");
+        assert_eq!(e.update(u64::MAX, Q32::ZERO), u64::MAX);
+        // A keep above one is taken as one: the old value stays.
+        assert_eq!(e.update(5, Q32(u64::MAX)), u64::MAX);
+    }
+
+    #[test]
+    fn an_idle_window_keeps_the_demand() {
+        let mut est = Estimator::default();
+        let busy = Sample {
+            bytes: 4_000,
+            run_ns: 50_000,
+            window_ns: 100_000,
+        };
+        est.update(&busy, 1_000_000);
+        let d = est.demand();
+        est.update(
+            &Sample {
+                bytes: 0,
+                run_ns: 0,
+                window_ns: 100_000,
+            },
+            1_000_000,
+        );
+        assert_eq!(est.demand(), d);
+        assert!(est.rate() < busy.rate());
+    }
+}
