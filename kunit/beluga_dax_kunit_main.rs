@@ -13,6 +13,12 @@ mod support;
 #[path = "../beluga_dax/pool.rs"]
 mod pool;
 
+// The checks the test bodies use (before them, for its macros); its
+// `pub` items are for the host crates.
+#[allow(unreachable_pub)]
+#[macro_use]
+mod outcome;
+
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
 use pool::{checksum, engine, layout, le, leases, mailbox, objects, sections};
 
@@ -39,7 +45,7 @@ impl kernel::Module for BelugaDaxKunit {
 
 /// A shared case's outcome as a KUnit case's: a failure is reported with
 /// the line and the text of the failed check.
-fn outcome(result: selftests::Outcome) -> Result {
+fn outcome(result: outcome::Outcome) -> Result {
     result.map_err(|failure| {
         support::kunit::report_failure(
             kernel::c_str!(file!()),

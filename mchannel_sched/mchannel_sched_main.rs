@@ -11,6 +11,8 @@ use kernel::prelude::*;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod control;
+
 module! {
     type: MchannelSched,
     name: "mchannel_sched",

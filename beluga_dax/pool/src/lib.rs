@@ -12,6 +12,11 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::arithmetic_side_effects)]
 
+// Shared with the other cores' test bodies; first, for its macros.
+#[macro_use]
+#[path = "../../../kunit/outcome.rs"]
+pub mod outcome;
+
 pub mod checksum;
 pub mod engine;
 pub mod layout;

@@ -17,8 +17,14 @@
 #![forbid(unsafe_code)]
 #![deny(clippy::arithmetic_side_effects)]
 
+// Shared with the other cores' test bodies; first, for its macros.
+#[macro_use]
+#[path = "../../../kunit/outcome.rs"]
+pub mod outcome;
+
 pub mod component;
 pub mod estimator;
 pub mod fixed;
+pub mod selftests;
 pub mod tree;
 pub mod window;

@@ -162,23 +162,3 @@ pub fn leaf_fraction(node: &Node) -> Q32 {
         .min(node.demand);
     Q32::ratio(share, node.demand)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shapes_are_checked() {
-        let mut ok = [Node::new(ROOT, 1), Node::new(0, 2), Node::new(0, 1)];
-        assert_eq!(check(&mut ok), Ok(()));
-        assert!(ok[0].inner && !ok[1].inner);
-        let mut forward = [Node::new(1, 1), Node::new(ROOT, 1)];
-        assert_eq!(check(&mut forward), Err(TreeError::Parent(0)));
-        let mut own = [Node::new(0, 1)];
-        assert_eq!(check(&mut own), Err(TreeError::Parent(0)));
-        let mut weight = [Node::new(ROOT, 0)];
-        assert_eq!(check(&mut weight), Err(TreeError::Weight(0)));
-        let mut heavy = [Node::new(ROOT, WEIGHT_MAX + 1)];
-        assert_eq!(check(&mut heavy), Err(TreeError::Weight(0)));
-    }
-}

@@ -58,38 +58,3 @@ pub fn exact_run_ns(t_w_ns: u64, weight: u32, alpha: u64, demand: u64) -> u64 {
     let share = alpha.saturating_mul(u64::from(weight)).min(demand);
     mul_div(share, t_w_ns, demand)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GB: u64 = 1_000_000_000;
-
-    #[test]
-    fn the_window_is_the_share_over_the_demand() {
-        assert_eq!(exact_run_ns(100_000, 1, 5 * GB, 10 * GB), 50_000);
-        assert_eq!(exact_run_ns(100_000, 2, 5 * GB, 10 * GB), 100_000);
-        assert_eq!(exact_run_ns(100_000, 1, 20 * GB, 10 * GB), 100_000);
-        assert_eq!(exact_run_ns(100_000, 1, 0, 10 * GB), 0);
-        assert_eq!(exact_run_ns(100_000, 1, 1, 0), 100_000);
-        assert_eq!(
-            exact_run_ns(u64::MAX, WEIGHT_MAX, u64::MAX, u64::MAX),
-            u64::MAX
-        );
-    }
-
-    #[test]
-    fn windows_are_clamped_and_checked() {
-        assert_eq!(RunWindow::new(100_000, 0), None);
-        assert_eq!(RunWindow::new(100_000, 100_001), None);
-        let w = RunWindow::new(100_000, 2_000).unwrap();
-        assert_eq!(w.run_ns(1, 0, 10 * GB), 2_000);
-        assert_eq!(w.run_ns(1, u64::MAX, 10 * GB), 100_000);
-    }
-
-    #[test]
-    fn the_path_share_is_the_least_alpha() {
-        assert_eq!(path_share([7, 3, 9]), 3);
-        assert_eq!(path_share([]), u64::MAX);
-    }
-}

@@ -1,0 +1,396 @@
+//! Test bodies of the control core shared by the host tests and the KUnit
+//! suite `mchannel_core_kunit`: plain functions returning `Outcome` (see
+//! `kunit/outcome.rs`), listed once in `suites!` so that neither side can
+//! miss one. Property tests against f64 references stay in `tests/` (the
+//! kernel has no floating point); these use exact integer expectations.
+
+// Test arithmetic is on small constants; the kernel runs it with overflow
+// checks, so a slip is a failed case, not wrong memory.
+#![allow(clippy::arithmetic_side_effects)]
+#![allow(clippy::result_large_err)]
+
+use super::component::{fair_share, Component, ParamError, Params, MIN_CAPACITY_SHIFT};
+use super::estimator::{Estimator, Ewma, Sample};
+use super::fixed::{div_u128, exp_neg, mul_div, Q32};
+use super::outcome::Outcome;
+use super::tree::{self, Node, TreeError, ROOT};
+use super::window::{exact_run_ns, path_share, RunWindow, WEIGHT_MAX};
+
+/// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
+/// per suite.
+#[allow(unused_macros)]
+macro_rules! suites {
+    ($m:ident) => {
+        $m!(
+            mchannel_core_fixed,
+            [
+                exp_neg_known_values,
+                long_division_of_128_bits,
+                ratios_saturate_instead_of_overflowing,
+                smoothing_moves_a_fixed_fraction_toward_the_sample,
+                rate_is_per_window_and_demand_per_running_time,
+                an_idle_window_keeps_the_demand,
+            ]
+        );
+        $m!(
+            mchannel_core_share,
+            [
+                fair_share_scales_by_capacity_over_rate,
+                component_parameters_are_checked,
+                load_decreases_capacity_and_its_absence_restores_it,
+                a_busy_component_is_not_cut_for_load,
+                weights_one_to_two_converge_to_one_third_and_two_thirds,
+            ]
+        );
+        $m!(
+            mchannel_core_window,
+            [
+                the_window_is_the_share_over_the_demand,
+                windows_are_clamped_and_checked,
+                the_path_share_is_the_least_alpha,
+                tree_shapes_are_checked,
+                two_tenants_split_first_then_their_channels,
+            ]
+        );
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use suites;
+
+const GB: u64 = 1_000_000_000;
+
+/// `|got - want| <= tolerance`.
+fn near(got: u64, want: u64, tolerance: u64) -> bool {
+    got.abs_diff(want) <= tolerance
+}
+
+pub fn exp_neg_known_values() -> Outcome {
+    check_eq!(exp_neg(0, 1), Q32::ONE);
+    // floor(e^-x * 2^32), from a reference computation.
+    for (num, den, want) in [
+        (1, 1, 1_580_030_168),
+        (1, 100, 4_252_231_657),
+        (1, 2, 2_605_029_347),
+    ] {
+        let got = exp_neg(num, den).0;
+        check!(
+            near(got, want, 2),
+            "e^-{}/{}: {} vs {}",
+            num,
+            den,
+            got,
+            want
+        );
+    }
+    check_eq!(exp_neg(64, 1), Q32::ZERO);
+    check_eq!(exp_neg(1, 0), Q32::ZERO);
+    check_eq!(exp_neg(u64::MAX, 1), Q32::ZERO);
+    check_eq!(exp_neg(1, u64::MAX).0, Q32::ONE.0 - 1);
+    Ok(())
+}
+
+pub fn long_division_of_128_bits() -> Outcome {
+    // Quotients from a reference computation (the kernel has no 128-bit
+    // division to compare with: that is why `div_u128` exists).
+    check_eq!(
+        div_u128(184_467_440_737_095_516_167, 3),
+        61_489_146_912_365_172_055
+    );
+    check_eq!(div_u128(u128::MAX, u64::MAX), 18_446_744_073_709_551_617);
+    check_eq!(
+        div_u128(u128::MAX, 12_345_678_901),
+        27_562_871_969_185_557_830_617_889_276
+    );
+    check_eq!(div_u128(u128::MAX, 1), u128::MAX);
+    check_eq!(div_u128(1_000, 7), 142);
+    check_eq!(div_u128(5, 0), 0);
+    Ok(())
+}
+
+pub fn ratios_saturate_instead_of_overflowing() -> Outcome {
+    check_eq!(Q32::ratio(u64::MAX, 1).0, u64::MAX);
+    check_eq!(Q32::ratio(1, 0), Q32::ZERO);
+    check_eq!(Q32::ONE.mul_u64(u64::MAX), u64::MAX);
+    check_eq!(Q32(u64::MAX).mul_u64(u64::MAX), u64::MAX);
+    check_eq!(mul_div(u64::MAX, u64::MAX, 1), u64::MAX);
+    check_eq!(mul_div(7, 3, 0), 0);
+    check_eq!(Q32::from_ppm(2_000_000), Q32::ONE);
+    check_eq!(Q32::from_ppm(250_000).to_ppm(), 250_000);
+    Ok(())
+}
+
+pub fn smoothing_moves_a_fixed_fraction_toward_the_sample() -> Outcome {
+    let mut e = Ewma::default();
+    check_eq!(
+        e.update(1_000, Q32::from_ppm(900_000)),
+        1_000,
+        "first sample as is"
+    );
+    // 0.1 * 2000 + 0.9 * 1000, each term rounded down.
+    let v = e.update(2_000, Q32::from_ppm(900_000));
+    check!((1_098..=1_100).contains(&v), "{}", v);
+    check_eq!(e.update(u64::MAX, Q32::ZERO), u64::MAX);
+    // A keep above one is taken as one: the old value stays.
+    check_eq!(e.update(5, Q32(u64::MAX)), u64::MAX);
+    Ok(())
+}
+
+pub fn rate_is_per_window_and_demand_per_running_time() -> Outcome {
+    let s = Sample {
+        bytes: 1_000,
+        run_ns: 25_000,
+        window_ns: 100_000,
+    };
+    check_eq!(s.rate(), 10_000_000);
+    check_eq!(s.demand(), Some(40_000_000));
+    check_eq!(Sample { run_ns: 0, ..s }.demand(), None);
+    let hostile = Sample {
+        bytes: u64::MAX,
+        run_ns: 1,
+        window_ns: 0,
+    };
+    check_eq!(hostile.rate(), 0);
+    check_eq!(hostile.demand(), Some(u64::MAX));
+    Ok(())
+}
+
+pub fn an_idle_window_keeps_the_demand() -> Outcome {
+    let mut est = Estimator::default();
+    let busy = Sample {
+        bytes: 4_000,
+        run_ns: 50_000,
+        window_ns: 100_000,
+    };
+    est.update(&busy, 1_000_000);
+    let demand = est.demand();
+    let idle = Sample {
+        bytes: 0,
+        run_ns: 0,
+        window_ns: 100_000,
+    };
+    est.update(&idle, 1_000_000);
+    check_eq!(est.demand(), demand);
+    check!(est.rate() < busy.rate());
+    Ok(())
+}
+
+pub fn fair_share_scales_by_capacity_over_rate() -> Outcome {
+    check_eq!(fair_share(10 * GB, 20 * GB, 40 * GB, 100 * GB), 5 * GB);
+    check_eq!(
+        fair_share(10 * GB, 20 * GB, 10 * GB, 15 * GB),
+        15 * GB,
+        "capped by the demand"
+    );
+    check_eq!(
+        fair_share(10 * GB, 20 * GB, 0, 3 * GB),
+        3 * GB,
+        "no traffic"
+    );
+    check_eq!(fair_share(10 * GB, 20 * GB, 0, 0), 20 * GB, "nothing known");
+    check_eq!(fair_share(0, 20 * GB, u64::MAX, 5), 1, "never zero");
+    check_eq!(fair_share(u64::MAX, u64::MAX, 1, 0), u64::MAX);
+    Ok(())
+}
+
+pub fn component_parameters_are_checked() -> Outcome {
+    let ok = Params::default_for(GB);
+    check_eq!(ok.check(), Ok(()));
+    let bad = [
+        (
+            Params {
+                max_capacity: 0,
+                ..ok
+            },
+            ParamError::Capacity,
+        ),
+        (Params { k_ns: 0, ..ok }, ParamError::Period),
+        (
+            Params {
+                g: Q32(Q32::ONE.0 + 1),
+                ..ok
+            },
+            ParamError::Gain,
+        ),
+        (
+            Params {
+                delta: Q32::ONE,
+                ..ok
+            },
+            ParamError::Threshold,
+        ),
+    ];
+    for (p, e) in bad {
+        check_eq!(Component::new(p).err(), Some(e));
+    }
+    Ok(())
+}
+
+pub fn load_decreases_capacity_and_its_absence_restores_it() -> Outcome {
+    let mut c = ok!(Component::new(Params::default_for(10 * GB)));
+    c.update_share(5 * GB, 10 * GB);
+    for _ in 0..200 {
+        c.update_load(Q32::ONE);
+    }
+    check!(c.load() > Q32::from_ppm(990_000));
+    let before = c.capacity();
+    c.adjust_capacity();
+    // Cut by (1 - 0.1) / (2 * 0.9) = 1/2 at full load.
+    let cut = c.capacity();
+    check!(near(cut, before / 2, before / 100), "{}", cut);
+    // 5 GB/s carried is above C after the next cut: no further cut.
+    c.adjust_capacity();
+    let floor = c.capacity();
+    check!(floor < cut);
+    c.adjust_capacity();
+    check_eq!(c.capacity(), floor);
+    c.update_share(0, 0);
+    for _ in 0..100 {
+        c.adjust_capacity();
+    }
+    check_eq!(c.capacity(), (10 * GB) >> MIN_CAPACITY_SHIFT);
+    for _ in 0..400 {
+        c.update_load(Q32::ZERO);
+    }
+    check!(c.load() < Q32::from_ppm(100_000));
+    for _ in 0..1_000 {
+        c.adjust_capacity();
+    }
+    check_eq!(c.capacity(), 10 * GB, "never above the configured maximum");
+    Ok(())
+}
+
+pub fn a_busy_component_is_not_cut_for_load() -> Outcome {
+    let mut c = ok!(Component::new(Params::default_for(10 * GB)));
+    c.update_share(10 * GB, 10 * GB);
+    c.update_load(Q32::ONE);
+    c.update_load(Q32::ONE);
+    c.adjust_capacity();
+    check_eq!(c.capacity(), 10 * GB);
+    Ok(())
+}
+
+pub fn weights_one_to_two_converge_to_one_third_and_two_thirds() -> Outcome {
+    let mut c = ok!(Component::new(Params::default_for(9 * GB)));
+    let flows = [(1u64, 20 * GB), (2u64, 20 * GB)];
+    let cap = 20 * GB;
+    let rate = |alpha: u64, (w, d): (u64, u64)| (alpha * w).min(d);
+    for _ in 0..50 {
+        let f = flows.iter().map(|&fl| rate(c.alpha(), fl)).sum();
+        c.update_share(f, cap);
+    }
+    check!(
+        near(rate(c.alpha(), flows[0]), 3 * GB, 3 * GB / 1000),
+        "{}",
+        c.alpha()
+    );
+    check!(near(rate(c.alpha(), flows[1]), 6 * GB, 6 * GB / 1000));
+    Ok(())
+}
+
+pub fn the_window_is_the_share_over_the_demand() -> Outcome {
+    check_eq!(exact_run_ns(100_000, 1, 5 * GB, 10 * GB), 50_000);
+    check_eq!(exact_run_ns(100_000, 2, 5 * GB, 10 * GB), 100_000);
+    check_eq!(exact_run_ns(100_000, 1, 20 * GB, 10 * GB), 100_000);
+    check_eq!(exact_run_ns(100_000, 1, 0, 10 * GB), 0);
+    check_eq!(exact_run_ns(100_000, 1, 1, 0), 100_000, "no demand seen");
+    check_eq!(
+        exact_run_ns(u64::MAX, WEIGHT_MAX, u64::MAX, u64::MAX),
+        u64::MAX
+    );
+    Ok(())
+}
+
+pub fn windows_are_clamped_and_checked() -> Outcome {
+    check_eq!(RunWindow::new(100_000, 0), None);
+    check_eq!(RunWindow::new(100_000, 100_001), None);
+    let w = ok!(RunWindow::new(100_000, 2_000));
+    check_eq!(w.run_ns(1, 0, 10 * GB), 2_000);
+    check_eq!(w.run_ns(1, u64::MAX, 10 * GB), 100_000);
+    Ok(())
+}
+
+pub fn the_path_share_is_the_least_alpha() -> Outcome {
+    check_eq!(path_share([7, 3, 9]), 3);
+    check_eq!(path_share([]), u64::MAX, "no component: no limit");
+    check_eq!(
+        exact_run_ns(100_000, 1, path_share([5 * GB, 2 * GB]), 8 * GB),
+        25_000
+    );
+    Ok(())
+}
+
+pub fn tree_shapes_are_checked() -> Outcome {
+    let mut ok = [Node::new(ROOT, 1), Node::new(0, 2), Node::new(0, 1)];
+    check_eq!(tree::check(&mut ok), Ok(()));
+    check!(ok[0].inner && !ok[1].inner);
+    let mut forward = [Node::new(1, 1), Node::new(ROOT, 1)];
+    check_eq!(tree::check(&mut forward), Err(TreeError::Parent(0)));
+    let mut own = [Node::new(0, 1)];
+    check_eq!(tree::check(&mut own), Err(TreeError::Parent(0)));
+    let mut weight = [Node::new(ROOT, 0)];
+    check_eq!(tree::check(&mut weight), Err(TreeError::Weight(0)));
+    let mut heavy = [Node::new(ROOT, WEIGHT_MAX + 1)];
+    check_eq!(tree::check(&mut heavy), Err(TreeError::Weight(0)));
+    Ok(())
+}
+
+pub fn two_tenants_split_first_then_their_channels() -> Outcome {
+    // 10 GB/s; tenant A (one channel) and tenant B (two channels), all
+    // wanting 20 GB/s: A's channel 5, B's channels 2.5 each.
+    let mut nodes = [
+        Node::new(ROOT, 1),
+        Node::new(0, 1),
+        Node::new(ROOT, 1),
+        Node::new(2, 1),
+        Node::new(2, 1),
+    ];
+    ok!(tree::check(&mut nodes));
+    let leaves = [1, 3, 4];
+    for &l in &leaves {
+        nodes[l].demand = 20 * GB;
+    }
+    let mut alpha = 10 * GB;
+    for _ in 0..100 {
+        for &l in &leaves {
+            let n = &mut nodes[l];
+            n.rate = tree::leaf_fraction(n).mul_u64(n.demand);
+        }
+        alpha = tree::update(&mut nodes, 10 * GB, alpha);
+    }
+    let got = |n: &Node| tree::leaf_fraction(n).mul_u64(n.demand);
+    check!(
+        near(got(&nodes[1]), 5 * GB, 5 * GB / 1000),
+        "{}",
+        got(&nodes[1])
+    );
+    check!(
+        near(got(&nodes[3]), 2_500_000_000, 2_500_000),
+        "{}",
+        got(&nodes[3])
+    );
+    check!(near(got(&nodes[4]), 2_500_000_000, 2_500_000));
+    check!(near(nodes[2].granted, 5 * GB, 5 * GB / 1000));
+    Ok(())
+}
+
+#[cfg(test)]
+mod host {
+    extern crate std;
+
+    macro_rules! host_tests {
+        ($suite:ident, [$($case:ident),+ $(,)?]) => {
+            mod $suite {
+                $(
+                    #[test]
+                    fn $case() {
+                        if let Err(failure) = super::super::$case() {
+                            panic!("{failure}");
+                        }
+                    }
+                )+
+            }
+        };
+    }
+
+    super::suites!(host_tests);
+}
