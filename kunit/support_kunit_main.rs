@@ -11,7 +11,7 @@
 //! (named after the module), which records what it sees at probe so that the
 //! scenario `06_support_dax_driver.sh` can check the dax wrapper.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -23,6 +23,7 @@ mod support;
 
 use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
 use support::fs::File;
+use support::hrtimer::{HrTimer, HrTimerCallback, HrTimerMode, HrTimerPointer, HrTimerRestart};
 use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
@@ -319,6 +320,82 @@ fn ioctl_numbers_encode_direction_and_size() -> Result {
     Ok(())
 }
 
+/// Counts its callbacks; restarts (1 ms later) until it has run `runs`
+/// times.
+#[pin_data]
+struct Ticker {
+    #[pin]
+    timer: HrTimer<Ticker>,
+    count: AtomicU32,
+    runs: u32,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Ticker { self.timer }
+}
+
+impl HrTimerCallback for Ticker {
+    fn run(this: kernel::sync::ArcBorrow<'_, Self>) -> HrTimerRestart {
+        let n = this.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < this.runs {
+            this.timer.forward_now(1_000_000);
+            HrTimerRestart::Restart
+        } else {
+            HrTimerRestart::NoRestart
+        }
+    }
+}
+
+fn ticker(runs: u32, mode: HrTimerMode) -> Result<Arc<Ticker>> {
+    Arc::pin_init(
+        pin_init!(Ticker {
+            timer <- HrTimer::new(mode),
+            count: AtomicU32::new(0),
+            runs,
+        }),
+        GFP_KERNEL,
+    )
+}
+
+fn hrtimer_fires_once_after_its_delay() -> Result {
+    let t = ticker(1, HrTimerMode::Relative)?;
+    let mut handle = t.clone().start(1_000_000);
+    support::time::sleep_ms_interruptible(30)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 1);
+    kassert!(!handle.cancel(), "not armed any more");
+    Ok(())
+}
+
+fn hrtimer_cancelled_before_expiry_never_runs() -> Result {
+    let t = ticker(1, HrTimerMode::RelativePinned)?;
+    let mut handle = t.clone().start(10_000_000_000);
+    kassert!(handle.get().timer.is_active());
+    kassert_eq!(handle.try_cancel(), Some(true));
+    kassert_eq!(handle.try_cancel(), Some(false));
+    drop(handle);
+    kassert_eq!(t.count.load(Ordering::Relaxed), 0);
+    Ok(())
+}
+
+fn hrtimer_restarts_after_moving_forward() -> Result {
+    let t = ticker(3, HrTimerMode::Relative)?;
+    let handle = t.clone().start(1_000_000);
+    support::time::sleep_ms_interruptible(60)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 3);
+    kassert!(!t.timer.is_active());
+    drop(handle);
+    Ok(())
+}
+
+fn hrtimer_dropping_the_handle_cancels() -> Result {
+    let t = ticker(1, HrTimerMode::Relative)?;
+    drop(t.clone().start(2_000_000));
+    support::time::sleep_ms_interruptible(20)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 0);
+    kassert!(!t.timer.is_active());
+    Ok(())
+}
+
 kunit_tests!(
     cxlfabric_support_kunit,
     [
@@ -339,5 +416,15 @@ kunit_tests!(
         misc_name_too_long_is_refused,
         vm_flags_match_the_kernel_abi,
         ioctl_numbers_encode_direction_and_size,
+    ]
+);
+
+kunit_tests!(
+    cxlfabric_support_hrtimer,
+    [
+        hrtimer_fires_once_after_its_delay,
+        hrtimer_cancelled_before_expiry_never_runs,
+        hrtimer_restarts_after_moving_forward,
+        hrtimer_dropping_the_handle_cancels,
     ]
 );

@@ -20,6 +20,7 @@
 //! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
 //! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
 //! | [`time`]         | `kernel::time`, `kernel::delay`                          |
+//! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
 //! | [`region`]       | none: beluga_dax's C region ABI                          |
@@ -41,6 +42,7 @@ pub(crate) mod cred;
 pub(crate) mod dax;
 pub(crate) mod fs;
 mod helpers;
+pub(crate) mod hrtimer;
 pub(crate) mod kunit;
 pub(crate) mod kvec;
 pub(crate) mod miscdevice;
