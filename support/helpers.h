@@ -92,4 +92,9 @@ int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax);
 int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax);
 struct inode *cxlf_dev_dax_inode(struct dev_dax *dev_dax);
 
+/* The kernel's tracepoints by name: returns the tracepoint or an ERR_PTR. */
+void *cxlf_tracepoint_register(const char *name, void *probe, void *data);
+void cxlf_tracepoint_unregister(void *tp, void *probe, void *data);
+void cxlf_tracepoint_sync(void);
+
 #endif

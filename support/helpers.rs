@@ -101,6 +101,18 @@ extern "C" {
     ) -> *mut CxlfPeriodic;
     pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
 
+    pub(crate) fn cxlf_tracepoint_register(
+        name: *const c_char,
+        probe: *mut c_void,
+        data: *mut c_void,
+    ) -> *mut c_void;
+    pub(crate) fn cxlf_tracepoint_unregister(
+        tp: *mut c_void,
+        probe: *mut c_void,
+        data: *mut c_void,
+    );
+    pub(crate) fn cxlf_tracepoint_sync();
+
     pub(crate) fn cxlf_dax_driver_register(
         probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
         remove: unsafe extern "C" fn(*mut RawDevDax),

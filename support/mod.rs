@@ -21,6 +21,7 @@
 //! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
 //! | [`time`]         | `kernel::time`, `kernel::delay`                          |
 //! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
+//! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
 //! | [`region`]       | none: beluga_dax's C region ABI                          |
@@ -53,5 +54,6 @@ pub(crate) mod params;
 pub(crate) mod region;
 pub(crate) mod sharedmem;
 pub(crate) mod time;
+pub(crate) mod tracepoint;
 pub(crate) mod uapi;
 pub(crate) mod workqueue;
