@@ -19,6 +19,9 @@ mod pool;
 #[macro_use]
 mod outcome;
 
+// Turns the shared cases into KUnit cases.
+mod shared_cases;
+
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
 use pool::{checksum, engine, layout, le, leases, mailbox, objects, sections};
 
@@ -43,31 +46,4 @@ impl kernel::Module for BelugaDaxKunit {
     }
 }
 
-/// A shared case's outcome as a KUnit case's: a failure is reported with
-/// the line and the text of the failed check.
-fn outcome(result: outcome::Outcome) -> Result {
-    result.map_err(|failure| {
-        support::kunit::report_failure(
-            kernel::c_str!(file!()),
-            line!(),
-            format_args!("{}", failure),
-        );
-        EINVAL
-    })
-}
-
-/// One KUnit suite of shared cases; a `case(pool)` gets a zeroed buffer of
-/// `selftests::POOL_BYTES`.
-macro_rules! kunit_suite {
-    ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
-        $(
-            fn $case() -> Result {
-                $(let mut $pool = KVVec::from_elem(0u8, selftests::POOL_BYTES, GFP_KERNEL)?;)?
-                outcome(selftests::$case($(&mut $pool)?))
-            }
-        )+
-        kunit_tests!($suite, [$($case),+]);
-    };
-}
-
-selftests::suites!(kunit_suite);
+selftests::suites!(shared_kunit_suite);

@@ -19,8 +19,11 @@ mod control;
 #[macro_use]
 mod outcome;
 
+// Turns the shared cases into KUnit cases.
+mod shared_cases;
+
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
-use control::{component, estimator, fixed, tree, window};
+use control::{component, estimator, fixed, thread, tree, window};
 
 // Its `pub` items are for the host crate.
 #[allow(unreachable_pub)]
@@ -43,29 +46,4 @@ impl kernel::Module for MchannelCoreKunit {
     }
 }
 
-/// A shared case's outcome as a KUnit case's: a failure is reported with
-/// the file, line and text of the failed check.
-fn outcome(result: outcome::Outcome) -> Result {
-    result.map_err(|failure| {
-        support::kunit::report_failure(
-            kernel::c_str!(file!()),
-            line!(),
-            format_args!("{}", failure),
-        );
-        EINVAL
-    })
-}
-
-/// One KUnit suite of shared cases.
-macro_rules! kunit_suite {
-    ($suite:ident, [$($case:ident),+ $(,)?]) => {
-        $(
-            fn $case() -> Result {
-                outcome(selftests::$case())
-            }
-        )+
-        kunit_tests!($suite, [$($case),+]);
-    };
-}
-
-selftests::suites!(kunit_suite);
+selftests::suites!(shared_kunit_suite);

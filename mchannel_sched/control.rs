@@ -20,6 +20,9 @@ pub(crate) mod estimator;
 #[path = "core/src/fixed.rs"]
 pub(crate) mod fixed;
 #[allow(unreachable_pub)]
+#[path = "core/src/thread.rs"]
+pub(crate) mod thread;
+#[allow(unreachable_pub)]
 #[path = "core/src/tree.rs"]
 pub(crate) mod tree;
 #[allow(unreachable_pub)]

@@ -26,5 +26,6 @@ pub mod component;
 pub mod estimator;
 pub mod fixed;
 pub mod selftests;
+pub mod thread;
 pub mod tree;
 pub mod window;

@@ -13,6 +13,7 @@ use super::component::{fair_share, Component, ParamError, Params, MIN_CAPACITY_S
 use super::estimator::{Estimator, Ewma, Sample};
 use super::fixed::{div_u128, exp_neg, mul_div, Q32};
 use super::outcome::Outcome;
+use super::thread::{OnCpu, RunState};
 use super::tree::{self, Node, TreeError, ROOT};
 use super::window::{exact_run_ns, path_share, RunWindow, WEIGHT_MAX};
 
@@ -50,6 +51,14 @@ macro_rules! suites {
                 the_path_share_is_the_least_alpha,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
+            ]
+        );
+        $m!(
+            mchannel_core_thread,
+            [
+                a_thread_parks_when_its_budget_is_spent,
+                a_slice_across_the_window_end_is_split,
+                after_a_long_sleep_the_next_window_starts_now,
             ]
         );
     };
@@ -370,6 +379,63 @@ pub fn two_tenants_split_first_then_their_channels() -> Outcome {
     );
     check!(near(got(&nodes[4]), 2_500_000_000, 2_500_000));
     check!(near(nodes[2].granted, 5 * GB, 5 * GB / 1000));
+    Ok(())
+}
+
+const US: u64 = 1_000;
+
+pub fn a_thread_parks_when_its_budget_is_spent() -> Outcome {
+    // T_W = 100 us, T_R = 30 us, attached at 1 ms.
+    let mut s = RunState::new(1_000 * US, 100 * US, 30 * US);
+    s.switch_in(1_000 * US);
+    check_eq!(s.check(1_000 * US), OnCpu::Budget(30 * US));
+    s.switch_out(1_010 * US);
+    s.switch_in(1_020 * US);
+    check_eq!(s.check(1_020 * US), OnCpu::Budget(20 * US));
+    check_eq!(
+        s.check(1_040 * US),
+        OnCpu::Park {
+            until_ns: 1_100 * US
+        }
+    );
+    s.switch_out(1_041 * US);
+    // It wakes at the window's end with a new, full budget.
+    s.roll(1_100 * US);
+    let closed = s.take_closed();
+    check_eq!((closed.windows, closed.run_ns), (1, 31 * US));
+    check_eq!(closed.max_overrun_ns, US);
+    s.switch_in(1_100 * US);
+    check_eq!(s.check(1_100 * US), OnCpu::Budget(30 * US));
+    Ok(())
+}
+
+pub fn a_slice_across_the_window_end_is_split() -> Outcome {
+    let mut s = RunState::new(0, 100 * US, 100 * US);
+    s.switch_in(90 * US);
+    check_eq!(s.check(90 * US), OnCpu::Unlimited);
+    s.switch_out(130 * US);
+    let closed = s.take_closed();
+    check_eq!((closed.windows, closed.run_ns), (1, 10 * US));
+    check_eq!(s.ran_ns(130 * US), 30 * US);
+    // A budget running past the window's end is re-armed there.
+    let mut t = RunState::new(0, 100 * US, 50 * US);
+    t.switch_in(95 * US);
+    check_eq!(t.check(95 * US), OnCpu::Budget(5 * US));
+    Ok(())
+}
+
+pub fn after_a_long_sleep_the_next_window_starts_now() -> Outcome {
+    let mut s = RunState::new(0, 100 * US, 50 * US);
+    s.set_budget(20 * US);
+    s.switch_in(1_234 * US);
+    check_eq!(s.window_end_ns(), 1_334 * US, "not aligned to the old grid");
+    check_eq!(
+        s.budget_ns(),
+        20 * US,
+        "the new budget starts with the window"
+    );
+    let closed = s.take_closed();
+    check_eq!((closed.windows, closed.run_ns), (12, 0));
     Ok(())
 }
 

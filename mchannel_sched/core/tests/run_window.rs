@@ -1,0 +1,113 @@
+//! A thread's run windows driven as the scheduler hooks drive them: it
+//! comes on a CPU, runs until it blocks or its budget timer fires (late by
+//! up to a slack), parks until its window ends. For any behaviour of the
+//! thread, no window holds more than T_R (plus the timer's slack) of
+//! running, windows never overlap, and every nanosecond of running is
+//! accounted to exactly one window.
+
+use mchannel_core::thread::{Closed, OnCpu, RunState};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct Case {
+    t_w: u64,
+    t_r: u64,
+    slack: u64,
+    /// (run this long unless stopped, then block this long).
+    bursts: Vec<(u64, u64)>,
+    /// Budget changes: (after this many bursts, new T_R). Budgets are at
+    /// least 1 % of the window, as `RunWindow` keeps them above zero (a
+    /// thread with none would never run again).
+    budget_changes: Vec<(usize, u64)>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (50_000u64..1_000_000, 1u64..=100, 0u64..5_000).prop_flat_map(|(t_w, pct, slack)| {
+        (
+            Just(t_w),
+            Just(t_w * pct / 100),
+            Just(slack),
+            prop::collection::vec((0u64..3 * t_w, 0u64..3 * t_w), 1..200),
+            prop::collection::vec((0usize..200, t_w / 100..=t_w), 0..5),
+        )
+            .prop_map(|(t_w, t_r, slack, bursts, budget_changes)| Case {
+                t_w,
+                t_r,
+                slack,
+                bursts,
+                budget_changes,
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn windows_hold_at_most_their_budget_and_account_for_all_running(c in case()) {
+        let mut now = 1_000_000u64;
+        let start = now;
+        let mut s = RunState::new(now, c.t_w, c.t_r);
+        let mut total_run = 0u64;
+        let mut closed = Closed::default();
+        let mut starts = vec![s.window_end_ns() - c.t_w];
+        let take = |s: &mut RunState, closed: &mut Closed, starts: &mut Vec<u64>| {
+            let c2 = s.take_closed();
+            closed.windows += c2.windows;
+            closed.run_ns += c2.run_ns;
+            closed.window_ns += c2.window_ns;
+            closed.max_overrun_ns = closed.max_overrun_ns.max(c2.max_overrun_ns);
+            let st = s.window_end_ns() - c.t_w;
+            if *starts.last().unwrap() != st {
+                starts.push(st);
+            }
+        };
+        for (i, &(want_run, block)) in c.bursts.iter().enumerate() {
+            for &(at, t_r) in &c.budget_changes {
+                if at == i {
+                    s.set_budget(t_r);
+                }
+            }
+            let mut left = want_run;
+            // Runs until it has run `want_run`, parking when its budget
+            // timer fires (`slack` late at most).
+            while left > 0 {
+                s.switch_in(now);
+                let step = match s.check(now) {
+                    OnCpu::Park { until_ns } => {
+                        s.switch_out(now);
+                        take(&mut s, &mut closed, &mut starts);
+                        prop_assert!(until_ns > now);
+                        now = until_ns;
+                        s.roll(now);
+                        take(&mut s, &mut closed, &mut starts);
+                        continue;
+                    }
+                    OnCpu::Unlimited => left,
+                    OnCpu::Budget(b) => left.min(b + c.slack),
+                };
+                now += step;
+                total_run += step;
+                left -= step;
+                // Blocks, or the timer fired (then it parks on the next
+                // round: `check` says so).
+                s.switch_out(now);
+                take(&mut s, &mut closed, &mut starts);
+            }
+            now += block;
+        }
+        s.roll(now);
+        take(&mut s, &mut closed, &mut starts);
+        let current = s.ran_ns(now);
+        // No window ran more than its budget plus the timer's lateness.
+        prop_assert!(closed.max_overrun_ns <= c.slack, "overran by {}", closed.max_overrun_ns);
+        prop_assert!(current <= s.budget_ns() + c.slack);
+        // Windows in order and disjoint, and they tile the time closed.
+        for pair in starts.windows(2) {
+            prop_assert!(pair[1] >= pair[0] + c.t_w, "{:?}", pair);
+        }
+        prop_assert!(closed.window_ns <= s.window_end_ns() - c.t_w - start);
+        // Conservation: every nanosecond of running is in one window.
+        prop_assert_eq!(closed.run_ns + current, total_run);
+    }
+}
