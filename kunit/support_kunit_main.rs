@@ -28,6 +28,7 @@ use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::page::alloc_filled_page;
+use support::task_work::{self, Notify, Pending, TaskWork};
 use support::tracepoint::{SchedProbes, SchedRegistration};
 use support::uapi::{ioctl, selftest as abi};
 
@@ -43,6 +44,9 @@ module! {
 /// dax driver.
 struct DeviceState {
     opens: AtomicU64,
+    /// What the test's task work added, and the items not yet run.
+    task_work_sum: AtomicU64,
+    task_work: Arc<Pending>,
     /// What the dax driver saw at probe; `dax_bound` is 0 when unbound.
     dax_bound: AtomicU64,
     dax_id: AtomicU64,
@@ -54,6 +58,8 @@ impl DeviceState {
     fn new(opens: u64) -> Result<Arc<DeviceState>> {
         let state = DeviceState {
             opens: AtomicU64::new(opens),
+            task_work_sum: AtomicU64::new(0),
+            task_work: Arc::new(Pending::new(), GFP_KERNEL)?,
             dax_bound: AtomicU64::new(0),
             dax_id: AtomicU64::new(0),
             dax_start: AtomicU64::new(0),
@@ -97,6 +103,20 @@ impl DaxDriver for TestDaxBinding {
     fn remove(self: Pin<&Self>, dev: &DevDax<'_>) {
         pr_info!("dax{}: unbound\n", dev.id());
         self.state.dax_bound.store(0, Ordering::Release);
+    }
+}
+
+/// The test's task work: adds `value` to the device's sum.
+struct AddToSum {
+    device: Arc<DeviceState>,
+    value: u64,
+}
+
+impl TaskWork for AddToSum {
+    fn run(self) {
+        self.device
+            .task_work_sum
+            .fetch_add(self.value, Ordering::AcqRel);
     }
 }
 
@@ -155,6 +175,27 @@ impl MiscDevice for TestDevice {
                     out.write(&if bound == 0 { 0 } else { value })?;
                 }
             }
+            abi::QUEUE_TASK_WORK => {
+                let value: u64 = UserSlice::new(arg, size).reader().read()?;
+                let work = AddToSum {
+                    device: file.device.clone(),
+                    value,
+                };
+                let current = kernel::current!();
+                task_work::add(
+                    current,
+                    work,
+                    Notify::Signal,
+                    &file.device.task_work,
+                    GFP_KERNEL,
+                )?;
+            }
+            abi::GET_TASK_WORK => {
+                let d = &file.device;
+                let mut out = UserSlice::new(arg, size).writer();
+                out.write(&d.task_work_sum.load(Ordering::Acquire))?;
+                out.write(&(d.task_work.count() as u64))?;
+            }
             _ => return Err(ENOTTY),
         }
         Ok(0)
@@ -184,6 +225,14 @@ struct SupportKunit {
     // unbinds any instance still bound to it).
     _misc: Pin<KBox<MiscDeviceRegistration<TestDevice>>>,
     _dax: Pin<KBox<DaxDriverRegistration<TestDaxBinding>>>,
+    /// Task work the test device queued: it runs this module's code.
+    task_work: Arc<Pending>,
+}
+
+impl Drop for SupportKunit {
+    fn drop(&mut self) {
+        self.task_work.wait_idle("cxlfabric_support_kunit");
+    }
 }
 
 impl kernel::Module for SupportKunit {
@@ -193,6 +242,7 @@ impl kernel::Module for SupportKunit {
             DaxDriverRegistration::<TestDaxBinding>::register(state.clone()),
             GFP_KERNEL,
         )?;
+        let task_work = state.task_work.clone();
         let misc = KBox::pin_init(
             MiscDeviceRegistration::<TestDevice>::register(
                 MiscDeviceOptions {
@@ -206,6 +256,7 @@ impl kernel::Module for SupportKunit {
         Ok(SupportKunit {
             _misc: misc,
             _dax: dax,
+            task_work,
         })
     }
 }

@@ -11,6 +11,7 @@
 #include <linux/dax.h>
 #include <linux/memremap.h>
 #include <linux/slab.h>
+#include <linux/task_work.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>
@@ -502,4 +503,15 @@ void cxlf_tracepoint_unregister(void *tp, void *probe, void *data)
 void cxlf_tracepoint_sync(void)
 {
 	tracepoint_synchronize_unregister();
+}
+
+/*
+ * In C: task_work_add is not in the 6.12 bindings (linux/task_work.h is
+ * not in bindings_helper.h), and its notify modes are an enum whose
+ * values Rust should not copy.
+ */
+int cxlf_task_work_add(struct task_struct *task, struct callback_head *work,
+		       bool signal)
+{
+	return task_work_add(task, work, signal ? TWA_SIGNAL : TWA_RESUME);
 }

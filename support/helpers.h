@@ -97,4 +97,9 @@ void *cxlf_tracepoint_register(const char *name, void *probe, void *data);
 void cxlf_tracepoint_unregister(void *tp, void *probe, void *data);
 void cxlf_tracepoint_sync(void);
 
+struct task_struct;
+struct callback_head;
+int cxlf_task_work_add(struct task_struct *task, struct callback_head *work,
+		       bool signal);
+
 #endif

@@ -113,6 +113,12 @@ extern "C" {
     );
     pub(crate) fn cxlf_tracepoint_sync();
 
+    pub(crate) fn cxlf_task_work_add(
+        task: *mut bindings::task_struct,
+        work: *mut bindings::callback_head,
+        signal: bool,
+    ) -> c_int;
+
     pub(crate) fn cxlf_dax_driver_register(
         probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
         remove: unsafe extern "C" fn(*mut RawDevDax),

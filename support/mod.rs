@@ -22,6 +22,7 @@
 //! | [`time`]         | `kernel::time`, `kernel::delay`                          |
 //! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
 //! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
+//! | [`task_work`]    | none: `task_work_add` with a count for unload            |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
 //! | [`region`]       | none: beluga_dax's C region ABI                          |
@@ -53,6 +54,7 @@ pub(crate) mod pagemap;
 pub(crate) mod params;
 pub(crate) mod region;
 pub(crate) mod sharedmem;
+pub(crate) mod task_work;
 pub(crate) mod time;
 pub(crate) mod tracepoint;
 pub(crate) mod uapi;

@@ -9,6 +9,7 @@
 //! The same module registers a dax bus driver, [`DAX_DRIVER_NAME`] (the dax
 //! bus names drivers after their module);
 //! `GET_DAX_BINDING` reports the instance bound to it, as its probe saw it.
+//! `QUEUE_TASK_WORK` and `GET_TASK_WORK` exercise the task-work wrapper.
 
 use super::ioctl::{ior, iow};
 
@@ -20,6 +21,19 @@ pub const SET_VALUE: u32 = iow::<u64>(IOC_TYPE, 1);
 pub const GET_VALUE: u32 = ior::<u64>(IOC_TYPE, 2);
 pub const GET_OPENS: u32 = ior::<u64>(IOC_TYPE, 3);
 pub const GET_DAX_BINDING: u32 = ior::<DaxBinding>(IOC_TYPE, 4);
+/// Queues task work on the caller that adds the given value to the
+/// device's task-work sum on the caller's way back to user space
+/// (`support::task_work`).
+pub const QUEUE_TASK_WORK: u32 = iow::<u64>(IOC_TYPE, 5);
+/// The device's task-work sum, and how many queued items have not run.
+pub const GET_TASK_WORK: u32 = ior::<TaskWorkState>(IOC_TYPE, 6);
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskWorkState {
+    pub sum: u64,
+    pub pending: u64,
+}
 
 pub const DAX_DRIVER_NAME: &str = "cxlfabric_support_kunit";
 

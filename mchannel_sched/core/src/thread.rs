@@ -44,7 +44,8 @@ pub enum OnCpu {
     /// Arm the budget timer to fire after this much running (the rest of
     /// the budget, or less if the window ends first).
     Budget(u64),
-    /// Its whole window is its budget (T_R = T_W): no timer.
+    /// Its whole window is its budget (T_R = T_W), and so is the next
+    /// window's: no timer.
     Unlimited,
     /// The budget of this window is spent: park it until `until_ns`.
     Park { until_ns: u64 },
@@ -171,7 +172,9 @@ impl RunState {
     /// (a little early or late).
     pub fn check(&mut self, now_ns: u64) -> OnCpu {
         self.roll(now_ns);
-        if self.t_r_ns >= self.t_w_ns {
+        // No timer only while this window and the next are whole-window
+        // budgets: a smaller next budget must start counting at the end.
+        if self.t_r_ns >= self.t_w_ns && self.next_t_r_ns >= self.t_w_ns {
             return OnCpu::Unlimited;
         }
         let ran = self.ran_ns(now_ns);

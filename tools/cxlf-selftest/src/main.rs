@@ -367,6 +367,42 @@ fn misc(device: &str) -> Result<()> {
     )?;
 
     check(
+        "task work runs on the caller's way back to user space",
+        (|| {
+            let state = |file: &File| -> Result<abi::TaskWorkState> {
+                let mut st = abi::TaskWorkState::default();
+                // SAFETY: GET_TASK_WORK writes one `TaskWorkState` through
+                // the pointer, valid for the duration of the call.
+                let ret = unsafe {
+                    nix::libc::ioctl(
+                        file.as_raw_fd(),
+                        abi::GET_TASK_WORK as _,
+                        &mut st as *mut abi::TaskWorkState,
+                    )
+                };
+                Errno::result(ret).context("GET_TASK_WORK")?;
+                Ok(st)
+            };
+            let before = state(&a)?;
+            ioctl_u64(&a, abi::QUEUE_TASK_WORK, &mut 5)?;
+            let after = state(&a)?;
+            ensure!(
+                after.sum == before.sum + 5 && after.pending == 0,
+                "before {before:?}, after queueing 5: {after:?}"
+            );
+            // From another thread: its own work, run by that thread.
+            std::thread::scope(|s| {
+                s.spawn(|| ioctl_u64(&b, abi::QUEUE_TASK_WORK, &mut 7))
+                    .join()
+            })
+            .expect("thread")?;
+            let last = state(&a)?;
+            ensure!(last.sum == after.sum + 7, "after the thread: {last:?}");
+            Ok(())
+        })(),
+    )?;
+
+    check(
         "open count is shared by the device",
         (|| {
             let mut opens = 0;
