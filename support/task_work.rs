@@ -9,7 +9,9 @@
 //! finish unloading while any is queued (6.12 does not export
 //! `task_work_cancel`, so queued work always runs); [`add`] counts it in
 //! the [`Pending`] the caller passes, and `Pending::wait_idle` waits for
-//! the count to reach zero.
+//! the count to reach zero. The count drops as the callback's last action;
+//! only its return follows, the same narrow window any callback has whose
+//! completion the kernel core does not track.
 
 use super::helpers;
 use core::sync::atomic::{AtomicUsize, Ordering};

@@ -264,16 +264,7 @@ fn dax_binding(device: &str, unbound: bool, start: Option<u64>, size: Option<u64
         .open(device)
         .with_context(|| format!("opening {device}"))?;
     let mut binding = abi::DaxBinding::default();
-    // SAFETY: GET_DAX_BINDING writes one `DaxBinding` through the pointer,
-    // which is valid for the duration of the call.
-    let ret = unsafe {
-        nix::libc::ioctl(
-            file.as_raw_fd(),
-            abi::GET_DAX_BINDING as _,
-            &mut binding as *mut abi::DaxBinding,
-        )
-    };
-    Errno::result(ret).context("GET_DAX_BINDING")?;
+    ioctl_read(&file, abi::GET_DAX_BINDING, &mut binding).context("GET_DAX_BINDING")?;
     println!("{binding:?}");
     if unbound {
         ensure!(
@@ -305,6 +296,15 @@ fn dax_binding(device: &str, unbound: bool, start: Option<u64>, size: Option<u64
 }
 
 const PAGE: usize = 4096;
+
+/// An ioctl of the test device that writes one `T` (an ABI structure of
+/// the command's size) through its argument.
+fn ioctl_read<T: Copy>(file: &File, cmd: u32, out: &mut T) -> Result<(), Errno> {
+    // SAFETY: `cmd` writes one `T` through the pointer, valid and
+    // exclusively borrowed for the duration of the call.
+    let ret = unsafe { nix::libc::ioctl(file.as_raw_fd(), cmd as _, out as *mut T) };
+    Errno::result(ret).map(drop)
+}
 
 fn ioctl_u64(file: &File, cmd: u32, value: &mut u64) -> Result<(), Errno> {
     // SAFETY: every command of the test device takes a pointer to a u64,
@@ -371,16 +371,7 @@ fn misc(device: &str) -> Result<()> {
         (|| {
             let state = |file: &File| -> Result<abi::TaskWorkState> {
                 let mut st = abi::TaskWorkState::default();
-                // SAFETY: GET_TASK_WORK writes one `TaskWorkState` through
-                // the pointer, valid for the duration of the call.
-                let ret = unsafe {
-                    nix::libc::ioctl(
-                        file.as_raw_fd(),
-                        abi::GET_TASK_WORK as _,
-                        &mut st as *mut abi::TaskWorkState,
-                    )
-                };
-                Errno::result(ret).context("GET_TASK_WORK")?;
+                ioctl_read(file, abi::GET_TASK_WORK, &mut st).context("GET_TASK_WORK")?;
                 Ok(st)
             };
             let before = state(&a)?;
