@@ -7,4 +7,5 @@
 
 pub mod beluga;
 pub mod ioctl;
+pub mod mchannel;
 pub mod selftest;

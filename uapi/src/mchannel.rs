@@ -1,0 +1,202 @@
+//! ABI of `/dev/mchannel` (`mchannel_sched`): fabric components, channels
+//! (and the groups above them for hierarchical sharing), attaching threads
+//! and processes, injected congestion signals, and per-channel statistics.
+//! Documented in `Documentation/cxlfabric/mchannel.rst`.
+//!
+//! Every structure is `#[repr(C)]` of integers with explicit padding (its
+//! size is asserted below). Names are NUL-padded bytes; rates are bytes per
+//! second, times nanoseconds, fractions parts per million. Ids are chosen
+//! by the kernel. Operations that change anything need `CAP_SYS_NICE`;
+//! attaching another process also needs the right to renice it.
+
+use super::ioctl::{iow, iowr};
+
+pub const DEVICE_NAME: &str = "mchannel";
+/// ioctl type byte of `/dev/mchannel`.
+pub const IOC_TYPE: u8 = 0xCA;
+pub const NAME_BYTES: usize = 32;
+/// Components on one channel's path (host port, switch, endpoint, and
+/// one more level of switching).
+pub const PATH_MAX: usize = 4;
+/// `ChannelSpec::parent` of a channel or group directly under its
+/// components.
+pub const NO_PARENT: u32 = u32::MAX;
+/// Largest weight (weights are integers from 1). The control core has its
+/// own (`mchannel_sched/core/src/window.rs`); `core/tests/abi_agreement.rs`
+/// holds them equal.
+pub const WEIGHT_MAX: u32 = 10_000;
+/// Run window bounds: T_W may be set from 50 us to 10 ms.
+pub const T_W_MIN_NS: u64 = 50_000;
+pub const T_W_MAX_NS: u64 = 10_000_000;
+pub const T_W_DEFAULT_NS: u64 = 100_000;
+
+/// Kinds of fabric component.
+pub const COMPONENT_HOST_PORT: u32 = 1;
+pub const COMPONENT_SWITCH: u32 = 2;
+pub const COMPONENT_ENDPOINT: u32 = 3;
+
+/// A fabric component (`REGISTER_COMPONENT`; the kernel fills `id`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ComponentSpec {
+    pub id: u32,
+    /// `COMPONENT_*`.
+    pub kind: u32,
+    /// Configured maximum capacity, bytes per second (> 0).
+    pub max_capacity: u64,
+    pub name: [u8; NAME_BYTES],
+}
+
+/// `ChannelSpec::flags`: a group (tenant, application) that channels or
+/// groups name as parent; threads attach to channels only.
+pub const CHANNEL_GROUP: u32 = 1;
+/// `ChannelSpec::flags`: best effort (weight ignored: it gets what the
+/// weighted channels leave).
+pub const CHANNEL_BEST_EFFORT: u32 = 2;
+
+/// A channel or group (`CREATE_CHANNEL`, the kernel fills `id`; and
+/// `SET_CHANNEL`, which changes weight, T_W and the meter of `id`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelSpec {
+    pub id: u32,
+    /// `CHANNEL_*`.
+    pub flags: u32,
+    /// `1..=WEIGHT_MAX`.
+    pub weight: u32,
+    /// Id of the parent group, or `NO_PARENT`.
+    pub parent: u32,
+    /// Components on the path (a child's path is its parent's).
+    pub path: [u32; PATH_MAX],
+    pub path_len: u32,
+    pub _pad: u32,
+    /// Run window T_W (`T_W_MIN_NS..=T_W_MAX_NS`; 0: the default).
+    pub t_w_ns: u64,
+    /// Emulated meter: bytes the channel moves per microsecond of running
+    /// (0: use the hardware counters or reported counts).
+    pub meter_bytes_per_us: u64,
+    pub name: [u8; NAME_BYTES],
+}
+
+/// `AttachArgs::flags`: the whole process (every thread, and the threads
+/// it creates later), not one thread.
+pub const ATTACH_PROCESS: u32 = 1;
+
+/// `ATTACH` and `DETACH` (`channel` is ignored by `DETACH`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttachArgs {
+    pub channel: u32,
+    pub flags: u32,
+    /// Thread id, or process id with `ATTACH_PROCESS` (0: the caller).
+    pub pid: i32,
+    pub _pad: u32,
+}
+
+/// `INJECT`: a congestion signal for a component (the share of overloaded
+/// responses, or backpressure), as the testbed's hardware would give.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CongestionArgs {
+    pub component: u32,
+    /// `0..=1_000_000`.
+    pub signal_ppm: u32,
+}
+
+/// `QUERY_CHANNEL`: the caller sets `id`, the kernel the rest.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelStat {
+    pub id: u32,
+    pub threads: u32,
+    /// Smoothed rate and demand, bytes per second.
+    pub rate: u64,
+    pub demand: u64,
+    /// Fair share per unit of weight on its path.
+    pub alpha: u64,
+    /// Current run budget per window.
+    pub t_r_ns: u64,
+    pub t_w_ns: u64,
+    /// Windows closed, and the time its threads spent parked.
+    pub windows: u64,
+    pub throttled_ns: u64,
+}
+
+pub const REGISTER_COMPONENT: u32 = iowr::<ComponentSpec>(IOC_TYPE, 1);
+pub const CREATE_CHANNEL: u32 = iowr::<ChannelSpec>(IOC_TYPE, 2);
+pub const SET_CHANNEL: u32 = iow::<ChannelSpec>(IOC_TYPE, 3);
+pub const DESTROY_CHANNEL: u32 = iow::<u32>(IOC_TYPE, 4);
+pub const ATTACH: u32 = iow::<AttachArgs>(IOC_TYPE, 5);
+pub const DETACH: u32 = iow::<AttachArgs>(IOC_TYPE, 6);
+pub const INJECT: u32 = iow::<CongestionArgs>(IOC_TYPE, 7);
+pub const QUERY_CHANNEL: u32 = iowr::<ChannelStat>(IOC_TYPE, 8);
+
+// The layout is the ABI: no implicit padding, fixed sizes.
+const _: () = {
+    assert!(core::mem::size_of::<ComponentSpec>() == 16 + NAME_BYTES);
+    assert!(core::mem::size_of::<ChannelSpec>() == 16 + 4 * PATH_MAX + 8 + 16 + NAME_BYTES);
+    assert!(core::mem::size_of::<AttachArgs>() == 16);
+    assert!(core::mem::size_of::<CongestionArgs>() == 8);
+    assert!(core::mem::size_of::<ChannelStat>() == 8 + 8 * 7);
+};
+
+/// A name as NUL-padded ABI bytes; `None` if it does not fit (one byte is
+/// kept for the NUL) or holds a NUL or a control character.
+pub fn name_bytes(name: &str) -> Option<[u8; NAME_BYTES]> {
+    let b = name.as_bytes();
+    if b.is_empty() || b.len() >= NAME_BYTES || b.iter().any(|&c| c < 0x20 || c == 0x7f) {
+        return None;
+    }
+    let mut out = [0u8; NAME_BYTES];
+    out.get_mut(..b.len())?.copy_from_slice(b);
+    Some(out)
+}
+
+/// The name in ABI bytes, if it is NUL-terminated, non-empty and
+/// printable (what the kernel accepts).
+pub fn name_of(bytes: &[u8; NAME_BYTES]) -> Option<&str> {
+    let len = bytes.iter().position(|&c| c == 0)?;
+    let name = core::str::from_utf8(bytes.get(..len)?).ok()?;
+    name_bytes(name).map(|_| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_bad_ones_are_refused() {
+        let b = name_bytes("tenant-a").unwrap();
+        assert_eq!(name_of(&b), Some("tenant-a"));
+        assert_eq!(name_bytes(""), None);
+        assert_eq!(name_bytes(&"x".repeat(NAME_BYTES)), None);
+        assert!(name_bytes(&"x".repeat(NAME_BYTES - 1)).is_some());
+        assert_eq!(name_bytes("a\nb"), None);
+        assert_eq!(name_of(&[b'x'; NAME_BYTES]), None, "no NUL");
+        let mut ctl = [0u8; NAME_BYTES];
+        ctl[0] = 0x1b;
+        assert_eq!(name_of(&ctl), None);
+    }
+
+    #[test]
+    fn commands_are_distinct() {
+        let all = [
+            REGISTER_COMPONENT,
+            CREATE_CHANNEL,
+            SET_CHANNEL,
+            DESTROY_CHANNEL,
+            ATTACH,
+            DETACH,
+            INJECT,
+            QUERY_CHANNEL,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            assert!(all[i + 1..].iter().all(|b| a != b));
+        }
+    }
+
+    #[test]
+    fn the_window_bounds_hold_the_default() {
+        assert!((T_W_MIN_NS..=T_W_MAX_NS).contains(&T_W_DEFAULT_NS));
+    }
+}
