@@ -123,7 +123,8 @@ fn require_admin(what: &str) -> Result {
     if cred::capable_sys_admin() {
         Ok(())
     } else {
-        pr_info!("beluga: {} needs CAP_SYS_ADMIN\n", what);
+        // Any user can ask: rate-limited, or a loop floods the log.
+        crate::pr_info_ratelimited!("beluga: {} needs CAP_SYS_ADMIN\n", what);
         Err(EPERM)
     }
 }
@@ -293,7 +294,7 @@ impl PoolFile {
                 // The pages are in the kernel's direct map, write-back,
                 // and x86 allows one memory type per range: PAT would
                 // silently map write-back anyway.
-                pr_info!(
+                crate::pr_info_ratelimited!(
                     "{}: only write-back mappings: the pool's pages are mapped write-back by the kernel\n",
                     self.dev.name()
                 );

@@ -28,6 +28,7 @@ use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::page::alloc_filled_page;
+use support::ratelimit::{RateLimit, Verdict, BURST, INTERVAL_NS};
 use support::task_work::{self, Notify, Pending, TaskWork};
 use support::tracepoint::{SchedProbes, SchedRegistration};
 use support::uapi::{ioctl, selftest as abi};
@@ -501,6 +502,26 @@ fn sched_switch_probe_sees_the_sleeping_task_leave_and_return() -> Result {
     Ok(())
 }
 
+fn ratelimit_allows_a_burst_then_counts_what_it_drops() -> Result {
+    let limit = RateLimit::new();
+    let t0 = 1_000;
+    for _ in 0..BURST {
+        kassert_eq!(limit.check_at(t0), Verdict::Print { suppressed: 0 });
+    }
+    for _ in 0..3 {
+        kassert_eq!(limit.check_at(t0 + 1), Verdict::Suppress);
+    }
+    kassert_eq!(
+        limit.check_at(t0 + INTERVAL_NS),
+        Verdict::Print { suppressed: 3 }
+    );
+    kassert_eq!(
+        limit.check_at(t0 + INTERVAL_NS + 1),
+        Verdict::Print { suppressed: 0 }
+    );
+    Ok(())
+}
+
 kunit_tests!(
     cxlfabric_support_kunit,
     [
@@ -508,6 +529,7 @@ kunit_tests!(
         suite_name_is_nul_terminated_and_padded,
         suite_name_takes_255_bytes,
         question_mark_propagates_ok,
+        ratelimit_allows_a_burst_then_counts_what_it_drops,
     ]
 );
 

@@ -23,6 +23,7 @@
 //! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
 //! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
 //! | [`task_work`]    | none: `task_work_add` with a count for unload            |
+//! | [`ratelimit`]    | none (C's `pr_*_ratelimited` are macros)                 |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
 //! | [`region`]       | none: beluga_dax's C region ABI                          |
@@ -52,6 +53,7 @@ pub(crate) mod mm;
 pub(crate) mod page;
 pub(crate) mod pagemap;
 pub(crate) mod params;
+pub(crate) mod ratelimit;
 pub(crate) mod region;
 pub(crate) mod sharedmem;
 pub(crate) mod task_work;
