@@ -57,14 +57,16 @@ since_bind | grep -q "beluga_dax: beluga0.0: attached as host 0: generation 1, 2
 beluga wait
 to_device_dax
 
-# A damaged object table (8 hosts, 1024 objects on 512 MiB: the table
-# starts at 12 KiB) is refused by the host that would manage it: no
-# allocation is served, the state says why, and formatting recovers.
+# A damaged object table (the format's defaults: 8 hosts, 1024 objects;
+# the pool core computes where the table starts) is refused by the host
+# that would manage it: no allocation is served, the state says why, and
+# formatting recovers.
 to_beluga
 beluga wait
 beluga alloc --size 2M --name victim > /dev/null
 to_device_dax
-daxio write /dev/dax0.0 --offset $((12288 + 8)) --text garbage
+eval "$(cxlf-selftest pool-layout --size "$size" --hosts 8 --objects 1024)"
+daxio write /dev/dax0.0 --offset $((object_table_off + 8)) --text garbage
 to_beluga
 n=0
 until [ "$(cat /sys/class/misc/beluga0.0/state)" = corrupt ]; do

@@ -139,7 +139,8 @@ enum Cmd {
         seconds: u64,
     },
     /// beluga pool layout for a device size and format parameters, as
-    /// shell assignments (host_table_off, slot_bytes, data_off).
+    /// shell assignments (host_table_off, object_table_off, slot_bytes,
+    /// data_off).
     PoolLayout {
         #[arg(long)]
         size: u64,
@@ -189,6 +190,7 @@ fn pool_layout(size: u64, hosts: u32, objects: u32) -> Result<()> {
     let g = beluga_pool::layout::Geometry::new(size, hosts, objects)
         .map_err(|e| anyhow::anyhow!("no layout: {e:?}"))?;
     println!("host_table_off={}", g.host_table_off);
+    println!("object_table_off={}", g.object_table_off);
     println!("slot_bytes={}", beluga_pool::leases::SLOT_BYTES);
     println!("data_off={}", g.data_off);
     Ok(())
