@@ -61,8 +61,9 @@ pub struct RunState {
     t_r_ns: u64,
     ran_ns: u64,
     on_cpu_since: Option<u64>,
-    /// Budget for the next window (takes effect when it starts).
+    /// Budget and length of the next window (take effect when it starts).
     next_t_r_ns: u64,
+    next_t_w_ns: u64,
     closed: Closed,
 }
 
@@ -79,6 +80,7 @@ impl RunState {
             ran_ns: 0,
             on_cpu_since: None,
             next_t_r_ns: t_r_ns,
+            next_t_w_ns: t_w_ns,
             closed: Closed::default(),
         }
     }
@@ -101,9 +103,28 @@ impl RunState {
         self.t_r_ns
     }
 
+    /// The length of the current window.
+    pub fn t_w_ns(&self) -> u64 {
+        self.t_w_ns
+    }
+
+    /// The budget and length the next window will have.
+    pub fn next_ns(&self) -> (u64, u64) {
+        (self.next_t_r_ns, self.next_t_w_ns)
+    }
+
     /// Sets the budget of the windows that start from now on.
     pub fn set_budget(&mut self, t_r_ns: u64) {
-        self.next_t_r_ns = t_r_ns.min(self.t_w_ns);
+        self.next_t_r_ns = t_r_ns.min(self.next_t_w_ns);
+    }
+
+    /// Sets the length of the windows that start from now on (a zero
+    /// length is ignored); the next budget is clamped to it.
+    pub fn set_window(&mut self, t_w_ns: u64) {
+        if t_w_ns > 0 {
+            self.next_t_w_ns = t_w_ns;
+            self.next_t_r_ns = self.next_t_r_ns.min(t_w_ns);
+        }
     }
 
     /// Closes every window that ended by `now_ns` into [`Closed`]. A slice
@@ -119,24 +140,24 @@ impl RunState {
         if let Some(since) = self.on_cpu_since {
             ran = ran.saturating_add(end.saturating_sub(since));
         }
-        // Whole windows after it: on a CPU throughout (a budget of the
-        // whole window) or idle.
-        let skipped = now_ns
-            .saturating_sub(end)
-            .checked_div(self.t_w_ns)
-            .unwrap_or(0);
+        // Whole windows after it, of the next windows' length: on a CPU
+        // throughout (a budget of the whole window) or idle.
+        let next_w = self.next_t_w_ns;
+        let skipped = now_ns.saturating_sub(end).checked_div(next_w).unwrap_or(0);
         let c = &mut self.closed;
         c.windows = c.windows.saturating_add(1).saturating_add(skipped);
-        let skipped_ns = skipped.saturating_mul(self.t_w_ns);
+        let skipped_ns = skipped.saturating_mul(next_w);
         c.run_ns = c.run_ns.saturating_add(ran);
-        if on_cpu {
+        c.max_overrun_ns = c.max_overrun_ns.max(ran.saturating_sub(self.t_r_ns));
+        if on_cpu && skipped > 0 {
             c.run_ns = c.run_ns.saturating_add(skipped_ns);
+            let over = next_w.saturating_sub(self.next_t_r_ns);
+            c.max_overrun_ns = c.max_overrun_ns.max(over);
         }
         c.window_ns = c
             .window_ns
             .saturating_add(self.t_w_ns)
             .saturating_add(skipped_ns);
-        c.max_overrun_ns = c.max_overrun_ns.max(ran.saturating_sub(self.t_r_ns));
         // Windows follow each other while the thread runs; after a sleep
         // through whole windows, the next starts now.
         let start = if on_cpu || skipped == 0 {
@@ -144,9 +165,11 @@ impl RunState {
         } else {
             now_ns
         };
-        // INVARIANT: the new window's budget is clamped by `set_budget`;
-        // the slice in progress restarts at the window's start.
+        // INVARIANT: the new window's budget is clamped to its length by
+        // `set_budget` and `set_window`; the slice in progress restarts at
+        // the window's start.
         self.start_ns = start;
+        self.t_w_ns = self.next_t_w_ns;
         self.t_r_ns = self.next_t_r_ns;
         self.ran_ns = 0;
         if on_cpu {
@@ -174,7 +197,7 @@ impl RunState {
         self.roll(now_ns);
         // No timer only while this window and the next are whole-window
         // budgets: a smaller next budget must start counting at the end.
-        if self.t_r_ns >= self.t_w_ns && self.next_t_r_ns >= self.t_w_ns {
+        if self.t_r_ns >= self.t_w_ns && self.next_t_r_ns >= self.next_t_w_ns {
             return OnCpu::Unlimited;
         }
         let ran = self.ran_ns(now_ns);

@@ -19,6 +19,8 @@ struct Case {
     /// least 1 % of the window, as `RunWindow` keeps them above zero (a
     /// thread with none would never run again).
     budget_changes: Vec<(usize, u64)>,
+    /// Window length changes: (after this many bursts, new T_W).
+    window_changes: Vec<(usize, u64)>,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -29,14 +31,18 @@ fn case() -> impl Strategy<Value = Case> {
             Just(slack),
             prop::collection::vec((0u64..3 * t_w, 0u64..3 * t_w), 1..200),
             prop::collection::vec((0usize..200, t_w / 100..=t_w), 0..5),
+            prop::collection::vec((0usize..200, 50_000u64..1_000_000), 0..3),
         )
-            .prop_map(|(t_w, t_r, slack, bursts, budget_changes)| Case {
-                t_w,
-                t_r,
-                slack,
-                bursts,
-                budget_changes,
-            })
+            .prop_map(
+                |(t_w, t_r, slack, bursts, budget_changes, window_changes)| Case {
+                    t_w,
+                    t_r,
+                    slack,
+                    bursts,
+                    budget_changes,
+                    window_changes,
+                },
+            )
     })
 }
 
@@ -50,22 +56,30 @@ proptest! {
         let mut s = RunState::new(now, c.t_w, c.t_r);
         let mut total_run = 0u64;
         let mut closed = Closed::default();
-        let mut starts = vec![s.window_end_ns() - c.t_w];
-        let take = |s: &mut RunState, closed: &mut Closed, starts: &mut Vec<u64>| {
+        // (start, length) of every window seen.
+        let mut starts = vec![(s.window_end_ns() - c.t_w, c.t_w)];
+        let take = |s: &mut RunState, closed: &mut Closed, starts: &mut Vec<(u64, u64)>| {
             let c2 = s.take_closed();
             closed.windows += c2.windows;
             closed.run_ns += c2.run_ns;
             closed.window_ns += c2.window_ns;
             closed.max_overrun_ns = closed.max_overrun_ns.max(c2.max_overrun_ns);
-            let st = s.window_end_ns() - c.t_w;
-            if *starts.last().unwrap() != st {
-                starts.push(st);
+            let st = s.window_end_ns() - s.t_w_ns();
+            if starts.last().unwrap().0 != st {
+                starts.push((st, s.t_w_ns()));
             }
         };
         for (i, &(want_run, block)) in c.bursts.iter().enumerate() {
             for &(at, t_r) in &c.budget_changes {
                 if at == i {
                     s.set_budget(t_r);
+                }
+            }
+            for &(at, t_w) in &c.window_changes {
+                if at == i {
+                    s.set_window(t_w);
+                    // A budget larger than the new window is clamped.
+                    prop_assert!(s.next_ns().0 <= t_w);
                 }
             }
             let mut left = want_run;
@@ -104,9 +118,9 @@ proptest! {
         prop_assert!(current <= s.budget_ns() + c.slack);
         // Windows in order and disjoint, and they tile the time closed.
         for pair in starts.windows(2) {
-            prop_assert!(pair[1] >= pair[0] + c.t_w, "{:?}", pair);
+            prop_assert!(pair[1].0 >= pair[0].0 + pair[0].1, "{:?}", pair);
         }
-        prop_assert!(closed.window_ns <= s.window_end_ns() - c.t_w - start);
+        prop_assert!(closed.window_ns <= s.window_end_ns() - s.t_w_ns() - start);
         // Conservation: every nanosecond of running is in one window.
         prop_assert_eq!(closed.run_ns + current, total_run);
     }
