@@ -412,7 +412,7 @@ fn ticker(runs: u32, mode: HrTimerMode) -> Result<Arc<Ticker>> {
 
 fn hrtimer_fires_once_after_its_delay() -> Result {
     let t = ticker(1, HrTimerMode::Relative)?;
-    let mut handle = t.clone().start(1_000_000);
+    let handle = t.clone().start(1_000_000);
     support::time::sleep_ms_interruptible(30)?;
     kassert_eq!(t.count.load(Ordering::Relaxed), 1);
     kassert!(!handle.cancel(), "not armed any more");
@@ -421,7 +421,7 @@ fn hrtimer_fires_once_after_its_delay() -> Result {
 
 fn hrtimer_cancelled_before_expiry_never_runs() -> Result {
     let t = ticker(1, HrTimerMode::RelativePinned)?;
-    let mut handle = t.clone().start(10_000_000_000);
+    let handle = t.clone().start(10_000_000_000);
     kassert!(handle.get().timer.is_active());
     kassert_eq!(handle.try_cancel(), Some(true));
     kassert_eq!(handle.try_cancel(), Some(false));

@@ -2,16 +2,36 @@
 
 //! MemChannel: per-thread run windows with CSFQ fair-share rate control
 //!
-//! Skeleton: this module loads, carries the shared support layer and unloads
-//! cleanly. Its function lands with its own issue; until then it registers
-//! nothing.
+//! Threads attached to a channel through `/dev/mchannel` run only T_R out of
+//! every T_W; a control loop every K sets T_R from each channel's measured
+//! rate and demand and its components' fair share. Design and ABI:
+//! `Documentation/cxlfabric/mchannel.rst`.
+//!
+//! Teardown is by drop order of [`MchannelSched`]'s fields: the device goes
+//! first (no new attach), then the control loop, then the scheduler probes
+//! (and with them the budget timers), and last the [`Release`] guard, which
+//! detaches every thread, wakes the parked ones and waits until every
+//! queued park item has run.
 
 use kernel::prelude::*;
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod chardev;
 mod control;
+mod enforce;
+mod fabric;
+mod threads;
+
+use chardev::{Device, MchannelFile};
+use core::sync::atomic::Ordering;
+use enforce::{Enforcer, Shared};
+use kernel::sync::Arc;
+use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
+use support::params::module_param_uint;
+use support::tracepoint::SchedRegistration;
+use support::workqueue::{Periodic, PeriodicWork};
 
 module! {
     type: MchannelSched,
@@ -21,17 +41,99 @@ module! {
     license: "GPL",
 }
 
-struct MchannelSched;
+module_param_uint!(
+    /// Most threads attached at once (16..=65536).
+    max_threads
+);
+
+/// The control loop, every K.
+struct Control(Arc<Device>);
+
+impl PeriodicWork for Control {
+    fn run(&self) -> u32 {
+        let now = support::time::monotonic_ns();
+        if let Err(e) = self.0.fabric.lock().step(&self.0.shared.threads, now) {
+            pr_warn!("control step failed: {}\n", e.to_errno());
+        }
+        (fabric::K_NS / 1_000_000) as u32
+    }
+}
+
+/// Last to go: no thread stays attached, parked, or with park work queued
+/// in this module's code.
+struct Release(Arc<Shared>);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let shared = &self.0;
+        shared.shutdown.store(true, Ordering::Release);
+        match shared.threads.tasks(None) {
+            Ok(tasks) => {
+                for t in tasks.iter() {
+                    if let Some(a) = shared.threads.remove(t) {
+                        // Unconditionally: a thread about to park sleeps
+                        // at most to its window's end anyway.
+                        a.task.wake_up();
+                    }
+                }
+            }
+            Err(_) => {
+                pr_err!("no memory to list threads; parked ones wake at their window's end\n")
+            }
+        }
+        shared.pending.wait_idle("mchannel_sched");
+    }
+}
+
+struct MchannelSched {
+    _misc: Pin<KBox<MiscDeviceRegistration<MchannelFile>>>,
+    _control: Periodic<Control>,
+    _probes: SchedRegistration<Enforcer>,
+    _release: Release,
+}
 
 impl kernel::Module for MchannelSched {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("loaded (skeleton: no function yet)\n");
-        Ok(MchannelSched)
+        let max = max_threads();
+        if !(16..=65536).contains(&max) {
+            pr_err!("max_threads={} is outside 16..=65536\n", max);
+            return Err(EINVAL);
+        }
+        let shared = Shared::new(max as usize)?;
+        let release = Release(shared.clone());
+        let probes = SchedRegistration::register(Enforcer::new(shared.clone())?)?;
+        let dev = Arc::pin_init(
+            pin_init!(Device {
+                shared,
+                fabric <- kernel::new_mutex!(
+                    fabric::Fabric::new(support::time::monotonic_ns()),
+                    "mchannel:fabric"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let control = Periodic::start(Arc::new(Control(dev.clone()), GFP_KERNEL)?, 0)?;
+        let options = MiscDeviceOptions {
+            name: kernel::c_str!("mchannel"),
+            mode: 0o666,
+        };
+        let misc = KBox::pin_init(MiscDeviceRegistration::register(options, dev), GFP_KERNEL)?;
+        pr_info!(
+            "loaded: up to {} threads, K = {} ms\n",
+            max,
+            fabric::K_NS / 1_000_000
+        );
+        Ok(MchannelSched {
+            _misc: misc,
+            _control: control,
+            _probes: probes,
+            _release: release,
+        })
     }
 }
 
 impl Drop for MchannelSched {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

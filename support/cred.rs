@@ -16,6 +16,13 @@ pub(crate) fn capable_sys_admin() -> bool {
     unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
+/// Whether the calling task has `CAP_SYS_NICE` (the scheduler's
+/// privilege), as `capable_sys_admin`.
+pub(crate) fn capable_sys_nice() -> bool {
+    // SAFETY: as in `capable_sys_admin`.
+    unsafe { bindings::capable(bindings::CAP_SYS_NICE as c_int) }
+}
+
 /// The calling task's effective uid, as seen from the initial user
 /// namespace (the uid other hosts see in the pool).
 pub(crate) fn current_euid() -> u32 {

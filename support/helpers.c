@@ -9,7 +9,12 @@
 #include <asm/cacheflush.h>
 #include <linux/cred.h>
 #include <linux/dax.h>
+#include <linux/hrtimer.h>
 #include <linux/memremap.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/task_work.h>
 #include <linux/timekeeping.h>
@@ -511,7 +516,138 @@ void cxlf_tracepoint_sync(void)
  * values Rust should not copy.
  */
 int cxlf_task_work_add(struct task_struct *task, struct callback_head *work,
-		       bool signal)
+		       bool signal, bool no_alloc)
 {
-	return task_work_add(task, work, signal ? TWA_SIGNAL : TWA_RESUME);
+	int flags = no_alloc ? TWAF_NO_ALLOC : 0;
+
+	return task_work_add(task, work, (signal ? TWA_SIGNAL : TWA_RESUME) | flags);
+}
+
+/*
+ * In C: raw_spin_lock_irqsave and raw_spin_unlock_irqrestore are macros,
+ * and raw_spin_lock_init a macro with its own lock class unless lockdep
+ * is on (then __raw_spin_lock_init, with the caller's class).
+ */
+void cxlf_raw_spin_lock_init(raw_spinlock_t *lock, const char *name,
+			     struct lock_class_key *key)
+{
+#ifdef CONFIG_DEBUG_SPINLOCK
+	__raw_spin_lock_init(lock, name, key, LD_WAIT_SPIN);
+#else
+	raw_spin_lock_init(lock);
+#endif
+}
+
+unsigned long cxlf_raw_spin_lock_irqsave(raw_spinlock_t *lock)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void cxlf_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags)
+{
+	raw_spin_unlock_irqrestore(lock, flags);
+}
+
+/* In C: smp_processor_id is a macro (with a preemption check). */
+unsigned int cxlf_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+/* In C: ktime_get_ns is a static inline. */
+u64 cxlf_ktime_ns(void)
+{
+	return ktime_get_ns();
+}
+
+/*
+ * In C: set_current_state is a macro (with the barrier a sleep needs).
+ * Sleeps TASK_KILLABLE until CLOCK_MONOTONIC reaches abs_ns, a wakeup or
+ * a fatal signal, whichever comes first.
+ */
+void cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns)
+{
+	ktime_t expires = ns_to_ktime(abs_ns);
+
+	set_current_state(TASK_KILLABLE);
+	schedule_hrtimeout_range(&expires, slack_ns, HRTIMER_MODE_ABS);
+	__set_current_state(TASK_RUNNING);
+}
+
+/*
+ * In C: the pid lookup needs rcu_read_lock (a static inline) around
+ * find_vpid, and the task flags test reads PF_* macros.
+ * Returns a counted reference to the thread `nr` in the caller's pid
+ * namespace, or NULL.
+ */
+struct task_struct *cxlf_get_task_by_vpid(pid_t nr)
+{
+	struct task_struct *task;
+
+	rcu_read_lock();
+	task = pid_task(find_vpid(nr), PIDTYPE_PID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	return task;
+}
+
+bool cxlf_task_is_user(const struct task_struct *task)
+{
+	return !(READ_ONCE(task->flags) & (PF_KTHREAD | PF_EXITING));
+}
+
+bool cxlf_task_exiting(const struct task_struct *task)
+{
+	return READ_ONCE(task->flags) & PF_EXITING;
+}
+
+pid_t cxlf_task_tgid(const struct task_struct *task)
+{
+	return task_tgid_vnr((struct task_struct *)task);
+}
+
+pid_t cxlf_task_vpid(const struct task_struct *task)
+{
+	return task_pid_vnr((struct task_struct *)task);
+}
+
+/*
+ * In C: the credentials of another task are read under RCU (__task_cred
+ * is a macro). The rule of setpriority(2) (set_one_prio): the caller's
+ * euid is the target's uid or euid, or it has CAP_SYS_NICE over the
+ * target's user namespace.
+ */
+bool cxlf_may_renice(const struct task_struct *task)
+{
+	const struct cred *cred = current_cred(), *pcred;
+	bool ok;
+
+	rcu_read_lock();
+	pcred = __task_cred(task);
+	ok = uid_eq(pcred->uid, cred->euid) || uid_eq(pcred->euid, cred->euid) ||
+	     ns_capable(pcred->user_ns, CAP_SYS_NICE);
+	rcu_read_unlock();
+	return ok;
+}
+
+/*
+ * In C: for_each_thread is a macro over RCU lists. Calls fn for every
+ * thread of task's thread group, under rcu_read_lock (fn must not sleep),
+ * until it returns false.
+ */
+void cxlf_for_each_thread(struct task_struct *task,
+			  bool (*fn)(void *ctx, struct task_struct *t), void *ctx)
+{
+	struct task_struct *t;
+
+	rcu_read_lock();
+	for_each_thread(task, t) {
+		if (!fn(ctx, t))
+			break;
+	}
+	rcu_read_unlock();
 }

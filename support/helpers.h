@@ -100,6 +100,25 @@ void cxlf_tracepoint_sync(void);
 struct task_struct;
 struct callback_head;
 int cxlf_task_work_add(struct task_struct *task, struct callback_head *work,
-		       bool signal);
+		       bool signal, bool no_alloc);
+
+/* Raw spinlocks taken with interrupts off. */
+void cxlf_raw_spin_lock_init(raw_spinlock_t *lock, const char *name,
+			     struct lock_class_key *key);
+unsigned long cxlf_raw_spin_lock_irqsave(raw_spinlock_t *lock);
+void cxlf_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags);
+
+/* CPUs, the monotonic clock, sleeping, and other tasks. */
+unsigned int cxlf_this_cpu(void);
+u64 cxlf_ktime_ns(void);
+void cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns);
+struct task_struct *cxlf_get_task_by_vpid(pid_t nr);
+bool cxlf_task_is_user(const struct task_struct *task);
+bool cxlf_task_exiting(const struct task_struct *task);
+pid_t cxlf_task_tgid(const struct task_struct *task);
+pid_t cxlf_task_vpid(const struct task_struct *task);
+bool cxlf_may_renice(const struct task_struct *task);
+void cxlf_for_each_thread(struct task_struct *task,
+			  bool (*fn)(void *ctx, struct task_struct *t), void *ctx);
 
 #endif

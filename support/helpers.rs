@@ -117,7 +117,34 @@ extern "C" {
         task: *mut bindings::task_struct,
         work: *mut bindings::callback_head,
         signal: bool,
+        no_alloc: bool,
     ) -> c_int;
+
+    pub(crate) fn cxlf_raw_spin_lock_init(
+        lock: *mut bindings::raw_spinlock_t,
+        name: *const c_char,
+        key: *mut bindings::lock_class_key,
+    );
+    pub(crate) fn cxlf_raw_spin_lock_irqsave(lock: *mut bindings::raw_spinlock_t) -> c_ulong;
+    pub(crate) fn cxlf_raw_spin_unlock_irqrestore(
+        lock: *mut bindings::raw_spinlock_t,
+        flags: c_ulong,
+    );
+
+    pub(crate) fn cxlf_this_cpu() -> c_uint;
+    pub(crate) fn cxlf_ktime_ns() -> u64;
+    pub(crate) fn cxlf_sleep_until_killable(abs_ns: u64, slack_ns: u64);
+    pub(crate) fn cxlf_get_task_by_vpid(nr: bindings::pid_t) -> *mut bindings::task_struct;
+    pub(crate) fn cxlf_task_is_user(task: *const bindings::task_struct) -> bool;
+    pub(crate) fn cxlf_task_exiting(task: *const bindings::task_struct) -> bool;
+    pub(crate) fn cxlf_task_tgid(task: *const bindings::task_struct) -> bindings::pid_t;
+    pub(crate) fn cxlf_task_vpid(task: *const bindings::task_struct) -> bindings::pid_t;
+    pub(crate) fn cxlf_may_renice(task: *const bindings::task_struct) -> bool;
+    pub(crate) fn cxlf_for_each_thread(
+        task: *mut bindings::task_struct,
+        func: unsafe extern "C" fn(*mut c_void, *mut bindings::task_struct) -> bool,
+        ctx: *mut c_void,
+    );
 
     pub(crate) fn cxlf_dax_driver_register(
         probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,

@@ -165,7 +165,9 @@ pub(crate) trait HrTimerPointer: Sized {
 ///
 /// # Invariants
 ///
-/// `inner`'s timer was started by this handle's `start`.
+/// `inner`'s timer is armed only through handles (`start`, `restart`),
+/// each of which keeps `inner` alive and cancels the timer when dropped:
+/// the timer's callback never outlives the last handle.
 pub(crate) struct ArcHrTimerHandle<T: HasHrTimer<T>> {
     inner: Arc<T>,
 }
@@ -173,7 +175,7 @@ pub(crate) struct ArcHrTimerHandle<T: HasHrTimer<T>> {
 impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
     /// Cancels the timer, waiting for a running callback to return;
     /// whether it was armed.
-    pub(crate) fn cancel(&mut self) -> bool {
+    pub(crate) fn cancel(&self) -> bool {
         let timer = T::hr_timer(&self.inner);
         // SAFETY: an initialised timer (`HrTimer` invariant), alive as long
         // as `inner`.
@@ -182,7 +184,7 @@ impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
 
     /// Cancels the timer unless its callback is running now; `None` if it
     /// is (then the callback may still be running after this returns).
-    pub(crate) fn try_cancel(&mut self) -> Option<bool> {
+    pub(crate) fn try_cancel(&self) -> Option<bool> {
         let timer = T::hr_timer(&self.inner);
         // SAFETY: as in `cancel`.
         match unsafe { bindings::hrtimer_try_to_cancel(timer.raw()) } {
@@ -190,6 +192,20 @@ impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
             0 => Some(false),
             _ => Some(true),
         }
+    }
+
+    /// Re-arms the timer to fire in `expires_ns` (whether or not it is
+    /// armed now; an armed timer moves). Callable with interrupts off.
+    pub(crate) fn restart(&self, expires_ns: u64)
+    where
+        T: HrTimerCallback,
+    {
+        let timer = T::hr_timer(&self.inner);
+        let expires = i64::try_from(expires_ns).unwrap_or(i64::MAX);
+        // SAFETY: an initialised timer (`HrTimer` invariant) inside
+        // `inner`, which this handle keeps alive until it has cancelled
+        // the timer.
+        unsafe { bindings::hrtimer_start_range_ns(timer.raw(), expires, 0, timer.mode.into_c()) };
     }
 
     /// The object whose timer this is.
@@ -204,18 +220,24 @@ impl<T: HasHrTimer<T>> Drop for ArcHrTimerHandle<T> {
     }
 }
 
+impl<T: HrTimerCallback + HasHrTimer<T>> ArcHrTimerHandle<T> {
+    /// A handle for `inner`'s timer without arming it (for a timer that
+    /// is armed again and again through [`ArcHrTimerHandle::restart`]).
+    pub(crate) fn idle(inner: Arc<T>) -> Self {
+        // INVARIANT: the timer is not armed; only this handle's `restart`
+        // (or another handle's) will arm it, and every handle cancels
+        // when dropped.
+        ArcHrTimerHandle { inner }
+    }
+}
+
 impl<T: HrTimerCallback + HasHrTimer<T>> HrTimerPointer for Arc<T> {
     type TimerHandle = ArcHrTimerHandle<T>;
 
     fn start(self, expires_ns: u64) -> ArcHrTimerHandle<T> {
-        let timer = T::hr_timer(&self);
-        let expires = i64::try_from(expires_ns).unwrap_or(i64::MAX);
-        // SAFETY: an initialised timer (`HrTimer` invariant) inside `self`,
-        // which the returned handle keeps alive until it has cancelled the
-        // timer, so `run` never sees a freed `T`.
-        unsafe { bindings::hrtimer_start_range_ns(timer.raw(), expires, 0, timer.mode.into_c()) };
-        // INVARIANT: started just above.
-        ArcHrTimerHandle { inner: self }
+        let handle = ArcHrTimerHandle::idle(self);
+        handle.restart(expires_ns);
+        handle
     }
 }
 

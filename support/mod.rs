@@ -23,6 +23,8 @@
 //! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
 //! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
 //! | [`task_work`]    | none: `task_work_add` with a count for unload            |
+//! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
+//! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
 //! | [`ratelimit`]    | none (C's `pr_*_ratelimited` are macros)                 |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
@@ -56,6 +58,8 @@ pub(crate) mod params;
 pub(crate) mod ratelimit;
 pub(crate) mod region;
 pub(crate) mod sharedmem;
+pub(crate) mod spinlock_irq;
+pub(crate) mod task;
 pub(crate) mod task_work;
 pub(crate) mod time;
 pub(crate) mod tracepoint;

@@ -2,8 +2,9 @@
 
 //! Task work (no upstream Rust counterpart in 6.12-6.15 beyond the file
 //! closer binder uses internally): a callback a given task runs on its way
-//! back to user space, or when it exits. [`add`] queues an owned item; the
-//! task runs [`TaskWork::run`] on it, in process context (it may sleep).
+//! back to user space, or when it exits. [`add`] queues an owned item (or
+//! [`TaskWorkBox::queue`] one allocated ahead); the task runs
+//! [`TaskWork::run`] on it, in process context (it may sleep).
 //!
 //! The callback is module code: a module that queues task work must not
 //! finish unloading while any is queued (6.12 does not export
@@ -84,6 +85,63 @@ struct Node<T> {
     item: T,
 }
 
+/// An item and the memory its queueing needs, allocated ahead so that it
+/// can be queued where allocating is not allowed (interrupts off, the
+/// scheduler's tracepoints).
+pub(crate) struct TaskWorkBox<T: TaskWork> {
+    node: KBox<Node<T>>,
+}
+
+// SAFETY: until it is queued the node is owned here alone (its
+// `callback_head` pointers are unused), and `T` and `Arc<Pending>` are
+// `Send`.
+unsafe impl<T: TaskWork> Send for TaskWorkBox<T> {}
+
+impl<T: TaskWork> TaskWorkBox<T> {
+    /// Allocates the item's node (`flags`: `GFP_ATOMIC` where sleeping is
+    /// not allowed); `pending` will count it while it is queued.
+    pub(crate) fn new(item: T, pending: &Arc<Pending>, flags: Flags) -> Result<Self> {
+        let node = KBox::new(
+            Node {
+                head: bindings::callback_head {
+                    next: core::ptr::null_mut(),
+                    func: Some(run::<T>),
+                },
+                pending: pending.clone(),
+                item,
+            },
+            flags,
+        )?;
+        Ok(TaskWorkBox { node })
+    }
+
+    /// Queues the item for `task` to run (see [`Notify`]) without
+    /// allocating. Gives the item back with `ESRCH` if the task is exiting
+    /// past the point of running task work.
+    pub(crate) fn queue(self, task: &Task, notify: Notify) -> Result<(), (Error, Self)> {
+        self.node.pending.count.fetch_add(1, Ordering::AcqRel);
+        let raw = KBox::into_raw(self.node);
+        // SAFETY: `raw` is a live, owned `Node<T>` whose `head` is first
+        // (`repr(C)`); the kernel owns it until it calls `run::<T>` with
+        // it; `task` is a live task (a reference to it).
+        let err = unsafe {
+            helpers::cxlf_task_work_add(
+                task as *const Task as *mut bindings::task_struct,
+                raw.cast::<bindings::callback_head>(),
+                notify == Notify::Signal,
+                true,
+            )
+        };
+        if err != 0 {
+            // SAFETY: not queued: `raw` is still ours, from `into_raw`.
+            let node = unsafe { KBox::from_raw(raw) };
+            node.pending.count.fetch_sub(1, Ordering::AcqRel);
+            return Err((Error::from_errno(err), TaskWorkBox { node }));
+        }
+        Ok(())
+    }
+}
+
 /// Queues `item` for `task` to run (see [`Notify`]). Fails with `ESRCH` if
 /// the task is exiting past the point of running task work (the item is
 /// then dropped), or `ENOMEM`. `flags` is the allocation's: `GFP_ATOMIC`
@@ -95,36 +153,9 @@ pub(crate) fn add<T: TaskWork>(
     pending: &Arc<Pending>,
     flags: Flags,
 ) -> Result {
-    let node = KBox::new(
-        Node {
-            head: bindings::callback_head {
-                next: core::ptr::null_mut(),
-                func: Some(run::<T>),
-            },
-            pending: pending.clone(),
-            item,
-        },
-        flags,
-    )?;
-    pending.count.fetch_add(1, Ordering::AcqRel);
-    let raw = KBox::into_raw(node);
-    // SAFETY: `raw` is a live, owned `Node<T>` whose `head` is first
-    // (`repr(C)`); the kernel owns it until it calls `run::<T>` with it;
-    // `task` is a live task (a reference to it).
-    let err = unsafe {
-        helpers::cxlf_task_work_add(
-            task as *const Task as *mut bindings::task_struct,
-            raw.cast::<bindings::callback_head>(),
-            notify == Notify::Signal,
-        )
-    };
-    if err != 0 {
-        // SAFETY: not queued: `raw` is still ours, from `into_raw`.
-        let node = unsafe { KBox::from_raw(raw) };
-        node.pending.count.fetch_sub(1, Ordering::AcqRel);
-        return Err(Error::from_errno(err));
-    }
-    Ok(())
+    TaskWorkBox::new(item, pending, flags)?
+        .queue(task, notify)
+        .map_err(|(e, _)| e)
 }
 
 /// The callback of `Node<T>`.

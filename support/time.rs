@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Clocks and sleeping (upstream: `kernel::time`, `kernel::delay`): the
-//! boot-time clock, interruptible sleeps, random bytes. The sleeps are for
+//! boot-time and monotonic clocks, interruptible sleeps, random bytes. The sleeps are for
 //! process context, as the kernel's are (sleeping in atomic context is a
 //! bug that `might_sleep` reports, not undefined behaviour).
 
@@ -14,6 +14,12 @@ use kernel::prelude::*;
 pub(crate) fn boottime_ns() -> u64 {
     // SAFETY: the helper reads the clock; it has no preconditions.
     unsafe { helpers::cxlf_ktime_boottime_ns() }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the hrtimers' clock).
+pub(crate) fn monotonic_ns() -> u64 {
+    // SAFETY: the helper reads the clock; it has no preconditions.
+    unsafe { helpers::cxlf_ktime_ns() }
 }
 
 /// `ERESTARTSYS` if a signal is pending for the calling task.

@@ -13,6 +13,9 @@ pub(crate) mod beluga;
 #[path = "../uapi/src/ioctl.rs"]
 pub(crate) mod ioctl;
 #[allow(unreachable_pub)]
+#[path = "../uapi/src/mchannel.rs"]
+pub(crate) mod mchannel;
+#[allow(unreachable_pub)]
 #[path = "../uapi/src/selftest.rs"]
 pub(crate) mod selftest;
 
@@ -38,4 +41,9 @@ plain_bytes!(
     beluga::ListArgs,
     beluga::FormatArgs,
     beluga::ReclaimArgs,
+    mchannel::ComponentSpec,
+    mchannel::ChannelSpec,
+    mchannel::AttachArgs,
+    mchannel::CongestionArgs,
+    mchannel::ChannelStat,
 );

@@ -101,7 +101,7 @@ pub fn prepare(
 }
 
 /// Host tools that also run in the guest, linked statically.
-const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio", "cxlf-selftest", "beluga"];
+const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio", "cxlf-selftest", "beluga", "mchannel"];
 
 /// Static host tools that go into the initramfs.
 fn build_guest_tools() -> Result<Vec<PathBuf>> {

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 
-fn errno_of(err: &io::Error) -> Option<Errno> {
+pub(crate) fn errno_of(err: &io::Error) -> Option<Errno> {
     err.raw_os_error().map(Errno::from_raw)
 }
 
-fn expect_errno<T>(what: &str, result: io::Result<T>, want: Errno) -> Result<()> {
+pub(crate) fn expect_errno<T>(what: &str, result: io::Result<T>, want: Errno) -> Result<()> {
     match result {
         Ok(_) => bail!("{what}: succeeded, expected {want}"),
         Err(e) if errno_of(&e) == Some(want) => Ok(()),

@@ -27,6 +27,7 @@ struct Cli {
 mod beluga_checks;
 mod beluga_fuzz;
 mod beluga_gup;
+mod mchannel_checks;
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -137,6 +138,46 @@ enum Cmd {
         dev: std::path::PathBuf,
         #[arg(long, default_value_t = 3)]
         seconds: u64,
+    },
+    /// mchannel_sched: every bad ioctl argument gets its errno, and the
+    /// renice rule for unprivileged callers.
+    MchannelErrnos {
+        #[arg(long, default_value = "/dev/mchannel")]
+        dev: std::path::PathBuf,
+    },
+    /// mchannel_sched: two weighted channels on one component run their
+    /// computed shares; detached, they run at full speed.
+    MchannelShare {
+        #[arg(long, default_value = "/dev/mchannel")]
+        dev: std::path::PathBuf,
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 1])]
+        weights: Vec<u32>,
+        #[arg(long, default_value_t = 1000)]
+        t_w_us: u64,
+        #[arg(long, default_value_t = 100)]
+        meter: u64,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        #[arg(long, default_value_t = 0.1)]
+        tolerance: f64,
+    },
+    /// mchannel_sched: streaming threads (attached to a channel first, if
+    /// given) report how much of the time they ran.
+    MchannelStream {
+        #[arg(long, default_value = "/dev/mchannel")]
+        dev: std::path::PathBuf,
+        #[arg(long)]
+        channel: Option<u32>,
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        /// Each thread's run fraction must be at most this.
+        #[arg(long)]
+        at_most: Option<f64>,
+        /// Each thread's run fraction must be at least this.
+        #[arg(long)]
+        at_least: Option<f64>,
     },
     /// beluga pool layout for a device size and format parameters, as
     /// shell assignments (host_table_off, object_table_off, slot_bytes,
@@ -532,6 +573,47 @@ fn main() -> Result<()> {
             hold,
         } => beluga_checks::share(&dev, &name, size, open, seed, hold.as_deref()),
         Cmd::BelugaRace { dev, seconds } => beluga_checks::alloc_free_race(&dev, seconds),
+        Cmd::MchannelErrnos { dev } => mchannel_checks::errnos(&dev),
+        Cmd::MchannelShare {
+            dev,
+            weights,
+            t_w_us,
+            meter,
+            seconds,
+            tolerance,
+        } => {
+            ensure!(weights.len() == 2, "two weights");
+            mchannel_checks::share(
+                &dev,
+                [weights[0], weights[1]],
+                t_w_us,
+                meter,
+                seconds,
+                tolerance,
+            )
+        }
+        Cmd::MchannelStream {
+            dev,
+            channel,
+            threads,
+            seconds,
+            at_most,
+            at_least,
+        } => {
+            let out = mchannel_checks::stream_cmd(&dev, channel, threads, seconds)?;
+            for p in &out {
+                let f = p.run_fraction;
+                ensure!(
+                    !matches!(at_most, Some(max) if f > max),
+                    "ran {f:.3} > {at_most:?}"
+                );
+                ensure!(
+                    !matches!(at_least, Some(min) if f < min),
+                    "ran {f:.3} < {at_least:?}"
+                );
+            }
+            Ok(())
+        }
         Cmd::PoolLayout {
             size,
             hosts,

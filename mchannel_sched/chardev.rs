@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/mchannel`: the ioctls of `uapi/src/mchannel.rs`. Every argument
+//! is checked; every refusal has an errno and a (rate-limited) log line
+//! that says why.
+//!
+//! Lock order: `fabric` (a mutex), then the thread table's insert lock,
+//! then a thread's own lock (see `threads.rs`).
+
+#![deny(clippy::arithmetic_side_effects)]
+
+use crate::control::estimator::Estimator;
+use crate::control::thread::RunState;
+use crate::enforce::Shared;
+use crate::fabric::{self, Channel, Fabric};
+use crate::pr_info_ratelimited;
+use crate::support::cred;
+use crate::support::kvec::VecExt;
+use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
+use crate::support::task;
+use crate::support::time::monotonic_ns;
+use crate::support::uapi::ioctl::size_of_cmd;
+use crate::support::uapi::mchannel as abi;
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+use kernel::task::Task;
+use kernel::types::ARef;
+use kernel::uaccess::UserSlice;
+
+/// The device: what every open file shares.
+#[pin_data]
+pub(crate) struct Device {
+    pub(crate) shared: Arc<Shared>,
+    #[pin]
+    pub(crate) fabric: Mutex<Fabric>,
+}
+
+/// Refuses with `err`, saying why.
+macro_rules! refuse {
+    ($err:expr, $($arg:tt)+) => {{
+        pr_info_ratelimited!($($arg)+);
+        return Err($err);
+    }};
+}
+
+/// `EOPNOTSUPP` (not among 6.12's `kernel::error::code` constants).
+fn eopnotsupp() -> Error {
+    Error::from_errno((kernel::bindings::EOPNOTSUPP as i32).wrapping_neg())
+}
+
+fn require_nice(what: &str) -> Result {
+    if !cred::capable_sys_nice() {
+        refuse!(EPERM, "mchannel: {} needs CAP_SYS_NICE\n", what);
+    }
+    Ok(())
+}
+
+/// A name from the ABI: NUL-terminated, printable, zero-padded.
+fn check_name(bytes: &[u8; abi::NAME_BYTES], what: &str) -> Result<[u8; abi::NAME_BYTES]> {
+    let Some(name) = abi::name_of(bytes) else {
+        refuse!(
+            EINVAL,
+            "mchannel: {} name is empty, unterminated or not printable\n",
+            what
+        );
+    };
+    if bytes
+        .get(name.len()..)
+        .map_or(true, |tail| tail.iter().any(|&b| b != 0))
+    {
+        refuse!(EINVAL, "mchannel: {} name has bytes after its NUL\n", what);
+    }
+    Ok(*bytes)
+}
+
+fn check_window(t_w_ns: u64) -> Result<u64> {
+    let t_w = if t_w_ns == 0 {
+        abi::T_W_DEFAULT_NS
+    } else {
+        t_w_ns
+    };
+    if !(abi::T_W_MIN_NS..=abi::T_W_MAX_NS).contains(&t_w) {
+        refuse!(
+            EINVAL,
+            "mchannel: T_W {} ns is outside {}..={} ns\n",
+            t_w,
+            abi::T_W_MIN_NS,
+            abi::T_W_MAX_NS
+        );
+    }
+    Ok(t_w)
+}
+
+fn check_weight_meter(spec: &abi::ChannelSpec) -> Result {
+    if spec.weight == 0 || spec.weight > abi::WEIGHT_MAX {
+        refuse!(
+            EINVAL,
+            "mchannel: weight {} is outside 1..={}\n",
+            spec.weight,
+            abi::WEIGHT_MAX
+        );
+    }
+    if spec.meter_bytes_per_us > fabric::METER_MAX {
+        refuse!(
+            EINVAL,
+            "mchannel: meter {} B/us is above {}\n",
+            spec.meter_bytes_per_us,
+            fabric::METER_MAX
+        );
+    }
+    Ok(())
+}
+
+impl Device {
+    fn register_component(&self, user: UserSlice) -> Result {
+        require_nice("REGISTER_COMPONENT")?;
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut spec: abi::ComponentSpec = reader.read()?;
+        let name = check_name(&spec.name, "component")?;
+        if !(abi::COMPONENT_HOST_PORT..=abi::COMPONENT_ENDPOINT).contains(&spec.kind) {
+            refuse!(EINVAL, "mchannel: unknown component kind {}\n", spec.kind);
+        }
+        if spec.max_capacity == 0 {
+            refuse!(EINVAL, "mchannel: component capacity 0\n");
+        }
+        let mut fabric = self.fabric.lock();
+        spec.id = match fabric.new_component(name, spec.max_capacity) {
+            Ok(id) => id,
+            Err(e) if e == EEXIST => refuse!(EEXIST, "mchannel: a component has that name\n"),
+            Err(e) if e == ENOSPC => {
+                refuse!(
+                    ENOSPC,
+                    "mchannel: {} components at most\n",
+                    fabric::MAX_COMPONENTS
+                )
+            }
+            Err(e) => return Err(e),
+        };
+        if let Err(e) = writer.write(&spec) {
+            // The caller cannot learn the id: undo (it is the last one).
+            fabric.components.pop();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn create_channel(&self, user: UserSlice) -> Result {
+        require_nice("CREATE_CHANNEL")?;
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut spec: abi::ChannelSpec = reader.read()?;
+        let name = check_name(&spec.name, "channel")?;
+        if spec.flags & !(abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT) != 0 || spec._pad != 0 {
+            refuse!(
+                EINVAL,
+                "mchannel: unknown channel flags {:#x}\n",
+                spec.flags
+            );
+        }
+        if spec.flags & abi::CHANNEL_GROUP != 0 || spec.parent != abi::NO_PARENT {
+            refuse!(
+                eopnotsupp(),
+                "mchannel: groups and parents are not served yet\n"
+            );
+        }
+        check_weight_meter(&spec)?;
+        let t_w = check_window(spec.t_w_ns)?;
+        let len = spec.path_len as usize;
+        let Some(path) = spec.path.get(..len) else {
+            refuse!(
+                EINVAL,
+                "mchannel: path of {} components, {} at most\n",
+                len,
+                abi::PATH_MAX
+            );
+        };
+        let mut fabric = self.fabric.lock();
+        let mut ids = KVec::with_capacity(len, GFP_KERNEL)?;
+        for (i, &c) in path.iter().enumerate() {
+            if fabric.components.get(c as usize).is_none() {
+                refuse!(ENOENT, "mchannel: no component {}\n", c);
+            }
+            if path.get(..i).is_some_and(|before| before.contains(&c)) {
+                refuse!(EINVAL, "mchannel: component {} twice on a path\n", c);
+            }
+            ids.push(c, GFP_KERNEL)?;
+        }
+        let window = fabric::run_window(t_w)?;
+        let channel = Channel {
+            name,
+            flags: spec.flags,
+            weight: spec.weight,
+            path: ids,
+            window,
+            meter_bytes_per_us: spec.meter_bytes_per_us,
+            estimator: Estimator::default(),
+            alpha: u64::MAX,
+            t_r_ns: t_w,
+            windows: 0,
+            throttled_ns: 0,
+        };
+        spec.id = match fabric.new_channel(channel) {
+            Ok(id) => id,
+            Err(e) if e == EEXIST => refuse!(EEXIST, "mchannel: a channel has that name\n"),
+            Err(e) if e == ENOSPC => {
+                refuse!(
+                    ENOSPC,
+                    "mchannel: {} channels at most\n",
+                    fabric::MAX_CHANNELS
+                )
+            }
+            Err(e) => return Err(e),
+        };
+        spec.t_w_ns = t_w;
+        if let Err(e) = writer.write(&spec) {
+            if let Some(slot) = fabric.channels.get_mut(spec.id as usize) {
+                *slot = None;
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn set_channel(&self, user: UserSlice) -> Result {
+        require_nice("SET_CHANNEL")?;
+        let spec: abi::ChannelSpec = user.reader().read()?;
+        check_weight_meter(&spec)?;
+        let t_w = check_window(spec.t_w_ns)?;
+        let window = fabric::run_window(t_w)?;
+        let mut fabric = self.fabric.lock();
+        let Some(ch) = fabric.channel_mut(spec.id) else {
+            refuse!(ENOENT, "mchannel: no channel {}\n", spec.id);
+        };
+        ch.weight = spec.weight;
+        ch.meter_bytes_per_us = spec.meter_bytes_per_us;
+        ch.window = window;
+        // The next control period recomputes T_R for the new window.
+        ch.t_r_ns = ch.t_r_ns.min(t_w);
+        Ok(())
+    }
+
+    fn destroy_channel(&self, user: UserSlice) -> Result {
+        require_nice("DESTROY_CHANNEL")?;
+        let id: u32 = user.reader().read()?;
+        let mut fabric = self.fabric.lock();
+        if fabric.channel(id).is_none() {
+            refuse!(ENOENT, "mchannel: no channel {}\n", id);
+        }
+        let mut users = 0usize;
+        self.shared.threads.for_each(|a| {
+            if a.channel == id {
+                users = users.saturating_add(1);
+            }
+        });
+        if users > 0 {
+            refuse!(
+                EBUSY,
+                "mchannel: channel {} has {} attached threads\n",
+                id,
+                users
+            );
+        }
+        if let Some(slot) = fabric.channels.get_mut(id as usize) {
+            *slot = None;
+        }
+        Ok(())
+    }
+
+    /// The target of ATTACH or DETACH (the caller for pid 0).
+    fn target(args: &abi::AttachArgs) -> Result<ARef<Task>> {
+        if args.flags & !abi::ATTACH_PROCESS != 0 || args._pad != 0 {
+            refuse!(EINVAL, "mchannel: unknown attach flags {:#x}\n", args.flags);
+        }
+        if args.pid < 0 {
+            refuse!(EINVAL, "mchannel: pid {} is negative\n", args.pid);
+        }
+        let found = if args.pid == 0 {
+            Some(ARef::from(kernel::current!()))
+        } else {
+            task::get_by_vpid(args.pid)
+        };
+        let Some(t) = found else {
+            refuse!(ESRCH, "mchannel: no thread {}\n", args.pid);
+        };
+        if !task::is_live_user(&t) {
+            refuse!(
+                EINVAL,
+                "mchannel: thread {} is a kernel thread or exiting\n",
+                args.pid
+            );
+        }
+        Ok(t)
+    }
+
+    /// The target and whether the caller is privileged, if it may act on
+    /// the target at all (the renice rule).
+    fn permitted(args: &abi::AttachArgs, verb: &str) -> Result<(ARef<Task>, bool)> {
+        let t = Self::target(args)?;
+        let privileged = cred::capable_sys_nice();
+        if !privileged && !task::may_renice(&t) {
+            refuse!(
+                EPERM,
+                "mchannel: may not {} thread {} (could not renice it)\n",
+                verb,
+                args.pid
+            );
+        }
+        Ok((t, privileged))
+    }
+
+    /// The threads an ATTACH or DETACH acts on.
+    fn threads_of(&self, t: &Task, process: bool) -> Result<KVec<ARef<Task>>> {
+        let mut out = KVec::new();
+        if !process {
+            out.push(ARef::from(t), GFP_KERNEL)?;
+            return Ok(out);
+        }
+        let mut n = 0usize;
+        task::for_each_thread(t, |_| {
+            n = n.saturating_add(1);
+            true
+        });
+        // Room for threads created meanwhile; the second pass of an
+        // ATTACH catches any more.
+        let room = n.saturating_add(16);
+        let mut out = KVec::with_capacity(room, GFP_KERNEL)?;
+        task::for_each_thread(t, |th| {
+            out.len() < room && out.push(ARef::from(th), GFP_NOWAIT).is_ok()
+        });
+        Ok(out)
+    }
+
+    fn attach(&self, user: UserSlice) -> Result {
+        let args: abi::AttachArgs = user.reader().read()?;
+        let (t, privileged) = Self::permitted(&args, "attach")?;
+        let process = args.flags & abi::ATTACH_PROCESS != 0;
+        let fabric = self.fabric.lock();
+        let Some(ch) = fabric.channel(args.channel) else {
+            refuse!(ENOENT, "mchannel: no channel {}\n", args.channel);
+        };
+        let (t_w, t_r) = (ch.window.t_w_ns(), ch.t_r_ns);
+        // Two passes: a thread created during the first by one not yet
+        // attached is in the list by the second; later ones are followed
+        // by the fork probe.
+        let mut attached = 0usize;
+        for pass in 0..2 {
+            if pass == 1 && !process {
+                break;
+            }
+            for th in self.threads_of(&t, process)?.iter() {
+                let spare = self.shared.park_item(GFP_KERNEL)?;
+                let run = RunState::new(monotonic_ns(), t_w, t_r);
+                let added = self.shared.threads.insert(th, || {
+                    Shared::attached(th, args.channel, process, privileged, run, spare)
+                });
+                match added {
+                    Ok(()) => attached = attached.saturating_add(1),
+                    Err(e) if e == EEXIST && (process || pass == 1) => {}
+                    Err(e) if e == EEXIST => {
+                        refuse!(EBUSY, "mchannel: thread {} is attached already\n", args.pid)
+                    }
+                    Err(e) if e == ENOSPC => refuse!(ENOSPC, "mchannel: thread table full\n"),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        drop(fabric);
+        if attached == 0 {
+            refuse!(
+                EBUSY,
+                "mchannel: every thread of {} is attached already\n",
+                args.pid
+            );
+        }
+        Ok(())
+    }
+
+    fn detach(&self, user: UserSlice) -> Result {
+        let args: abi::AttachArgs = user.reader().read()?;
+        let (t, privileged) = Self::permitted(&args, "detach")?;
+        let process = args.flags & abi::ATTACH_PROCESS != 0;
+        let _fabric = self.fabric.lock();
+        let mut detached = 0usize;
+        for th in self.threads_of(&t, process)?.iter() {
+            if !privileged {
+                // Only the privileged may undo what the privileged did.
+                let mut by_admin = false;
+                if let Some(slot) = self.shared.threads.find(th) {
+                    by_admin = slot.state.lock().of(th).is_some_and(|a| a.privileged);
+                }
+                if by_admin {
+                    refuse!(
+                        EPERM,
+                        "mchannel: thread attached with CAP_SYS_NICE; detaching needs it\n"
+                    );
+                }
+            }
+            if let Some(a) = self.shared.threads.remove(th) {
+                detached = detached.saturating_add(1);
+                if a.parked {
+                    a.task.wake_up();
+                }
+            }
+        }
+        if detached == 0 {
+            refuse!(ENOENT, "mchannel: thread {} is not attached\n", args.pid);
+        }
+        Ok(())
+    }
+
+    fn inject(&self, user: UserSlice) -> Result {
+        require_nice("INJECT")?;
+        let args: abi::CongestionArgs = user.reader().read()?;
+        if args.signal_ppm > 1_000_000 {
+            refuse!(
+                EINVAL,
+                "mchannel: signal {} ppm is above 1000000\n",
+                args.signal_ppm
+            );
+        }
+        let mut fabric = self.fabric.lock();
+        let Some(c) = fabric.components.get_mut(args.component as usize) else {
+            refuse!(ENOENT, "mchannel: no component {}\n", args.component);
+        };
+        c.signal_ppm = args.signal_ppm;
+        Ok(())
+    }
+
+    fn query_channel(&self, user: UserSlice) -> Result {
+        let (mut reader, mut writer) = user.reader_writer();
+        let mut stat: abi::ChannelStat = reader.read()?;
+        let fabric = self.fabric.lock();
+        let Some(ch) = fabric.channel(stat.id) else {
+            refuse!(ENOENT, "mchannel: no channel {}\n", stat.id);
+        };
+        let mut threads = 0u32;
+        self.shared.threads.for_each(|a| {
+            if a.channel == stat.id {
+                threads = threads.saturating_add(1);
+            }
+        });
+        stat = abi::ChannelStat {
+            id: stat.id,
+            threads,
+            rate: ch.estimator.rate(),
+            demand: ch.estimator.demand(),
+            alpha: ch.alpha,
+            t_r_ns: ch.t_r_ns,
+            t_w_ns: ch.window.t_w_ns(),
+            windows: ch.windows,
+            throttled_ns: ch.throttled_ns,
+        };
+        drop(fabric);
+        writer.write(&stat)
+    }
+}
+
+/// An open file; it only reaches the device.
+pub(crate) struct MchannelFile {
+    dev: Arc<Device>,
+}
+
+const ATTRIBUTES: &[&CStr] = &[
+    c_str!("threads"),
+    c_str!("channels"),
+    c_str!("components"),
+    c_str!("parks"),
+    c_str!("park_misses"),
+    c_str!("forks"),
+    c_str!("fork_misses"),
+];
+
+#[vtable]
+impl MiscDevice for MchannelFile {
+    type Ptr = KBox<MchannelFile>;
+    type RegistrationData = Arc<Device>;
+
+    const ATTRIBUTES: &'static [&'static CStr] = ATTRIBUTES;
+
+    fn open(
+        _file: &crate::support::fs::File,
+        misc: &MiscDeviceRegistration<Self>,
+    ) -> Result<KBox<MchannelFile>> {
+        Ok(KBox::new(
+            MchannelFile {
+                dev: misc.data().clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn show_attribute(dev: &Arc<Device>, index: usize, out: &mut AttributeBuffer<'_>) -> Result {
+        let c = &dev.shared.counters;
+        let value = match index {
+            0 => dev.shared.threads.live() as u64,
+            1 => dev.fabric.lock().channels.iter().flatten().count() as u64,
+            2 => dev.fabric.lock().components.len() as u64,
+            3 => c.parks.load(Ordering::Relaxed),
+            4 => c.park_misses.load(Ordering::Relaxed),
+            5 => c.forks.load(Ordering::Relaxed),
+            6 => c.fork_misses.load(Ordering::Relaxed),
+            _ => return Err(EINVAL),
+        };
+        writeln!(out, "{}", value).map_err(|_| EINVAL)
+    }
+
+    fn ioctl(
+        this: &MchannelFile,
+        _file: &crate::support::fs::File,
+        cmd: u32,
+        arg: usize,
+    ) -> Result<isize> {
+        let user = UserSlice::new(arg, size_of_cmd(cmd));
+        let dev = &this.dev;
+        match cmd {
+            abi::REGISTER_COMPONENT => dev.register_component(user)?,
+            abi::CREATE_CHANNEL => dev.create_channel(user)?,
+            abi::SET_CHANNEL => dev.set_channel(user)?,
+            abi::DESTROY_CHANNEL => dev.destroy_channel(user)?,
+            abi::ATTACH => dev.attach(user)?,
+            abi::DETACH => dev.detach(user)?,
+            abi::INJECT => dev.inject(user)?,
+            abi::QUERY_CHANNEL => dev.query_channel(user)?,
+            _ => return Err(ENOTTY),
+        }
+        Ok(0)
+    }
+}

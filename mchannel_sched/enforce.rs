@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Enforcing the run windows (see `Documentation/cxlfabric/mchannel.rst`):
+//! the `sched_switch` probe accounts each attached thread's time on a CPU
+//! and arms that CPU's budget timer when one comes on; the timer (hard
+//! interrupt, on the thread's CPU) queues a [`Park`] for the thread, which
+//! runs it on its way back to user space and sleeps, killable, until its
+//! window ends. Fork and exit follow threads in and out.
+//!
+//! Contexts: `switch` runs under the runqueue lock with interrupts off;
+//! the timer in hard interrupt context; `fork` and `exit` with preemption
+//! off. None of them sleeps, allocates (but `fork`, atomically) or wakes a
+//! task. [`Park::run`] is process context.
+
+use crate::control::thread::{OnCpu, RunState};
+use crate::impl_has_hr_timer;
+use crate::support::hrtimer::{
+    ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerRestart,
+};
+use crate::support::task;
+use crate::support::task_work::{Notify, Pending, TaskWork, TaskWorkBox};
+use crate::support::time::monotonic_ns;
+use crate::support::tracepoint::SchedProbes;
+use crate::threads::{Attached, Threads};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+use kernel::task::Task;
+
+/// A parked thread may wake this much after its window's end (timer
+/// slack: lets the kernel batch wakeups).
+const PARK_SLACK_NS: u64 = 2_000;
+
+/// Counters for sysfs and the tests.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Park items queued, and those that could not be (no spare item, or
+    /// the thread was exiting).
+    pub(crate) parks: AtomicU64,
+    pub(crate) park_misses: AtomicU64,
+    /// Threads a fork added, and those it could not (table full, no
+    /// memory).
+    pub(crate) forks: AtomicU64,
+    pub(crate) fork_misses: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What the probes, the timers and the park items share.
+pub(crate) struct Shared {
+    pub(crate) threads: Threads,
+    /// Park items queued and not yet finished: unload waits for them.
+    pub(crate) pending: Arc<Pending>,
+    /// Set first on unload: nothing parks any more.
+    pub(crate) shutdown: AtomicBool,
+    pub(crate) counters: Counters,
+}
+
+impl Shared {
+    pub(crate) fn new(max_threads: usize) -> Result<Arc<Shared>> {
+        Ok(Arc::new(
+            Shared {
+                threads: Threads::new(max_threads)?,
+                pending: Arc::new(Pending::new(), GFP_KERNEL)?,
+                shutdown: AtomicBool::new(false),
+                counters: Counters::default(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// A park item for a thread's spare (`flags`: `GFP_ATOMIC` where
+    /// sleeping is not allowed).
+    pub(crate) fn park_item(
+        self: &Arc<Self>,
+        flags: kernel::alloc::Flags,
+    ) -> Result<TaskWorkBox<Park>> {
+        TaskWorkBox::new(
+            Park {
+                shared: self.clone(),
+            },
+            &self.pending,
+            flags,
+        )
+    }
+
+    /// A new attached thread's state.
+    pub(crate) fn attached(
+        task: &Task,
+        channel: u32,
+        follow_forks: bool,
+        privileged: bool,
+        run: RunState,
+        spare: TaskWorkBox<Park>,
+    ) -> Attached {
+        Attached {
+            task: task.into(),
+            channel,
+            follow_forks,
+            privileged,
+            run,
+            queued: false,
+            spare: Some(spare),
+            parked: false,
+            parked_ns: 0,
+        }
+    }
+}
+
+/// Sleeps the thread that runs it until its window ends.
+pub(crate) struct Park {
+    shared: Arc<Shared>,
+}
+
+impl TaskWork for Park {
+    fn run(self) {
+        let shared = self.shared;
+        let me = kernel::current!();
+        // The next item, allocated here where sleeping is allowed; the
+        // timer only takes spares.
+        let mut spare = shared.park_item(GFP_KERNEL).ok();
+        let until = shared.threads.find(me).and_then(|slot| {
+            let mut state = slot.state.lock();
+            let a = state.of(me)?;
+            a.queued = false;
+            if a.spare.is_none() {
+                a.spare = spare.take();
+            }
+            if shared.shutdown.load(Ordering::Acquire) || task::is_exiting(me) {
+                return None;
+            }
+            match a.run.check(monotonic_ns()) {
+                OnCpu::Park { until_ns } => {
+                    a.parked = true;
+                    Some(until_ns)
+                }
+                _ => None,
+            }
+        });
+        drop(spare);
+        let Some(until) = until else { return };
+        let start = monotonic_ns();
+        task::sleep_until_killable(until, PARK_SLACK_NS);
+        let slept = monotonic_ns().saturating_sub(start);
+        if let Some(slot) = shared.threads.find(me) {
+            if let Some(a) = slot.state.lock().of(me) {
+                a.parked = false;
+                a.parked_ns = a.parked_ns.saturating_add(slept);
+            }
+        }
+    }
+}
+
+/// One CPU's budget timer: it fires for the attached thread running on
+/// that CPU.
+#[pin_data]
+pub(crate) struct CpuTimer {
+    #[pin]
+    timer: HrTimer<CpuTimer>,
+    shared: Arc<Shared>,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for CpuTimer { self.timer }
+}
+
+impl HrTimerCallback for CpuTimer {
+    fn run(this: ArcBorrow<'_, Self>) -> HrTimerRestart {
+        // The interrupted task is the one the timer was armed for, unless
+        // it left the CPU in between (then the switch cancelled it, or
+        // this finds it not attached or not on a CPU: harmless).
+        let me = kernel::current!();
+        let shared = &this.shared;
+        let Some(slot) = shared.threads.find(me) else {
+            return HrTimerRestart::NoRestart;
+        };
+        let mut state = slot.state.lock();
+        let Some(a) = state.of(me) else {
+            return HrTimerRestart::NoRestart;
+        };
+        if !a.run.on_cpu() {
+            return HrTimerRestart::NoRestart;
+        }
+        match a.run.check(monotonic_ns()) {
+            OnCpu::Budget(ns) => {
+                this.timer.forward_now(ns.max(1));
+                HrTimerRestart::Restart
+            }
+            OnCpu::Unlimited => HrTimerRestart::NoRestart,
+            OnCpu::Park { .. } => {
+                if a.queued || shared.shutdown.load(Ordering::Acquire) {
+                    return HrTimerRestart::NoRestart;
+                }
+                match a.spare.take() {
+                    Some(item) => match item.queue(me, Notify::Signal) {
+                        Ok(()) => {
+                            a.queued = true;
+                            bump(&shared.counters.parks);
+                        }
+                        Err((_, item)) => {
+                            a.spare = Some(item);
+                            bump(&shared.counters.park_misses);
+                        }
+                    },
+                    None => bump(&shared.counters.park_misses),
+                }
+                HrTimerRestart::NoRestart
+            }
+        }
+    }
+}
+
+/// The probes: the shared state and one budget timer per possible CPU.
+pub(crate) struct Enforcer {
+    shared: Arc<Shared>,
+    timers: KVec<ArcHrTimerHandle<CpuTimer>>,
+}
+
+impl Enforcer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Result<Arc<Enforcer>> {
+        let cpus = task::possible_cpus();
+        let mut timers = KVec::with_capacity(cpus, GFP_KERNEL)?;
+        for _ in 0..cpus {
+            let mine = shared.clone();
+            let t = Arc::pin_init(
+                pin_init!(CpuTimer {
+                    timer <- HrTimer::new(HrTimerMode::RelativePinned),
+                    shared: mine,
+                }),
+                GFP_KERNEL,
+            )?;
+            timers.push(ArcHrTimerHandle::idle(t), GFP_KERNEL)?;
+        }
+        Ok(Arc::new(Enforcer { shared, timers }, GFP_KERNEL)?)
+    }
+
+    fn this_timer(&self) -> Option<&ArcHrTimerHandle<CpuTimer>> {
+        self.timers.get(task::this_cpu() as usize)
+    }
+
+    /// `prev` leaves the CPU; whether it is attached.
+    fn leave(&self, prev: &Task, now: u64) -> bool {
+        let Some(slot) = self.shared.threads.find(prev) else {
+            return false;
+        };
+        let mut state = slot.state.lock();
+        let Some(a) = state.of(prev) else {
+            return false;
+        };
+        a.run.switch_out(now);
+        true
+    }
+
+    /// `next` comes on the CPU: what its budget says.
+    fn enter(&self, next: &Task, now: u64) -> Option<OnCpu> {
+        let slot = self.shared.threads.find(next)?;
+        let mut state = slot.state.lock();
+        let a = state.of(next)?;
+        a.run.switch_in(now);
+        Some(a.run.check(now))
+    }
+}
+
+impl SchedProbes for Enforcer {
+    fn switch(&self, _preempt: bool, prev: &Task, next: &Task) {
+        if self.shared.threads.live() == 0 {
+            return;
+        }
+        let now = monotonic_ns();
+        let left = self.leave(prev, now);
+        let Some(timer) = self.this_timer() else {
+            return;
+        };
+        match self.enter(next, now) {
+            Some(OnCpu::Budget(ns)) => timer.restart(ns.max(1)),
+            // Spent already (it ran in the kernel past its budget, or woke
+            // early): the timer parks it as soon as interrupts are on.
+            Some(OnCpu::Park { .. }) => timer.restart(1),
+            Some(OnCpu::Unlimited) | None => {
+                if left {
+                    // Pinned to this CPU and interrupts are off here: it
+                    // cannot be running, so this never fails.
+                    let _ = timer.try_cancel();
+                }
+            }
+        }
+    }
+
+    fn fork(&self, parent: &Task, child: &Task) {
+        if self.shared.threads.live() == 0 {
+            return;
+        }
+        let Some(slot) = self.shared.threads.find(parent) else {
+            return;
+        };
+        let inherited = {
+            let mut state = slot.state.lock();
+            state.of(parent).and_then(|a| {
+                a.follow_forks
+                    .then(|| (a.channel, a.privileged, a.run.next_ns()))
+            })
+        };
+        let Some((channel, privileged, (t_r, t_w))) = inherited else {
+            return;
+        };
+        let Ok(spare) = self.shared.park_item(GFP_ATOMIC) else {
+            bump(&self.shared.counters.fork_misses);
+            return;
+        };
+        let run = RunState::new(monotonic_ns(), t_w, t_r);
+        let added = self.shared.threads.insert(child, || {
+            Shared::attached(child, channel, true, privileged, run, spare)
+        });
+        match added {
+            Ok(()) => bump(&self.shared.counters.forks),
+            Err(_) => bump(&self.shared.counters.fork_misses),
+        }
+    }
+
+    fn exit(&self, task: &Task) {
+        if self.shared.threads.live() == 0 {
+            return;
+        }
+        // Dropped here: the task's own reference outlives this one, and
+        // the spare is freed with preemption off (allowed).
+        drop(self.shared.threads.remove(task));
+    }
+}

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Fabric components and channels, and the control loop that turns what
+//! the threads ran into each channel's run budget every K (Eq. 3-7,
+//! Algorithm 1: `control.rs`). Everything here comes from user space and
+//! is checked before it is stored; arithmetic saturates.
+
+#![deny(clippy::arithmetic_side_effects)]
+
+use crate::control::component::{Component, Params};
+use crate::control::estimator::Estimator;
+use crate::control::fixed::{exp_neg, mul_div, Q32};
+use crate::control::window::{path_share, RunWindow};
+use crate::support::uapi::mchannel as abi;
+use crate::threads::Threads;
+use kernel::prelude::*;
+
+/// Limits on what user space may create.
+pub(crate) const MAX_COMPONENTS: usize = 64;
+pub(crate) const MAX_CHANNELS: usize = 256;
+/// The emulated meter's largest rate, bytes per microsecond (1 TB/s).
+pub(crate) const METER_MAX: u64 = 1_000_000;
+/// The control period K (the core's default).
+pub(crate) const K_NS: u64 = 10_000_000;
+const NS_PER_S: u64 = 1_000_000_000;
+
+/// A thread runs at least this share of every window (1/100), however
+/// small its channel's share: it must still reach its exit and signal
+/// paths.
+fn min_run_ns(t_w_ns: u64) -> u64 {
+    (t_w_ns / 100).max(1)
+}
+
+pub(crate) struct ComponentEntry {
+    pub(crate) name: [u8; abi::NAME_BYTES],
+    pub(crate) core: Component,
+    /// The congestion signal last injected, parts per million.
+    pub(crate) signal_ppm: u32,
+}
+
+pub(crate) struct Channel {
+    pub(crate) name: [u8; abi::NAME_BYTES],
+    pub(crate) flags: u32,
+    pub(crate) weight: u32,
+    pub(crate) path: KVec<u32>,
+    pub(crate) window: RunWindow,
+    pub(crate) meter_bytes_per_us: u64,
+    pub(crate) estimator: Estimator,
+    pub(crate) alpha: u64,
+    pub(crate) t_r_ns: u64,
+    pub(crate) windows: u64,
+    pub(crate) throttled_ns: u64,
+}
+
+impl Channel {
+    /// The weight its share is computed with (best effort: the least).
+    fn effective_weight(&self) -> u32 {
+        if self.flags & abi::CHANNEL_BEST_EFFORT != 0 {
+            1
+        } else {
+            self.weight
+        }
+    }
+}
+
+/// What the control loop gathers from one channel's threads in a period.
+#[derive(Clone, Copy, Default)]
+struct Gathered {
+    windows: u64,
+    /// Bytes the meter counts for the time its threads ran.
+    bytes: u64,
+    /// The sum of its threads' demands: each thread's bytes over the time
+    /// it was free to run (the period less the time it was parked), so a
+    /// thread that sleeps by itself is not taken for one held back.
+    demand: u64,
+    ran: bool,
+    parked_ns: u64,
+}
+/// Components and channels; ids are indexes.
+pub(crate) struct Fabric {
+    pub(crate) components: KVec<ComponentEntry>,
+    pub(crate) channels: KVec<Option<Channel>>,
+    last_ns: u64,
+}
+
+impl Fabric {
+    pub(crate) fn new(now_ns: u64) -> Fabric {
+        Fabric {
+            components: KVec::new(),
+            channels: KVec::new(),
+            last_ns: now_ns,
+        }
+    }
+
+    pub(crate) fn channel(&self, id: u32) -> Option<&Channel> {
+        self.channels.get(id as usize)?.as_ref()
+    }
+
+    pub(crate) fn channel_mut(&mut self, id: u32) -> Option<&mut Channel> {
+        self.channels.get_mut(id as usize)?.as_mut()
+    }
+
+    pub(crate) fn new_component(&mut self, name: [u8; abi::NAME_BYTES], max: u64) -> Result<u32> {
+        if self.components.iter().any(|c| c.name == name) {
+            return Err(EEXIST);
+        }
+        if self.components.len() >= MAX_COMPONENTS {
+            return Err(ENOSPC);
+        }
+        let core = Component::new(Params::default_for(max)).map_err(|_| EINVAL)?;
+        let id = u32::try_from(self.components.len()).map_err(|_| ENOSPC)?;
+        self.components.push(
+            ComponentEntry {
+                name,
+                core,
+                signal_ppm: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(id)
+    }
+
+    /// Stores `channel` under a free id.
+    pub(crate) fn new_channel(&mut self, channel: Channel) -> Result<u32> {
+        let taken = |c: &Option<Channel>| c.as_ref().is_some_and(|c| c.name == channel.name);
+        if self.channels.iter().any(taken) {
+            return Err(EEXIST);
+        }
+        if let Some(i) = self.channels.iter().position(Option::is_none) {
+            if let Some(slot) = self.channels.get_mut(i) {
+                *slot = Some(channel);
+                return u32::try_from(i).map_err(|_| ENOSPC);
+            }
+        }
+        if self.channels.len() >= MAX_CHANNELS {
+            return Err(ENOSPC);
+        }
+        let id = u32::try_from(self.channels.len()).map_err(|_| ENOSPC)?;
+        self.channels.push(Some(channel), GFP_KERNEL)?;
+        Ok(id)
+    }
+
+    /// One control period: fold each channel's closed windows into its
+    /// estimator, update every component's load, capacity and share, and
+    /// give each thread its channel's budget and window.
+    pub(crate) fn step(&mut self, threads: &Threads, now_ns: u64) -> Result {
+        let wall = now_ns.saturating_sub(self.last_ns);
+        if wall == 0 {
+            return Ok(());
+        }
+        self.last_ns = now_ns;
+        let mut gathered = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
+        for _ in 0..self.channels.len() {
+            gathered.push(Gathered::default(), GFP_KERNEL)?;
+        }
+        let channels = &self.channels;
+        threads.for_each(|a| {
+            let closed = a.run.take_closed();
+            let parked = core::mem::take(&mut a.parked_ns);
+            let i = a.channel as usize;
+            let (Some(g), Some(Some(ch))) = (gathered.get_mut(i), channels.get(i)) else {
+                return;
+            };
+            let meter = ch.meter_bytes_per_us;
+            let bytes = mul_div(meter, closed.run_ns, 1_000);
+            g.windows = g.windows.saturating_add(closed.windows);
+            g.bytes = g.bytes.saturating_add(bytes);
+            g.parked_ns = g.parked_ns.saturating_add(parked);
+            if closed.run_ns > 0 {
+                let free = wall.saturating_sub(parked).max(closed.run_ns);
+                g.demand = g.demand.saturating_add(mul_div(bytes, NS_PER_S, free));
+                g.ran = true;
+            }
+        });
+        let keep = exp_neg(wall, K_NS);
+        for (ch, g) in self.channels.iter_mut().zip(gathered.iter()) {
+            let Some(ch) = ch else { continue };
+            ch.windows = ch.windows.saturating_add(g.windows);
+            ch.throttled_ns = ch.throttled_ns.saturating_add(g.parked_ns);
+            ch.estimator
+                .rate
+                .update(mul_div(g.bytes, NS_PER_S, wall), keep);
+            // No thread ran: no evidence of its demand either way.
+            if g.ran {
+                ch.estimator.demand.update(g.demand, keep);
+            }
+        }
+        self.update_components();
+        self.update_budgets();
+        let channels = &self.channels;
+        threads.for_each(|a| {
+            if let Some(Some(ch)) = channels.get(a.channel as usize) {
+                a.run.set_window(ch.window.t_w_ns());
+                a.run.set_budget(ch.t_r_ns);
+            }
+        });
+        Ok(())
+    }
+
+    fn update_components(&mut self) {
+        for (id, comp) in self.components.iter_mut().enumerate() {
+            let (mut f, mut cap) = (0u64, 0u64);
+            for ch in self.channels.iter().flatten() {
+                if ch.path.iter().any(|&c| c as usize == id) {
+                    f = f.saturating_add(ch.estimator.rate());
+                    let w = u64::from(ch.effective_weight().max(1));
+                    cap = cap.max(ch.estimator.demand().div_ceil(w));
+                }
+            }
+            comp.core.update_load(Q32::from_ppm(comp.signal_ppm));
+            comp.core.adjust_capacity();
+            comp.core.update_share(f, cap);
+        }
+    }
+
+    fn update_budgets(&mut self) {
+        let components = &self.components;
+        for ch in self.channels.iter_mut().flatten() {
+            let alphas = ch
+                .path
+                .iter()
+                .filter_map(|&c| components.get(c as usize))
+                .map(|c| c.core.alpha());
+            ch.alpha = path_share(alphas);
+            ch.t_r_ns = if ch.meter_bytes_per_us == 0 {
+                ch.window.t_w_ns()
+            } else {
+                ch.window
+                    .run_ns(ch.effective_weight(), ch.alpha, ch.estimator.demand())
+            };
+        }
+    }
+}
+
+/// A new channel's window settings (`t_w_ns` checked by the caller).
+pub(crate) fn run_window(t_w_ns: u64) -> Result<RunWindow> {
+    RunWindow::new(t_w_ns, min_run_ns(t_w_ns)).ok_or(EINVAL)
+}

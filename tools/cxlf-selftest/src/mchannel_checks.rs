@@ -1,0 +1,376 @@
+//! mchannel_sched from user space: a streaming workload that reports how
+//! much of the wall time each of its threads ran, and the ioctl contract
+//! (every bad argument gets its errno; unprivileged callers only what the
+//! renice rule allows).
+
+use crate::beluga_checks::expect_errno;
+use anyhow::{ensure, Context, Result};
+use mchannel::{channel_spec, Mchannel};
+use nix::errno::Errno;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use uapi::mchannel as abi;
+
+/// The calling thread's CPU time.
+fn thread_cpu() -> Duration {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .expect("CLOCK_THREAD_CPUTIME_ID");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// One thread of the workload: what it ran and moved.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub run_fraction: f64,
+    pub bytes_per_s: f64,
+}
+
+/// A 4 MiB buffer that a streaming thread writes one word of every
+/// cache line of, again and again.
+struct Stream {
+    buf: Vec<u64>,
+    v: u64,
+}
+
+impl Stream {
+    fn new() -> Stream {
+        Stream {
+            buf: vec![0u64; 512 * 1024],
+            v: 1,
+        }
+    }
+
+    /// One pass; returns the bytes it covered.
+    fn pass(&mut self) -> u64 {
+        for x in self.buf.iter_mut().step_by(8) {
+            *x = x.wrapping_add(self.v);
+        }
+        self.v = self.v.wrapping_add(1);
+        std::hint::black_box(&self.buf);
+        (self.buf.len() * 8) as u64
+    }
+
+    /// Streams while `go` says so, then reports.
+    fn measure(&mut self, mut go: impl FnMut(Instant) -> bool) -> Progress {
+        let (t0, c0) = (Instant::now(), thread_cpu());
+        let mut bytes = 0u64;
+        while go(t0) {
+            bytes += self.pass();
+        }
+        let wall = t0.elapsed().as_secs_f64();
+        Progress {
+            run_fraction: (thread_cpu() - c0).as_secs_f64() / wall,
+            bytes_per_s: bytes as f64 / wall,
+        }
+    }
+}
+
+/// Streams until `stop`, then reports.
+fn stream(stop: &AtomicBool, start_barrier: &std::sync::Barrier) -> Progress {
+    let mut s = Stream::new();
+    start_barrier.wait();
+    s.measure(|_| !stop.load(Ordering::Relaxed))
+}
+
+/// Runs `threads` streaming threads for `seconds` (after attaching this
+/// process to `channel`, if given; with `late`, the threads are created
+/// after the attach, so only the fork probe can cover them) and prints
+/// one line per thread.
+pub fn stream_cmd(
+    dev: &Path,
+    channel: Option<u32>,
+    threads: usize,
+    seconds: f64,
+) -> Result<Vec<Progress>> {
+    if let Some(c) = channel {
+        Mchannel::open(dev)?
+            .attach(c, 0, true)
+            .context("attach this process")?;
+    }
+    let stop = AtomicBool::new(false);
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let out = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| s.spawn(|| stream(&stop, &barrier)))
+            .collect();
+        barrier.wait();
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        stop.store(true, Ordering::Relaxed);
+        hs.into_iter()
+            .map(|h| h.join().expect("stream thread"))
+            .collect::<Vec<_>>()
+    });
+    for (i, p) in out.iter().enumerate() {
+        println!(
+            "thread {i}: run fraction {:.3}, {:.0} MB/s",
+            p.run_fraction,
+            p.bytes_per_s / 1e6
+        );
+    }
+    Ok(out)
+}
+
+/// The ioctl contract, as root: every bad argument is refused with its
+/// errno and nothing is left behind; then as uid 1000 in a child:
+/// privileged operations are EPERM, attaching its own threads works,
+/// attaching root's does not.
+pub fn errnos(dev: &Path) -> Result<()> {
+    let m = Mchannel::open(dev)?;
+    let comp = m
+        .register_component("errno-port", abi::COMPONENT_HOST_PORT, 1_000_000_000)
+        .context("register")?;
+    expect_errno(
+        "same component name",
+        m.register_component("errno-port", abi::COMPONENT_HOST_PORT, 1),
+        Errno::EEXIST,
+    )?;
+    expect_errno(
+        "capacity 0",
+        m.register_component("zero", abi::COMPONENT_SWITCH, 0),
+        Errno::EINVAL,
+    )?;
+    expect_errno(
+        "unknown kind",
+        m.register_component("kind", 99, 1),
+        Errno::EINVAL,
+    )?;
+    let good = channel_spec("errno-ch", 1, &[comp], 0, 10, false)?;
+    let mut bad = good;
+    bad.weight = 0;
+    expect_errno("weight 0", m.create_channel(&bad), Errno::EINVAL)?;
+    bad.weight = abi::WEIGHT_MAX + 1;
+    expect_errno("weight above max", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.t_w_ns = abi::T_W_MIN_NS - 1;
+    expect_errno("T_W below min", m.create_channel(&bad), Errno::EINVAL)?;
+    bad.t_w_ns = abi::T_W_MAX_NS + 1;
+    expect_errno("T_W above max", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.path[0] = 999;
+    expect_errno("unknown component", m.create_channel(&bad), Errno::ENOENT)?;
+    let mut bad = good;
+    bad.path_len = abi::PATH_MAX as u32 + 1;
+    expect_errno("path too long", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.path_len = 2;
+    bad.path[1] = comp;
+    expect_errno("component twice", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.flags = 0x80;
+    expect_errno("unknown flags", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.name = [b'x'; abi::NAME_BYTES];
+    expect_errno("unterminated name", m.create_channel(&bad), Errno::EINVAL)?;
+    let mut bad = good;
+    bad.meter_bytes_per_us = u64::MAX;
+    expect_errno("meter overflow", m.create_channel(&bad), Errno::EINVAL)?;
+    let ch = m.create_channel(&good).context("create")?;
+    expect_errno("same channel name", m.create_channel(&good), Errno::EEXIST)?;
+    ensure!(
+        ch.t_w_ns == abi::T_W_DEFAULT_NS,
+        "default T_W: {}",
+        ch.t_w_ns
+    );
+    expect_errno(
+        "attach unknown pid",
+        m.attach(ch.id, 999_999, false),
+        Errno::ESRCH,
+    )?;
+    expect_errno(
+        "attach negative pid",
+        m.attach(ch.id, -5, false),
+        Errno::EINVAL,
+    )?;
+    expect_errno(
+        "attach kernel thread",
+        m.attach(ch.id, 2, false),
+        Errno::EINVAL,
+    )?;
+    expect_errno(
+        "attach to no channel",
+        m.attach(999, 0, false),
+        Errno::ENOENT,
+    )?;
+    expect_errno("detach unattached", m.detach(0, false), Errno::ENOENT)?;
+    expect_errno("query unknown", m.query(12345), Errno::ENOENT)?;
+    expect_errno("inject unknown", m.inject(777, 5), Errno::ENOENT)?;
+    expect_errno("inject > 1e6 ppm", m.inject(comp, 1_000_001), Errno::EINVAL)?;
+    let mut garbage = [0xffu8; 64];
+    expect_errno(
+        "unknown ioctl",
+        m.raw_ioctl(
+            uapi::ioctl::iowr::<[u8; 64]>(abi::IOC_TYPE, 99),
+            &mut garbage,
+        ),
+        Errno::ENOTTY,
+    )?;
+    m.attach(ch.id, 0, false).context("attach self")?;
+    expect_errno("attach twice", m.attach(ch.id, 0, false), Errno::EBUSY)?;
+    expect_errno("destroy busy", m.destroy_channel(ch.id), Errno::EBUSY)?;
+    ensure!(m.query(ch.id)?.threads == 1, "one thread attached");
+    unprivileged(dev, ch.id, comp)?;
+    m.detach(0, false).context("detach self")?;
+    m.destroy_channel(ch.id).context("destroy")?;
+    expect_errno("destroy twice", m.destroy_channel(ch.id), Errno::ENOENT)?;
+    println!("mchannel errnos: every bad argument refused with its errno");
+    Ok(())
+}
+
+/// As uid 1000 in a child process.
+fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, setuid, ForkResult, Uid};
+    let root_tid = nix::unistd::gettid().as_raw();
+    // SAFETY: the child runs only async-signal-safe work until it exits
+    // (no locks held by other threads are needed: this process has one
+    // thread here).
+    match unsafe { fork() }? {
+        ForkResult::Child => {
+            let r = (|| -> Result<()> {
+                setuid(Uid::from_raw(1000)).context("setuid")?;
+                let m = Mchannel::open(dev)?;
+                expect_errno(
+                    "unprivileged register",
+                    m.register_component("u", abi::COMPONENT_SWITCH, 1),
+                    Errno::EPERM,
+                )?;
+                let spec = channel_spec("u", 1, &[comp], 0, 0, false)?;
+                expect_errno("unprivileged create", m.create_channel(&spec), Errno::EPERM)?;
+                expect_errno("unprivileged inject", m.inject(comp, 1), Errno::EPERM)?;
+                expect_errno("unprivileged destroy", m.destroy_channel(ch), Errno::EPERM)?;
+                expect_errno(
+                    "attach root's thread",
+                    m.attach(ch, root_tid, false),
+                    Errno::EPERM,
+                )?;
+                expect_errno(
+                    "detach root's thread",
+                    m.detach(root_tid, false),
+                    Errno::EPERM,
+                )?;
+                m.attach(ch, 0, false).context("attach own thread")?;
+                ensure!(m.query(ch)?.threads == 2, "two threads attached");
+                m.detach(0, false).context("detach own thread")?;
+                Ok(())
+            })();
+            if let Err(e) = &r {
+                eprintln!("unprivileged: {e:#}");
+            }
+            std::process::exit(if r.is_ok() { 0 } else { 1 });
+        }
+        ForkResult::Parent { child } => match waitpid(child, None)? {
+            WaitStatus::Exited(_, 0) => Ok(()),
+            s => anyhow::bail!("unprivileged checks failed: {s:?}"),
+        },
+    }
+}
+
+/// Streams on the calling thread: `warmup` first, then measures for
+/// `measure`.
+fn stream_for(warmup: Duration, measure: Duration) -> Progress {
+    let mut s = Stream::new();
+    s.measure(|t| t.elapsed() < warmup);
+    s.measure(|t| t.elapsed() < measure)
+}
+
+/// Two channels with weights `w[0]:w[1]` on one component whose capacity
+/// is one thread's demand (the emulated meter: `meter` bytes per us of
+/// running), one streaming thread in each. Each must run the share Eq. 2
+/// gives it, `w_i / (w_0 + w_1)` of the time, within `tolerance`; after
+/// detaching, each runs unthrottled again.
+pub fn share(
+    dev: &Path,
+    w: [u32; 2],
+    t_w_us: u64,
+    meter: u64,
+    seconds: f64,
+    tolerance: f64,
+) -> Result<()> {
+    let m = Mchannel::open(dev)?;
+    let pid = std::process::id();
+    let comp = m
+        .register_component(
+            &format!("share-{pid}"),
+            abi::COMPONENT_ENDPOINT,
+            meter * 1_000_000,
+        )
+        .context("register")?;
+    let mut ids = [0u32; 2];
+    for i in 0..2 {
+        let spec = channel_spec(
+            &format!("share-{pid}-{i}"),
+            w[i],
+            &[comp],
+            t_w_us * 1000,
+            meter,
+            false,
+        )?;
+        ids[i] = m.create_channel(&spec).context("create")?.id;
+    }
+    let warmup = Duration::from_secs_f64(seconds / 2.0);
+    let measure = Duration::from_secs_f64(seconds);
+    let mut stats = vec![];
+    let (attached, after) = std::thread::scope(|s| -> Result<_> {
+        let hs: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                s.spawn(move || -> Result<(Progress, Progress)> {
+                    let m = Mchannel::open(dev)?;
+                    m.attach(id, 0, false).context("attach")?;
+                    let p = stream_for(warmup, measure);
+                    m.detach(0, false).context("detach")?;
+                    let q = stream_for(
+                        Duration::from_millis(300),
+                        Duration::from_secs_f64(seconds / 2.0),
+                    );
+                    Ok((p, q))
+                })
+            })
+            .collect();
+        // The kernel's view near the end of the measured phase.
+        std::thread::sleep(warmup + measure.mul_f64(0.9));
+        for &id in &ids {
+            stats.push(m.query(id)?);
+        }
+        let mut attached = vec![];
+        let mut after = vec![];
+        for h in hs {
+            let (p, q) = h.join().expect("stream thread")?;
+            attached.push(p);
+            after.push(q);
+        }
+        Ok((attached, after))
+    })?;
+    for &id in &ids {
+        m.destroy_channel(id).context("destroy")?;
+    }
+    let total: u32 = w.iter().sum();
+    for i in 0..2 {
+        let want = f64::from(w[i]) / f64::from(total);
+        let s = &stats[i];
+        println!(
+            "channel {} (weight {}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; {} windows, throttled {} ms",
+            i,
+            w[i],
+            attached[i].run_fraction,
+            want,
+            s.t_r_ns as f64 / s.t_w_ns as f64,
+            attached[i].bytes_per_s / 1e6,
+            after[i].run_fraction,
+            s.windows,
+            s.throttled_ns / 1_000_000
+        );
+        ensure!(
+            (attached[i].run_fraction - want).abs() <= tolerance,
+            "channel {i}: ran {:.3} of the time, its share is {want:.3} (tolerance {tolerance})",
+            attached[i].run_fraction
+        );
+        ensure!(
+            after[i].run_fraction >= 1.0 - tolerance,
+            "channel {i}: detached, ran only {:.3}",
+            after[i].run_fraction
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! `/dev/mchannel` from user space: register fabric components, create
+//! channels, attach threads and processes, inject congestion, read
+//! statistics. The ABI is `uapi/src/mchannel.rs`.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use uapi::mchannel as abi;
+
+pub use abi::{ChannelSpec, ChannelStat, ComponentSpec};
+
+pub const DEFAULT_DEVICE: &str = "/dev/mchannel";
+
+/// An open `/dev/mchannel`.
+pub struct Mchannel {
+    file: File,
+}
+
+fn ioctl<T>(file: &File, cmd: u32, arg: *mut T) -> io::Result<()> {
+    // SAFETY: `arg` points to a live value of the type the command
+    // expects (the command encodes its size; uapi asserts the layouts).
+    let ret = unsafe { nix::libc::ioctl(file.as_raw_fd(), cmd as _, arg) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A name in ABI bytes, or `InvalidInput`.
+pub fn name(name: &str) -> io::Result<[u8; abi::NAME_BYTES]> {
+    abi::name_bytes(name).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "bad name {name:?}: 1 to {} printable bytes",
+                abi::NAME_BYTES - 1
+            ),
+        )
+    })
+}
+
+/// Component kinds by name.
+pub fn kind_of(name: &str) -> Option<u32> {
+    match name {
+        "host-port" => Some(abi::COMPONENT_HOST_PORT),
+        "switch" => Some(abi::COMPONENT_SWITCH),
+        "endpoint" => Some(abi::COMPONENT_ENDPOINT),
+        _ => None,
+    }
+}
+
+impl Mchannel {
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Mchannel> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Ok(Mchannel { file })
+    }
+
+    /// Registers a component; returns its id.
+    pub fn register_component(&self, name: &str, kind: u32, max_capacity: u64) -> io::Result<u32> {
+        let mut spec = ComponentSpec {
+            id: 0,
+            kind,
+            max_capacity,
+            name: self::name(name)?,
+        };
+        ioctl(&self.file, abi::REGISTER_COMPONENT, &mut spec)?;
+        Ok(spec.id)
+    }
+
+    /// Creates a channel; returns it as the kernel stored it (id, T_W).
+    pub fn create_channel(&self, spec: &ChannelSpec) -> io::Result<ChannelSpec> {
+        let mut spec = *spec;
+        ioctl(&self.file, abi::CREATE_CHANNEL, &mut spec)?;
+        Ok(spec)
+    }
+
+    /// Changes a channel's weight, T_W and meter.
+    pub fn set_channel(&self, spec: &ChannelSpec) -> io::Result<()> {
+        let mut spec = *spec;
+        ioctl(&self.file, abi::SET_CHANNEL, &mut spec)
+    }
+
+    pub fn destroy_channel(&self, id: u32) -> io::Result<()> {
+        let mut id = id;
+        ioctl(&self.file, abi::DESTROY_CHANNEL, &mut id)
+    }
+
+    /// Attaches thread `pid` (0: the caller), or with `process` the whole
+    /// process and the threads it creates later.
+    pub fn attach(&self, channel: u32, pid: i32, process: bool) -> io::Result<()> {
+        let mut args = abi::AttachArgs {
+            channel,
+            flags: if process { abi::ATTACH_PROCESS } else { 0 },
+            pid,
+            _pad: 0,
+        };
+        ioctl(&self.file, abi::ATTACH, &mut args)
+    }
+
+    pub fn detach(&self, pid: i32, process: bool) -> io::Result<()> {
+        let mut args = abi::AttachArgs {
+            channel: 0,
+            flags: if process { abi::ATTACH_PROCESS } else { 0 },
+            pid,
+            _pad: 0,
+        };
+        ioctl(&self.file, abi::DETACH, &mut args)
+    }
+
+    /// Sets a component's congestion signal (parts per million).
+    pub fn inject(&self, component: u32, signal_ppm: u32) -> io::Result<()> {
+        let mut args = abi::CongestionArgs {
+            component,
+            signal_ppm,
+        };
+        ioctl(&self.file, abi::INJECT, &mut args)
+    }
+
+    pub fn query(&self, id: u32) -> io::Result<ChannelStat> {
+        let mut stat = ChannelStat {
+            id,
+            ..Default::default()
+        };
+        ioctl(&self.file, abi::QUERY_CHANNEL, &mut stat)?;
+        Ok(stat)
+    }
+
+    /// Raw ioctl, for tests that send what the library would not.
+    pub fn raw_ioctl<T>(&self, cmd: u32, arg: &mut T) -> io::Result<()> {
+        ioctl(&self.file, cmd, arg)
+    }
+}
+
+/// A channel spec with the given settings and the kernel's defaults for
+/// the rest.
+pub fn channel_spec(
+    name: &str,
+    weight: u32,
+    path: &[u32],
+    t_w_ns: u64,
+    meter_bytes_per_us: u64,
+    best_effort: bool,
+) -> io::Result<ChannelSpec> {
+    if path.len() > abi::PATH_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a path has {} components at most", abi::PATH_MAX),
+        ));
+    }
+    let mut p = [0u32; abi::PATH_MAX];
+    p[..path.len()].copy_from_slice(path);
+    Ok(ChannelSpec {
+        id: 0,
+        flags: if best_effort {
+            abi::CHANNEL_BEST_EFFORT
+        } else {
+            0
+        },
+        weight,
+        parent: abi::NO_PARENT,
+        path: p,
+        path_len: path.len() as u32,
+        _pad: 0,
+        t_w_ns,
+        meter_bytes_per_us,
+        name: self::name(name)?,
+    })
+}

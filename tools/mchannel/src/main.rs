@@ -1,0 +1,219 @@
+//! `mchannel`: configure mchannel_sched from the shell.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use mchannel::{channel_spec, kind_of, ChannelStat, Mchannel, DEFAULT_DEVICE};
+use serde::Serialize;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(about = "MemChannel run windows: components, channels, attached threads")]
+struct Cli {
+    /// The control device.
+    #[arg(long, default_value = DEFAULT_DEVICE, global = true)]
+    dev: PathBuf,
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(clap::Args)]
+struct ChannelOpts {
+    /// Weight among the channels sharing a component (1..=10000).
+    #[arg(long, default_value_t = 1)]
+    weight: u32,
+    /// Component ids on the channel's memory path, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    path: Vec<u32>,
+    /// Run window T_W in microseconds (0: the kernel's default, 100).
+    #[arg(long, default_value_t = 0)]
+    t_w_us: u64,
+    /// Emulated meter: bytes the channel moves per microsecond of running.
+    #[arg(long, default_value_t = 0)]
+    meter: u64,
+    /// Best effort: what the weighted channels leave.
+    #[arg(long)]
+    best_effort: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Register a fabric component.
+    Component {
+        #[arg(long)]
+        name: String,
+        /// host-port, switch or endpoint.
+        #[arg(long)]
+        kind: String,
+        /// Configured maximum capacity, bytes per second.
+        #[arg(long)]
+        capacity: u64,
+    },
+    /// Create a channel.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        opts: ChannelOpts,
+    },
+    /// Change a channel's weight, T_W and meter.
+    Set {
+        id: u32,
+        #[command(flatten)]
+        opts: ChannelOpts,
+    },
+    /// Destroy a channel with no threads.
+    Destroy { id: u32 },
+    /// Attach a thread (or with --process, a process and its future
+    /// threads) to a channel.
+    Attach {
+        #[arg(long)]
+        channel: u32,
+        #[arg(long)]
+        pid: i32,
+        #[arg(long)]
+        process: bool,
+    },
+    /// Detach a thread or process.
+    Detach {
+        #[arg(long)]
+        pid: i32,
+        #[arg(long)]
+        process: bool,
+    },
+    /// Set a component's congestion signal, parts per million.
+    Inject {
+        #[arg(long)]
+        component: u32,
+        #[arg(long)]
+        ppm: u32,
+    },
+    /// A channel's statistics.
+    Stat { id: u32 },
+    /// Run a command attached to a channel (the process and every thread it
+    /// creates), like numactl.
+    Run {
+        #[arg(long)]
+        channel: u32,
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(Serialize)]
+struct Stat {
+    id: u32,
+    threads: u32,
+    rate: u64,
+    demand: u64,
+    alpha: u64,
+    t_r_ns: u64,
+    t_w_ns: u64,
+    windows: u64,
+    throttled_ns: u64,
+}
+
+impl From<ChannelStat> for Stat {
+    fn from(s: ChannelStat) -> Stat {
+        Stat {
+            id: s.id,
+            threads: s.threads,
+            rate: s.rate,
+            demand: s.demand,
+            alpha: s.alpha,
+            t_r_ns: s.t_r_ns,
+            t_w_ns: s.t_w_ns,
+            windows: s.windows,
+            throttled_ns: s.throttled_ns,
+        }
+    }
+}
+
+fn spec(name: &str, o: &ChannelOpts) -> Result<mchannel::ChannelSpec> {
+    let t_w_ns = o.t_w_us.checked_mul(1000).context("T_W too large")?;
+    Ok(channel_spec(
+        name,
+        o.weight,
+        &o.path,
+        t_w_ns,
+        o.meter,
+        o.best_effort,
+    )?)
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let dev = || Mchannel::open(&cli.dev).with_context(|| format!("open {}", cli.dev.display()));
+    match &cli.command {
+        Cmd::Component {
+            name,
+            kind,
+            capacity,
+        } => {
+            let Some(kind) = kind_of(kind) else {
+                bail!("kind is host-port, switch or endpoint, not {kind:?}");
+            };
+            let id = dev()?
+                .register_component(name, kind, *capacity)
+                .context("REGISTER_COMPONENT")?;
+            print_id(cli.json, id);
+        }
+        Cmd::Create { name, opts } => {
+            let s = dev()?
+                .create_channel(&spec(name, opts)?)
+                .context("CREATE_CHANNEL")?;
+            print_id(cli.json, s.id);
+        }
+        Cmd::Set { id, opts } => {
+            let mut s = spec("x", opts)?;
+            s.id = *id;
+            dev()?.set_channel(&s).context("SET_CHANNEL")?;
+        }
+        Cmd::Destroy { id } => dev()?.destroy_channel(*id).context("DESTROY_CHANNEL")?,
+        Cmd::Attach {
+            channel,
+            pid,
+            process,
+        } => dev()?.attach(*channel, *pid, *process).context("ATTACH")?,
+        Cmd::Detach { pid, process } => dev()?.detach(*pid, *process).context("DETACH")?,
+        Cmd::Inject { component, ppm } => dev()?.inject(*component, *ppm).context("INJECT")?,
+        Cmd::Stat { id } => {
+            let s = Stat::from(dev()?.query(*id).context("QUERY_CHANNEL")?);
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                println!(
+                    "channel {}: {} threads, rate {} B/s, demand {} B/s, alpha {} B/s, T_R {} of {} ns, {} windows, throttled {} ms",
+                    s.id,
+                    s.threads,
+                    s.rate,
+                    s.demand,
+                    s.alpha,
+                    s.t_r_ns,
+                    s.t_w_ns,
+                    s.windows,
+                    s.throttled_ns / 1_000_000
+                );
+            }
+        }
+        Cmd::Run { channel, command } => {
+            dev()?.attach(*channel, 0, true).context("ATTACH")?;
+            let err = std::process::Command::new(&command[0])
+                .args(&command[1..])
+                .exec();
+            bail!("exec {}: {err}", command[0]);
+        }
+    }
+    Ok(())
+}
+
+fn print_id(json: bool, id: u32) {
+    if json {
+        println!("{{\"id\": {id}}}");
+    } else {
+        println!("{id}");
+    }
+}
