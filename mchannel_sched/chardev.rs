@@ -5,7 +5,10 @@
 //! that says why.
 //!
 //! Lock order: `fabric` (a mutex), then the thread table's insert lock,
-//! then a thread's own lock (see `threads.rs`).
+//! then a thread's own lock (see `threads.rs`). The scheduler's own locks
+//! (the runqueue's, a task's `pi_lock`) are taken outside ours, since the
+//! `sched_switch` probe takes a thread's lock under the runqueue lock:
+//! nothing wakes a task while holding a thread's lock.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -200,6 +203,9 @@ impl Device {
             t_r_ns: t_w,
             windows: 0,
             throttled_ns: 0,
+            run_ns: 0,
+            granted_ns: 0,
+            max_overrun_ns: 0,
         };
         spec.id = match fabric.new_channel(channel) {
             Ok(id) => id,
@@ -451,6 +457,9 @@ impl Device {
             t_w_ns: ch.window.t_w_ns(),
             windows: ch.windows,
             throttled_ns: ch.throttled_ns,
+            run_ns: ch.run_ns,
+            granted_ns: ch.granted_ns,
+            max_overrun_ns: ch.max_overrun_ns,
         };
         drop(fabric);
         writer.write(&stat)

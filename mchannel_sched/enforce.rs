@@ -5,7 +5,10 @@
 //! and arms that CPU's budget timer when one comes on; the timer (hard
 //! interrupt, on the thread's CPU) queues a [`Park`] for the thread, which
 //! runs it on its way back to user space and sleeps, killable, until its
-//! window ends. Fork and exit follow threads in and out.
+//! budget allows it to run: its window's end, or later while it pays back
+//! a late timer's overrun. The timer stays armed while an attached thread
+//! is on the CPU (every control period for a thread with a whole-window
+//! budget). Fork and exit follow threads in and out.
 //!
 //! Contexts: `switch` runs under the runqueue lock with interrupts off;
 //! the timer in hard interrupt context; `fork` and `exit` with preemption
@@ -30,6 +33,12 @@ use kernel::task::Task;
 /// A parked thread may wake this much after its window's end (timer
 /// slack: lets the kernel batch wakeups).
 const PARK_SLACK_NS: u64 = 2_000;
+
+/// A thread with a whole-window budget is checked this often while it
+/// keeps its CPU: the control loop may lower its budget, and a thread that
+/// never leaves its CPU would otherwise never see it. (One control period:
+/// what it runs beyond the new budget before this check is debt.)
+const UNLIMITED_RECHECK_NS: u64 = crate::fabric::K_NS;
 
 /// Counters for sysfs and the tests.
 #[derive(Default)]
@@ -109,9 +118,42 @@ impl Shared {
     }
 }
 
-/// Sleeps the thread that runs it until its window ends.
+/// Sleeps the thread that runs it until its budget allows it to run again:
+/// to its window's end, and through the windows its debt takes after
+/// that (a late timer's overrun, see the core's `thread` module).
 pub(crate) struct Park {
     shared: Arc<Shared>,
+}
+
+impl Shared {
+    /// Runs `f` on `me`'s state, if it is attached.
+    fn with_attached<R>(&self, me: &Task, f: impl FnOnce(&mut Attached) -> R) -> Option<R> {
+        let slot = self.threads.find(me)?;
+        let mut state = slot.state.lock();
+        state.of(me).map(f)
+    }
+
+    /// Until when `me` parks now, if it does; otherwise it is no longer
+    /// queued. Refills its spare item from `spare`.
+    fn park_until(&self, me: &Task, spare: &mut Option<TaskWorkBox<Park>>) -> Option<u64> {
+        self.with_attached(me, |a| {
+            if a.spare.is_none() {
+                a.spare = spare.take();
+            }
+            let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
+            match a.run.check(monotonic_ns()) {
+                OnCpu::Park { until_ns } if !stop => {
+                    a.parked = true;
+                    Some(until_ns)
+                }
+                _ => {
+                    a.queued = false;
+                    None
+                }
+            }
+        })
+        .flatten()
+    }
 }
 
 impl TaskWork for Park {
@@ -121,33 +163,21 @@ impl TaskWork for Park {
         // The next item, allocated here where sleeping is allowed; the
         // timer only takes spares.
         let mut spare = shared.park_item(GFP_KERNEL).ok();
-        let until = shared.threads.find(me).and_then(|slot| {
-            let mut state = slot.state.lock();
-            let a = state.of(me)?;
-            a.queued = false;
-            if a.spare.is_none() {
-                a.spare = spare.take();
-            }
-            if shared.shutdown.load(Ordering::Acquire) || task::is_exiting(me) {
-                return None;
-            }
-            match a.run.check(monotonic_ns()) {
-                OnCpu::Park { until_ns } => {
-                    a.parked = true;
-                    Some(until_ns)
-                }
-                _ => None,
-            }
-        });
-        drop(spare);
-        let Some(until) = until else { return };
-        let start = monotonic_ns();
-        task::sleep_until_killable(until, PARK_SLACK_NS);
-        let slept = monotonic_ns().saturating_sub(start);
-        if let Some(slot) = shared.threads.find(me) {
-            if let Some(a) = slot.state.lock().of(me) {
+        // Still queued while it sleeps: the timer that fires when it wakes
+        // in debt does not queue a second item.
+        while let Some(until) = shared.park_until(me, &mut spare) {
+            let start = monotonic_ns();
+            let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
+            let slept = monotonic_ns().saturating_sub(start);
+            shared.with_attached(me, |a| {
                 a.parked = false;
                 a.parked_ns = a.parked_ns.saturating_add(slept);
+                if killed {
+                    a.queued = false;
+                }
+            });
+            if killed {
+                break;
             }
         }
     }
@@ -188,27 +218,41 @@ impl HrTimerCallback for CpuTimer {
                 this.timer.forward_now(ns.max(1));
                 HrTimerRestart::Restart
             }
-            OnCpu::Unlimited => HrTimerRestart::NoRestart,
-            OnCpu::Park { .. } => {
-                if a.queued || shared.shutdown.load(Ordering::Acquire) {
+            OnCpu::Unlimited => {
+                this.timer.forward_now(UNLIMITED_RECHECK_NS);
+                HrTimerRestart::Restart
+            }
+            OnCpu::Park { until_ns } => {
+                if shared.shutdown.load(Ordering::Acquire) {
                     return HrTimerRestart::NoRestart;
                 }
-                match a.spare.take() {
-                    Some(item) => match item.queue(me, Notify::Signal) {
-                        Ok(()) => {
-                            a.queued = true;
-                            bump(&shared.counters.parks);
-                        }
-                        Err((_, item)) => {
-                            a.spare = Some(item);
-                            bump(&shared.counters.park_misses);
-                        }
-                    },
-                    None => bump(&shared.counters.park_misses),
+                if !a.queued {
+                    queue_park(shared, me, a);
                 }
-                HrTimerRestart::NoRestart
+                // Armed while it stays on this CPU: if the window ends
+                // before the park runs, the next budget counts from there.
+                let to_end = until_ns.saturating_sub(monotonic_ns());
+                this.timer.forward_now(to_end.max(1));
+                HrTimerRestart::Restart
             }
         }
+    }
+}
+
+/// Queues `a`'s spare park item on `me` (the thread running here).
+fn queue_park(shared: &Shared, me: &Task, a: &mut Attached) {
+    match a.spare.take() {
+        Some(item) => match item.queue(me, Notify::Signal) {
+            Ok(()) => {
+                a.queued = true;
+                bump(&shared.counters.parks);
+            }
+            Err((_, item)) => {
+                a.spare = Some(item);
+                bump(&shared.counters.park_misses);
+            }
+        },
+        None => bump(&shared.counters.park_misses),
     }
 }
 
@@ -278,7 +322,8 @@ impl SchedProbes for Enforcer {
             // Spent already (it ran in the kernel past its budget, or woke
             // early): the timer parks it as soon as interrupts are on.
             Some(OnCpu::Park { .. }) => timer.restart(1),
-            Some(OnCpu::Unlimited) | None => {
+            Some(OnCpu::Unlimited) => timer.restart(UNLIMITED_RECHECK_NS),
+            None => {
                 if left {
                     // Pinned to this CPU and interrupts are off here: it
                     // cannot be running, so this never fails.

@@ -50,6 +50,9 @@ pub(crate) struct Channel {
     pub(crate) t_r_ns: u64,
     pub(crate) windows: u64,
     pub(crate) throttled_ns: u64,
+    pub(crate) run_ns: u64,
+    pub(crate) granted_ns: u64,
+    pub(crate) max_overrun_ns: u64,
 }
 
 impl Channel {
@@ -67,6 +70,9 @@ impl Channel {
 #[derive(Clone, Copy, Default)]
 struct Gathered {
     windows: u64,
+    run_ns: u64,
+    granted_ns: u64,
+    max_overrun_ns: u64,
     /// Bytes the meter counts for the time its threads ran.
     bytes: u64,
     /// The sum of its threads' demands: each thread's bytes over the time
@@ -155,6 +161,9 @@ impl Fabric {
         }
         let channels = &self.channels;
         threads.for_each(|a| {
+            // A thread that keeps its CPU (no switch, no timer: a budget
+            // of the whole window) closes no windows by itself.
+            a.run.roll(now_ns);
             let closed = a.run.take_closed();
             let parked = core::mem::take(&mut a.parked_ns);
             let i = a.channel as usize;
@@ -164,6 +173,9 @@ impl Fabric {
             let meter = ch.meter_bytes_per_us;
             let bytes = mul_div(meter, closed.run_ns, 1_000);
             g.windows = g.windows.saturating_add(closed.windows);
+            g.run_ns = g.run_ns.saturating_add(closed.run_ns);
+            g.granted_ns = g.granted_ns.saturating_add(closed.granted_ns);
+            g.max_overrun_ns = g.max_overrun_ns.max(closed.max_overrun_ns);
             g.bytes = g.bytes.saturating_add(bytes);
             g.parked_ns = g.parked_ns.saturating_add(parked);
             if closed.run_ns > 0 {
@@ -177,6 +189,9 @@ impl Fabric {
             let Some(ch) = ch else { continue };
             ch.windows = ch.windows.saturating_add(g.windows);
             ch.throttled_ns = ch.throttled_ns.saturating_add(g.parked_ns);
+            ch.run_ns = ch.run_ns.saturating_add(g.run_ns);
+            ch.granted_ns = ch.granted_ns.saturating_add(g.granted_ns);
+            ch.max_overrun_ns = g.max_overrun_ns;
             ch.estimator
                 .rate
                 .update(mul_div(g.bytes, NS_PER_S, wall), keep);
@@ -188,11 +203,16 @@ impl Fabric {
         self.update_components();
         self.update_budgets();
         let channels = &self.channels;
-        threads.for_each(|a| {
-            if let Some(Some(ch)) = channels.get(a.channel as usize) {
-                a.run.set_window(ch.window.t_w_ns());
-                a.run.set_budget(ch.t_r_ns);
-            }
+        threads.update_each(|a| {
+            let Some(Some(ch)) = channels.get(a.channel as usize) else {
+                return false;
+            };
+            let (before, _) = a.run.next_ns();
+            a.run.set_window(ch.window.t_w_ns());
+            a.run.set_budget(ch.t_r_ns);
+            // A parked thread sleeps off its debt at the old budget: with
+            // a larger one it may run sooner, and wakes to recount.
+            a.parked && a.run.next_ns().0 > before
         });
         Ok(())
     }

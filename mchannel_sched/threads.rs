@@ -219,6 +219,27 @@ impl Threads {
         }
     }
 
+    /// Calls `f` on every attached thread's state, under its lock, and
+    /// wakes the thread if `f` says so, after the lock is dropped (the
+    /// scheduler's locks come after ours: see the lock order).
+    pub(crate) fn update_each(&self, mut f: impl FnMut(&mut Attached) -> bool) {
+        for slot in self.slots.iter() {
+            if slot.key.load(Ordering::Acquire) <= TOMBSTONE {
+                continue;
+            }
+            let wake = {
+                let mut state = slot.state.lock();
+                state
+                    .attached
+                    .as_mut()
+                    .and_then(|a| f(a).then(|| a.task.clone()))
+            };
+            if let Some(task) = wake {
+                task.wake_up();
+            }
+        }
+    }
+
     /// Tasks attached to `channel` (or to any, with `None`), with counted
     /// references.
     pub(crate) fn tasks(&self, channel: Option<u32>) -> Result<KVec<ARef<Task>>> {

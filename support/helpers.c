@@ -564,17 +564,20 @@ u64 cxlf_ktime_ns(void)
 }
 
 /*
- * In C: set_current_state is a macro (with the barrier a sleep needs).
+ * In C: set_current_state is a macro (with the barrier a sleep needs), and
+ * fatal_signal_pending a static inline.
  * Sleeps TASK_KILLABLE until CLOCK_MONOTONIC reaches abs_ns, a wakeup or
- * a fatal signal, whichever comes first.
+ * a fatal signal, whichever comes first; returns whether a fatal signal
+ * is pending.
  */
-void cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns)
+bool cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns)
 {
 	ktime_t expires = ns_to_ktime(abs_ns);
 
 	set_current_state(TASK_KILLABLE);
 	schedule_hrtimeout_range(&expires, slack_ns, HRTIMER_MODE_ABS);
 	__set_current_state(TASK_RUNNING);
+	return fatal_signal_pending(current);
 }
 
 /*

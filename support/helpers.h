@@ -111,7 +111,7 @@ void cxlf_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags);
 /* CPUs, the monotonic clock, sleeping, and other tasks. */
 unsigned int cxlf_this_cpu(void);
 u64 cxlf_ktime_ns(void);
-void cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns);
+bool cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns);
 struct task_struct *cxlf_get_task_by_vpid(pid_t nr);
 bool cxlf_task_is_user(const struct task_struct *task);
 bool cxlf_task_exiting(const struct task_struct *task);

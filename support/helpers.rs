@@ -133,7 +133,7 @@ extern "C" {
 
     pub(crate) fn cxlf_this_cpu() -> c_uint;
     pub(crate) fn cxlf_ktime_ns() -> u64;
-    pub(crate) fn cxlf_sleep_until_killable(abs_ns: u64, slack_ns: u64);
+    pub(crate) fn cxlf_sleep_until_killable(abs_ns: u64, slack_ns: u64) -> bool;
     pub(crate) fn cxlf_get_task_by_vpid(nr: bindings::pid_t) -> *mut bindings::task_struct;
     pub(crate) fn cxlf_task_is_user(task: *const bindings::task_struct) -> bool;
     pub(crate) fn cxlf_task_exiting(task: *const bindings::task_struct) -> bool;

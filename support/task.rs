@@ -33,8 +33,10 @@ pub(crate) fn possible_cpus() -> usize {
 
 /// Sleeps (killable, not interruptible) until `CLOCK_MONOTONIC` reaches
 /// `until_ns` (give or take `slack_ns`), the task is woken, or a fatal
-/// signal arrives. Process context only.
-pub(crate) fn sleep_until_killable(until_ns: u64, slack_ns: u64) {
+/// signal arrives. Process context only. Returns whether a fatal signal
+/// is pending (the caller should stop waiting).
+#[must_use]
+pub(crate) fn sleep_until_killable(until_ns: u64, slack_ns: u64) -> bool {
     // SAFETY: process context (this function's contract, as for any
     // sleep); no other preconditions.
     unsafe { helpers::cxlf_sleep_until_killable(until_ns, slack_ns) }

@@ -48,6 +48,12 @@ wait_until() { # tenths cmd...
 	done
 }
 
+# Whether file $1 compares to $3 by test(1) operator $2, read anew on
+# every call (for wait_until: `wait_until 50 reads $f -ge 2`).
+reads() { # file op value
+	test "$(cat "$1")" "$2" "$3"
+}
+
 # Whether sysfs attribute $1 of the pool reads $2.
 pool_attr_is() {
 	test "$(cat $sys/$1)" = "$2"

@@ -120,6 +120,14 @@ pub struct ChannelStat {
     /// Windows closed, and the time its threads spent parked.
     pub windows: u64,
     pub throttled_ns: u64,
+    /// The time its threads ran in those windows, and their budgets
+    /// (running beyond them is debt, paid back by later windows).
+    pub run_ns: u64,
+    pub granted_ns: u64,
+    /// The most one window of one thread ran beyond its budget in the last
+    /// control period (how late the budget timer fires; later windows
+    /// pay it back).
+    pub max_overrun_ns: u64,
 }
 
 pub const REGISTER_COMPONENT: u32 = iowr::<ComponentSpec>(IOC_TYPE, 1);
@@ -137,7 +145,7 @@ const _: () = {
     assert!(core::mem::size_of::<ChannelSpec>() == 16 + 4 * PATH_MAX + 8 + 16 + NAME_BYTES);
     assert!(core::mem::size_of::<AttachArgs>() == 16);
     assert!(core::mem::size_of::<CongestionArgs>() == 8);
-    assert!(core::mem::size_of::<ChannelStat>() == 8 + 8 * 7);
+    assert!(core::mem::size_of::<ChannelStat>() == 8 + 8 * 10);
 };
 
 /// A name as NUL-padded ABI bytes; `None` if it does not fit (one byte is

@@ -59,6 +59,7 @@ macro_rules! suites {
                 a_thread_parks_when_its_budget_is_spent,
                 a_slice_across_the_window_end_is_split,
                 after_a_long_sleep_the_next_window_starts_now,
+                a_late_timer_is_paid_back_by_later_windows,
             ]
         );
     };
@@ -404,8 +405,47 @@ pub fn a_thread_parks_when_its_budget_is_spent() -> Outcome {
     let closed = s.take_closed();
     check_eq!((closed.windows, closed.run_ns), (1, 31 * US));
     check_eq!(closed.max_overrun_ns, US);
+    // The microsecond it overran is charged to the next window.
     s.switch_in(1_100 * US);
-    check_eq!(s.check(1_100 * US), OnCpu::Budget(30 * US));
+    check_eq!(s.debt_ns(), US);
+    check_eq!(s.check(1_100 * US), OnCpu::Budget(29 * US));
+    Ok(())
+}
+
+pub fn a_late_timer_is_paid_back_by_later_windows() -> Outcome {
+    // T_W = 100 us, T_R = 10 us; the budget timer fires 250 us late.
+    let mut s = RunState::new(0, 100 * US, 10 * US);
+    s.switch_in(0);
+    check_eq!(s.check(0), OnCpu::Budget(10 * US));
+    // 90 us over in each of the two windows it ran through, 60 us into
+    // its third: it parks until 23 windows have paid 230 us.
+    check_eq!(
+        s.check(260 * US),
+        OnCpu::Park {
+            until_ns: 2_600 * US
+        }
+    );
+    check_eq!(s.debt_ns(), 180 * US);
+    s.switch_out(260 * US);
+    // Woken early, it is told to sleep on.
+    s.switch_in(2_500 * US);
+    check_eq!(s.debt_ns(), 10 * US);
+    check_eq!(
+        s.check(2_500 * US),
+        OnCpu::Park {
+            until_ns: 2_600 * US
+        }
+    );
+    s.switch_out(2_500 * US);
+    s.switch_in(2_600 * US);
+    check_eq!(s.debt_ns(), 0);
+    check_eq!(s.check(2_600 * US), OnCpu::Budget(10 * US));
+    // 26 windows granted 260 us, and it ran 260 us.
+    let closed = s.take_closed();
+    check_eq!(
+        (closed.windows, closed.run_ns, closed.granted_ns),
+        (26, 260 * US, 260 * US)
+    );
     Ok(())
 }
 

@@ -9,8 +9,21 @@
 //! be on a CPU for T_R in total (on-CPU time, not wall time); the budget of
 //! a window is fixed when it starts. Each finished window yields a
 //! [`Sample`] with its on-CPU time (the meter adds the bytes).
+//!
+//! Running past the budget (the budget timer fired late, or the thread ran
+//! in the kernel) is debt: it is charged to the windows that follow, so
+//! over many windows the thread runs T_R per T_W even when each window
+//! overruns. Debt is capped at [`MAX_DEBT_NS`]; a window the thread sleeps
+//! through pays T_R of it.
 
 use super::estimator::Sample;
+
+/// The most on-CPU time carried as debt into later windows. Timer
+/// lateness on hardware is microseconds; under full emulation (TCG) it
+/// reaches milliseconds, and the debt must cover it for the long-run share
+/// to hold. Paid at T_R per window, it parks a thread for at most
+/// `MAX_DEBT_NS * T_W / T_R` (2 s at the 1 % floor).
+pub const MAX_DEBT_NS: u64 = 20_000_000;
 
 /// What the windows closed since the last [`RunState::take_closed`] add
 /// up to: the control loop folds it into the channel's estimator.
@@ -20,6 +33,9 @@ pub struct Closed {
     pub windows: u64,
     /// Their on-CPU time.
     pub run_ns: u64,
+    /// Their budgets: what they allowed (`run_ns` above it is debt still
+    /// owed, or forgiven at the cap).
+    pub granted_ns: u64,
     /// Their wall time.
     pub window_ns: u64,
     /// The most any of them ran beyond its budget (the budget timer fires
@@ -47,19 +63,24 @@ pub enum OnCpu {
     /// Its whole window is its budget (T_R = T_W), and so is the next
     /// window's: no timer.
     Unlimited,
-    /// The budget of this window is spent: park it until `until_ns`.
+    /// The budget of this window is spent: park it until `until_ns`, when
+    /// the windows it sleeps through have paid its debt down to less than
+    /// one budget (if the budgets stay as they are).
     Park { until_ns: u64 },
 }
 
 /// # Invariants
 /// `t_r_ns <= t_w_ns`; `ran_ns` counts on-CPU time since `start_ns`
-/// (excluding the slice in progress since `on_cpu_since`).
+/// (excluding the slice in progress since `on_cpu_since`); `debt_ns <=
+/// MAX_DEBT_NS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunState {
     start_ns: u64,
     t_w_ns: u64,
     t_r_ns: u64,
     ran_ns: u64,
+    /// Earlier windows' overrun, charged to this one's budget.
+    debt_ns: u64,
     on_cpu_since: Option<u64>,
     /// Budget and length of the next window (take effect when it starts).
     next_t_r_ns: u64,
@@ -78,6 +99,7 @@ impl RunState {
             t_w_ns,
             t_r_ns,
             ran_ns: 0,
+            debt_ns: 0,
             on_cpu_since: None,
             next_t_r_ns: t_r_ns,
             next_t_w_ns: t_w_ns,
@@ -96,6 +118,11 @@ impl RunState {
             .on_cpu_since
             .map_or(0, |since| now_ns.saturating_sub(since));
         self.ran_ns.saturating_add(slice)
+    }
+
+    /// The debt charged to the current window.
+    pub fn debt_ns(&self) -> u64 {
+        self.debt_ns
     }
 
     /// The budget of the current window.
@@ -144,15 +171,27 @@ impl RunState {
         // throughout (a budget of the whole window) or idle.
         let next_w = self.next_t_w_ns;
         let skipped = now_ns.saturating_sub(end).checked_div(next_w).unwrap_or(0);
+        let skipped_ns = skipped.saturating_mul(next_w);
+        // What this window ran beyond its budget, and the skipped windows
+        // beyond theirs (on a CPU) or what they paid back (asleep).
+        let mut debt = self.debt_ns.saturating_add(ran).saturating_sub(self.t_r_ns);
+        let per_skipped = next_w.saturating_sub(self.next_t_r_ns);
+        debt = if on_cpu {
+            debt.saturating_add(skipped.saturating_mul(per_skipped))
+        } else {
+            debt.saturating_sub(skipped.saturating_mul(self.next_t_r_ns))
+        };
         let c = &mut self.closed;
         c.windows = c.windows.saturating_add(1).saturating_add(skipped);
-        let skipped_ns = skipped.saturating_mul(next_w);
         c.run_ns = c.run_ns.saturating_add(ran);
+        c.granted_ns = c
+            .granted_ns
+            .saturating_add(self.t_r_ns)
+            .saturating_add(skipped.saturating_mul(self.next_t_r_ns));
         c.max_overrun_ns = c.max_overrun_ns.max(ran.saturating_sub(self.t_r_ns));
         if on_cpu && skipped > 0 {
             c.run_ns = c.run_ns.saturating_add(skipped_ns);
-            let over = next_w.saturating_sub(self.next_t_r_ns);
-            c.max_overrun_ns = c.max_overrun_ns.max(over);
+            c.max_overrun_ns = c.max_overrun_ns.max(per_skipped);
         }
         c.window_ns = c
             .window_ns
@@ -167,11 +206,17 @@ impl RunState {
         };
         // INVARIANT: the new window's budget is clamped to its length by
         // `set_budget` and `set_window`; the slice in progress restarts at
-        // the window's start.
+        // the window's start; the debt is capped.
         self.start_ns = start;
         self.t_w_ns = self.next_t_w_ns;
         self.t_r_ns = self.next_t_r_ns;
         self.ran_ns = 0;
+        // A thread whose whole window is its budget owes nothing.
+        self.debt_ns = if self.t_r_ns >= self.t_w_ns {
+            0
+        } else {
+            debt.min(MAX_DEBT_NS)
+        };
         if on_cpu {
             self.on_cpu_since = Some(start);
         }
@@ -200,11 +245,17 @@ impl RunState {
         if self.t_r_ns >= self.t_w_ns && self.next_t_r_ns >= self.next_t_w_ns {
             return OnCpu::Unlimited;
         }
-        let ran = self.ran_ns(now_ns);
+        let ran = self.ran_ns(now_ns).saturating_add(self.debt_ns);
         if ran >= self.t_r_ns {
-            OnCpu::Park {
-                until_ns: self.window_end_ns(),
-            }
+            // Windows slept through pay the next budget each; what is
+            // left of the debt after whole windows is charged to the
+            // window it wakes in.
+            let owed = ran.saturating_sub(self.t_r_ns).min(MAX_DEBT_NS);
+            let windows = owed.checked_div(self.next_t_r_ns).unwrap_or(0);
+            let until_ns = self
+                .window_end_ns()
+                .saturating_add(windows.saturating_mul(self.next_t_w_ns));
+            OnCpu::Park { until_ns }
         } else {
             // The timer also fires at the window's end: the next window's
             // budget (it may have changed) counts from there.

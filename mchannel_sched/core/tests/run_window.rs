@@ -5,7 +5,7 @@
 //! running, windows never overlap, and every nanosecond of running is
 //! accounted to exactly one window.
 
-use mchannel_core::thread::{Closed, OnCpu, RunState};
+use mchannel_core::thread::{Closed, OnCpu, RunState, MAX_DEBT_NS};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -123,5 +123,50 @@ proptest! {
         prop_assert!(closed.window_ns <= s.window_end_ns() - s.t_w_ns() - start);
         // Conservation: every nanosecond of running is in one window.
         prop_assert_eq!(closed.run_ns + current, total_run);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A thread that always wants to run, whose budget timer fires up to
+    /// three windows late: whatever each window overran is paid back by
+    /// the windows after it, so it runs exactly T_R per closed window plus
+    /// the debt it still owes (the lateness stays below the debt cap).
+    #[test]
+    fn late_timers_are_paid_back_exactly(
+        t_w in 50_000u64..1_000_000,
+        pct in 1u64..100,
+        lateness in prop::collection::vec(0u64..3_000_000, 1..300),
+    ) {
+        let t_r = t_w * pct / 100;
+        let mut now = 1_000_000u64;
+        let mut s = RunState::new(now, t_w, t_r);
+        let (mut total_run, mut windows, mut granted) = (0u64, 0u64, 0u64);
+        for &late in &lateness {
+            s.switch_in(now);
+            match s.check(now) {
+                OnCpu::Park { until_ns } => {
+                    s.switch_out(now);
+                    now = until_ns;
+                }
+                OnCpu::Budget(b) => {
+                    let step = b + late.min(3 * t_w);
+                    now += step;
+                    total_run += step;
+                    s.switch_out(now);
+                }
+                OnCpu::Unlimited => prop_assert!(false, "a budget below the window"),
+            }
+            let c = s.take_closed();
+            (windows, granted) = (windows + c.windows, granted + c.granted_ns);
+        }
+        s.roll(now);
+        let c = s.take_closed();
+        (windows, granted) = (windows + c.windows, granted + c.granted_ns);
+        let owed = s.debt_ns() + s.ran_ns(now);
+        prop_assert!(s.debt_ns() < MAX_DEBT_NS);
+        prop_assert_eq!(granted, windows * t_r);
+        prop_assert_eq!(total_run, granted + owed);
     }
 }

@@ -346,25 +346,32 @@ pub fn share(
         m.destroy_channel(id).context("destroy")?;
     }
     let total: u32 = w.iter().sum();
-    for i in 0..2 {
-        let want = f64::from(w[i]) / f64::from(total);
-        let s = &stats[i];
+    let want = |i: usize| f64::from(w[i]) / f64::from(total);
+    for (i, s) in stats.iter().enumerate() {
         println!(
-            "channel {} (weight {}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; {} windows, throttled {} ms",
+            "channel {} (weight {}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
             i,
             w[i],
             attached[i].run_fraction,
-            want,
+            want(i),
             s.t_r_ns as f64 / s.t_w_ns as f64,
             attached[i].bytes_per_s / 1e6,
             after[i].run_fraction,
+            s.rate / 1_000_000,
+            s.demand / 1_000_000,
+            s.alpha / 1_000_000,
             s.windows,
-            s.throttled_ns / 1_000_000
+            s.throttled_ns / 1_000_000,
+            s.run_ns as f64 / s.granted_ns.max(1) as f64,
+            s.max_overrun_ns / 1_000
         );
+    }
+    for i in 0..2 {
         ensure!(
-            (attached[i].run_fraction - want).abs() <= tolerance,
-            "channel {i}: ran {:.3} of the time, its share is {want:.3} (tolerance {tolerance})",
-            attached[i].run_fraction
+            (attached[i].run_fraction - want(i)).abs() <= tolerance,
+            "channel {i}: ran {:.3} of the time, its share is {:.3} (tolerance {tolerance})",
+            attached[i].run_fraction,
+            want(i)
         );
         ensure!(
             after[i].run_fraction >= 1.0 - tolerance,

@@ -114,6 +114,9 @@ struct Stat {
     t_w_ns: u64,
     windows: u64,
     throttled_ns: u64,
+    run_ns: u64,
+    granted_ns: u64,
+    max_overrun_ns: u64,
 }
 
 impl From<ChannelStat> for Stat {
@@ -128,6 +131,9 @@ impl From<ChannelStat> for Stat {
             t_w_ns: s.t_w_ns,
             windows: s.windows,
             throttled_ns: s.throttled_ns,
+            run_ns: s.run_ns,
+            granted_ns: s.granted_ns,
+            max_overrun_ns: s.max_overrun_ns,
         }
     }
 }
@@ -186,7 +192,8 @@ fn main() -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
                 println!(
-                    "channel {}: {} threads, rate {} B/s, demand {} B/s, alpha {} B/s, T_R {} of {} ns, {} windows, throttled {} ms",
+                    "channel {}: {} threads, rate {} B/s, demand {} B/s, alpha {} B/s, T_R {} of {} ns, {} windows, ran {} of {} ms granted, throttled {} ms, overrun up to {} us",
+
                     s.id,
                     s.threads,
                     s.rate,
@@ -195,7 +202,10 @@ fn main() -> Result<()> {
                     s.t_r_ns,
                     s.t_w_ns,
                     s.windows,
-                    s.throttled_ns / 1_000_000
+                    s.run_ns / 1_000_000,
+                    s.granted_ns / 1_000_000,
+                    s.throttled_ns / 1_000_000,
+                    s.max_overrun_ns / 1_000
                 );
             }
         }
