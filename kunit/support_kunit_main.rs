@@ -12,7 +12,7 @@
 //! scenario `06_support_dax_driver.sh` can check the dax wrapper.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use kernel::alloc::flags::GFP_KERNEL;
+use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -23,13 +23,16 @@ mod support;
 
 use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
 use support::fs::File;
-use support::hrtimer::{HrTimer, HrTimerCallback, HrTimerMode, HrTimerPointer, HrTimerRestart};
+use support::hrtimer::{
+    ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerPointer, HrTimerRestart,
+};
 use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::page::alloc_filled_page;
 use support::ratelimit::{RateLimit, Verdict, BURST, INTERVAL_NS};
-use support::task_work::{self, Notify, Pending, TaskWork};
+use support::spinlock_irq::RawSpinLockIrq;
+use support::task_work::{self, Notify, Pending, TaskWork, TaskWorkBox};
 use support::tracepoint::{SchedProbes, SchedRegistration};
 use support::uapi::{ioctl, selftest as abi};
 
@@ -449,6 +452,105 @@ fn hrtimer_dropping_the_handle_cancels() -> Result {
     Ok(())
 }
 
+fn hrtimer_idle_handle_runs_only_when_restarted() -> Result {
+    let t = ticker(1, HrTimerMode::RelativePinned)?;
+    let handle = ArcHrTimerHandle::idle(t.clone());
+    support::time::sleep_ms_interruptible(5)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 0);
+    kassert!(!t.timer.is_active());
+    handle.restart(1_000_000);
+    support::time::sleep_ms_interruptible(30)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 1);
+    // Restarting an armed timer moves its expiry: it runs once, late.
+    handle.restart(1_000_000);
+    handle.restart(10_000_000_000);
+    support::time::sleep_ms_interruptible(30)?;
+    kassert_eq!(t.count.load(Ordering::Relaxed), 1);
+    kassert!(t.timer.is_active());
+    kassert!(handle.cancel(), "was armed");
+    kassert!(!t.timer.is_active());
+    Ok(())
+}
+
+/// A counter bumped both from a pinned timer (hard interrupt, this CPU)
+/// and from process context, under one [`RawSpinLockIrq`].
+#[pin_data]
+struct LockedCounter {
+    #[pin]
+    timer: HrTimer<LockedCounter>,
+    #[pin]
+    count: RawSpinLockIrq<u64>,
+    runs: AtomicU32,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for LockedCounter { self.timer }
+}
+
+const TIMER_BUMPS: u32 = 200;
+
+impl HrTimerCallback for LockedCounter {
+    fn run(this: kernel::sync::ArcBorrow<'_, Self>) -> HrTimerRestart {
+        *this.count.lock() += 1;
+        if this.runs.fetch_add(1, Ordering::Relaxed) + 1 < TIMER_BUMPS {
+            this.timer.forward_now(20_000);
+            HrTimerRestart::Restart
+        } else {
+            HrTimerRestart::NoRestart
+        }
+    }
+}
+
+fn raw_spinlock_irq_excludes_a_timer_on_the_same_cpu() -> Result {
+    let c = Arc::pin_init(
+        pin_init!(LockedCounter {
+            timer <- HrTimer::new(HrTimerMode::RelativePinned),
+            count <- crate::new_raw_spinlock_irq!(0u64, "kunit:locked_counter"),
+            runs: AtomicU32::new(0),
+        }),
+        GFP_KERNEL,
+    )?;
+    // Were interrupts on while the lock is held, the timer firing on this
+    // CPU inside the loop would spin on the lock for ever (and lockdep
+    // would report the inversion).
+    let handle = c.clone().start(20_000);
+    let mut bumps = 0u64;
+    let mut waited_ms = 0;
+    while c.runs.load(Ordering::Relaxed) < TIMER_BUMPS && waited_ms < 2_000 {
+        for _ in 0..1_000 {
+            *c.count.lock() += 1;
+            bumps += 1;
+        }
+        support::time::sleep_ms_interruptible(1)?;
+        waited_ms += 1;
+    }
+    drop(handle);
+    kassert_eq!(c.runs.load(Ordering::Relaxed), TIMER_BUMPS);
+    kassert_eq!(*c.count.lock(), bumps + u64::from(TIMER_BUMPS));
+    Ok(())
+}
+
+struct Noop;
+
+impl TaskWork for Noop {
+    fn run(self) {}
+}
+
+fn task_work_box_counts_only_while_queued() -> Result {
+    let pending = Arc::new(Pending::new(), GFP_KERNEL)?;
+    // Allocated ahead, even atomically; not queued: nothing to wait for,
+    // and dropping it frees it (kmemleak checks on the debug kernel).
+    let b = TaskWorkBox::new(Noop, &pending, GFP_ATOMIC)?;
+    let c = TaskWorkBox::new(Noop, &pending, GFP_KERNEL)?;
+    kassert_eq!(pending.count(), 0);
+    drop(b);
+    drop(c);
+    kassert_eq!(pending.count(), 0);
+    // What the owner waits for at unload returns at once.
+    pending.wait_idle("kunit");
+    Ok(())
+}
+
 /// Counts the switches of one task (by pid) and every fork and exit.
 struct Watch {
     pid: i32,
@@ -553,7 +655,18 @@ kunit_tests!(
         hrtimer_cancelled_before_expiry_never_runs,
         hrtimer_restarts_after_moving_forward,
         hrtimer_dropping_the_handle_cancels,
+        hrtimer_idle_handle_runs_only_when_restarted,
     ]
+);
+
+kunit_tests!(
+    cxlfabric_support_spinlock_irq,
+    [raw_spinlock_irq_excludes_a_timer_on_the_same_cpu]
+);
+
+kunit_tests!(
+    cxlfabric_support_task_work,
+    [task_work_box_counts_only_while_queued]
 );
 
 kunit_tests!(
