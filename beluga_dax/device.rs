@@ -23,6 +23,7 @@ use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
 use crate::pool::objects::{Name, Slot, FLAG_CLEARING};
+use crate::support::error::etimedout;
 use crate::support::fs::{File, InodeRef};
 use crate::support::kvec::VecExt;
 use crate::support::pagemap::DevicePages;
@@ -153,11 +154,6 @@ pub(crate) struct Info {
     pub(crate) stats: Option<Stats>,
     pub(crate) manager: Option<u32>,
     pub(crate) lease: [Liveness; 64],
-}
-
-/// `ETIMEDOUT` (not among the 6.12 error constants).
-fn timed_out() -> Error {
-    Error::from_errno(-110)
 }
 
 /// The kernel error for an errno from the pool (a reply is pool content:
@@ -500,7 +496,7 @@ impl PoolDevice {
                     engine.abandon(seq);
                     inner.reconcile = Some(is_alloc.then_some(seq));
                     pr_warn!("{}: no answer from the pool manager\n", self.name());
-                    return Err(timed_out());
+                    return Err(etimedout());
                 }
             }
             let waited = time::boottime_ns().saturating_sub(start);
@@ -542,7 +538,7 @@ impl PoolDevice {
                 }
             }
             if time::boottime_ns().saturating_sub(start) > timeout_ns {
-                return Err(timed_out());
+                return Err(etimedout());
             }
             time::sleep_ms_interruptible(5)?;
         }

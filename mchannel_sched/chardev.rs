@@ -18,6 +18,7 @@ use crate::enforce::Shared;
 use crate::fabric::{self, Channel, Fabric};
 use crate::pr_info_ratelimited;
 use crate::support::cred;
+use crate::support::error::eopnotsupp;
 use crate::support::kvec::VecExt;
 use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
 use crate::support::task;
@@ -49,9 +50,15 @@ macro_rules! refuse {
     }};
 }
 
-/// `EOPNOTSUPP` (not among 6.12's `kernel::error::code` constants).
-fn eopnotsupp() -> Error {
-    Error::from_errno((kernel::bindings::EOPNOTSUPP as i32).wrapping_neg())
+/// Logs why a new component or channel (`what`, at most `max` of them)
+/// was refused, if the caller caused it; returns the error.
+fn not_created(e: Error, what: &str, max: usize) -> Error {
+    if e == EEXIST {
+        pr_info_ratelimited!("mchannel: a {} has that name\n", what);
+    } else if e == ENOSPC {
+        pr_info_ratelimited!("mchannel: {} {}s at most\n", max, what);
+    }
+    e
 }
 
 fn require_nice(what: &str) -> Result {
@@ -130,18 +137,9 @@ impl Device {
             refuse!(EINVAL, "mchannel: component capacity 0\n");
         }
         let mut fabric = self.fabric.lock();
-        spec.id = match fabric.new_component(name, spec.max_capacity) {
-            Ok(id) => id,
-            Err(e) if e == EEXIST => refuse!(EEXIST, "mchannel: a component has that name\n"),
-            Err(e) if e == ENOSPC => {
-                refuse!(
-                    ENOSPC,
-                    "mchannel: {} components at most\n",
-                    fabric::MAX_COMPONENTS
-                )
-            }
-            Err(e) => return Err(e),
-        };
+        spec.id = fabric
+            .new_component(name, spec.max_capacity)
+            .map_err(|e| not_created(e, "component", fabric::MAX_COMPONENTS))?;
         if let Err(e) = writer.write(&spec) {
             // The caller cannot learn the id: undo (it is the last one).
             fabric.components.pop();
@@ -207,18 +205,9 @@ impl Device {
             granted_ns: 0,
             max_overrun_ns: 0,
         };
-        spec.id = match fabric.new_channel(channel) {
-            Ok(id) => id,
-            Err(e) if e == EEXIST => refuse!(EEXIST, "mchannel: a channel has that name\n"),
-            Err(e) if e == ENOSPC => {
-                refuse!(
-                    ENOSPC,
-                    "mchannel: {} channels at most\n",
-                    fabric::MAX_CHANNELS
-                )
-            }
-            Err(e) => return Err(e),
-        };
+        spec.id = fabric
+            .new_channel(channel)
+            .map_err(|e| not_created(e, "channel", fabric::MAX_CHANNELS))?;
         spec.t_w_ns = t_w;
         if let Err(e) = writer.write(&spec) {
             if let Some(slot) = fabric.channels.get_mut(spec.id as usize) {
@@ -393,8 +382,8 @@ impl Device {
             if !privileged {
                 // Only the privileged may undo what the privileged did.
                 let mut by_admin = false;
-                if let Some(slot) = self.shared.threads.find(th) {
-                    by_admin = slot.state.lock().of(th).is_some_and(|a| a.privileged);
+                if let Some(privileged) = self.shared.threads.with(th, |a| a.privileged) {
+                    by_admin = privileged;
                 }
                 if by_admin {
                     refuse!(

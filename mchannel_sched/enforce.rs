@@ -116,6 +116,29 @@ impl Shared {
             parked_ns: 0,
         }
     }
+
+    /// Until when `me` parks now, if it does; otherwise it is no longer
+    /// queued. Refills its spare item from `spare`.
+    fn park_until(&self, me: &Task, spare: &mut Option<TaskWorkBox<Park>>) -> Option<u64> {
+        self.threads
+            .with(me, |a| {
+                if a.spare.is_none() {
+                    a.spare = spare.take();
+                }
+                let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
+                match a.run.check(monotonic_ns()) {
+                    OnCpu::Park { until_ns } if !stop => {
+                        a.parked = true;
+                        Some(until_ns)
+                    }
+                    _ => {
+                        a.queued = false;
+                        None
+                    }
+                }
+            })
+            .flatten()
+    }
 }
 
 /// Sleeps the thread that runs it until its budget allows it to run again:
@@ -123,37 +146,6 @@ impl Shared {
 /// that (a late timer's overrun, see the core's `thread` module).
 pub(crate) struct Park {
     shared: Arc<Shared>,
-}
-
-impl Shared {
-    /// Runs `f` on `me`'s state, if it is attached.
-    fn with_attached<R>(&self, me: &Task, f: impl FnOnce(&mut Attached) -> R) -> Option<R> {
-        let slot = self.threads.find(me)?;
-        let mut state = slot.state.lock();
-        state.of(me).map(f)
-    }
-
-    /// Until when `me` parks now, if it does; otherwise it is no longer
-    /// queued. Refills its spare item from `spare`.
-    fn park_until(&self, me: &Task, spare: &mut Option<TaskWorkBox<Park>>) -> Option<u64> {
-        self.with_attached(me, |a| {
-            if a.spare.is_none() {
-                a.spare = spare.take();
-            }
-            let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
-            match a.run.check(monotonic_ns()) {
-                OnCpu::Park { until_ns } if !stop => {
-                    a.parked = true;
-                    Some(until_ns)
-                }
-                _ => {
-                    a.queued = false;
-                    None
-                }
-            }
-        })
-        .flatten()
-    }
 }
 
 impl TaskWork for Park {
@@ -169,7 +161,7 @@ impl TaskWork for Park {
             let start = monotonic_ns();
             let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
             let slept = monotonic_ns().saturating_sub(start);
-            shared.with_attached(me, |a| {
+            shared.threads.with(me, |a| {
                 a.parked = false;
                 a.parked_ns = a.parked_ns.saturating_add(slept);
                 if killed {
@@ -202,24 +194,31 @@ impl HrTimerCallback for CpuTimer {
         // it left the CPU in between (then the switch cancelled it, or
         // this finds it not attached or not on a CPU: harmless).
         let me = kernel::current!();
-        let shared = &this.shared;
-        let Some(slot) = shared.threads.find(me) else {
-            return HrTimerRestart::NoRestart;
-        };
-        let mut state = slot.state.lock();
-        let Some(a) = state.of(me) else {
-            return HrTimerRestart::NoRestart;
-        };
-        if !a.run.on_cpu() {
-            return HrTimerRestart::NoRestart;
-        }
-        match a.run.check(monotonic_ns()) {
+        let now = monotonic_ns();
+        this.shared
+            .threads
+            .with(me, |a| {
+                if !a.run.on_cpu() {
+                    return HrTimerRestart::NoRestart;
+                }
+                let check = a.run.check(now);
+                this.budget_fired(me, a, check, now)
+            })
+            .unwrap_or(HrTimerRestart::NoRestart)
+    }
+}
+
+impl CpuTimer {
+    /// What the timer does for `me`, on this CPU, when `check` says so.
+    fn budget_fired(&self, me: &Task, a: &mut Attached, check: OnCpu, now: u64) -> HrTimerRestart {
+        let shared = &self.shared;
+        match check {
             OnCpu::Budget(ns) => {
-                this.timer.forward_now(ns.max(1));
+                self.timer.forward_now(ns.max(1));
                 HrTimerRestart::Restart
             }
             OnCpu::Unlimited => {
-                this.timer.forward_now(UNLIMITED_RECHECK_NS);
+                self.timer.forward_now(UNLIMITED_RECHECK_NS);
                 HrTimerRestart::Restart
             }
             OnCpu::Park { until_ns } => {
@@ -231,8 +230,8 @@ impl HrTimerCallback for CpuTimer {
                 }
                 // Armed while it stays on this CPU: if the window ends
                 // before the park runs, the next budget counts from there.
-                let to_end = until_ns.saturating_sub(monotonic_ns());
-                this.timer.forward_now(to_end.max(1));
+                let to_end = until_ns.saturating_sub(now);
+                self.timer.forward_now(to_end.max(1));
                 HrTimerRestart::Restart
             }
         }
@@ -286,24 +285,18 @@ impl Enforcer {
 
     /// `prev` leaves the CPU; whether it is attached.
     fn leave(&self, prev: &Task, now: u64) -> bool {
-        let Some(slot) = self.shared.threads.find(prev) else {
-            return false;
-        };
-        let mut state = slot.state.lock();
-        let Some(a) = state.of(prev) else {
-            return false;
-        };
-        a.run.switch_out(now);
-        true
+        self.shared
+            .threads
+            .with(prev, |a| a.run.switch_out(now))
+            .is_some()
     }
 
     /// `next` comes on the CPU: what its budget says.
     fn enter(&self, next: &Task, now: u64) -> Option<OnCpu> {
-        let slot = self.shared.threads.find(next)?;
-        let mut state = slot.state.lock();
-        let a = state.of(next)?;
-        a.run.switch_in(now);
-        Some(a.run.check(now))
+        self.shared.threads.with(next, |a| {
+            a.run.switch_in(now);
+            a.run.check(now)
+        })
     }
 }
 
@@ -337,17 +330,11 @@ impl SchedProbes for Enforcer {
         if self.shared.threads.live() == 0 {
             return;
         }
-        let Some(slot) = self.shared.threads.find(parent) else {
-            return;
-        };
-        let inherited = {
-            let mut state = slot.state.lock();
-            state.of(parent).and_then(|a| {
-                a.follow_forks
-                    .then(|| (a.channel, a.privileged, a.run.next_ns()))
-            })
-        };
-        let Some((channel, privileged, (t_r, t_w))) = inherited else {
+        let inherited = self.shared.threads.with(parent, |a| {
+            a.follow_forks
+                .then(|| (a.channel, a.privileged, a.run.next_ns()))
+        });
+        let Some(Some((channel, privileged, (t_r, t_w)))) = inherited else {
             return;
         };
         let Ok(spare) = self.shared.park_item(GFP_ATOMIC) else {

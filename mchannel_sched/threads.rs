@@ -154,6 +154,13 @@ impl Threads {
         None
     }
 
+    /// Runs `f` on `task`'s state under its lock, if it is attached.
+    pub(crate) fn with<R>(&self, task: &Task, f: impl FnOnce(&mut Attached) -> R) -> Option<R> {
+        let slot = self.find(task)?;
+        let mut state = slot.state.lock();
+        state.of(task).map(f)
+    }
+
     /// Attaches `task` with `make`'s state. `EEXIST` if it is attached
     /// already, `ENOSPC` if the table is full. Callable where sleeping is
     /// not allowed.

@@ -25,6 +25,7 @@
 //! | [`task_work`]    | none: `task_work_add` with a count for unload            |
 //! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
 //! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
+//! | [`error`]        | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`)        |
 //! | [`ratelimit`]    | none (C's `pr_*_ratelimited` are macros)                 |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |
@@ -45,6 +46,7 @@
 
 pub(crate) mod cred;
 pub(crate) mod dax;
+pub(crate) mod error;
 pub(crate) mod fs;
 mod helpers;
 pub(crate) mod hrtimer;

@@ -17,6 +17,17 @@ pub struct Mchannel {
     file: File,
 }
 
+/// `ATTACH`/`DETACH` arguments for thread `pid` (0: the caller), or its
+/// whole process.
+fn attach_args(channel: u32, pid: i32, process: bool) -> abi::AttachArgs {
+    abi::AttachArgs {
+        channel,
+        flags: if process { abi::ATTACH_PROCESS } else { 0 },
+        pid,
+        _pad: 0,
+    }
+}
+
 fn ioctl<T>(file: &File, cmd: u32, arg: *mut T) -> io::Result<()> {
     // SAFETY: `arg` points to a live value of the type the command
     // expects (the command encodes its size; uapi asserts the layouts).
@@ -89,23 +100,15 @@ impl Mchannel {
     /// Attaches thread `pid` (0: the caller), or with `process` the whole
     /// process and the threads it creates later.
     pub fn attach(&self, channel: u32, pid: i32, process: bool) -> io::Result<()> {
-        let mut args = abi::AttachArgs {
-            channel,
-            flags: if process { abi::ATTACH_PROCESS } else { 0 },
-            pid,
-            _pad: 0,
-        };
-        ioctl(&self.file, abi::ATTACH, &mut args)
+        ioctl(
+            &self.file,
+            abi::ATTACH,
+            &mut attach_args(channel, pid, process),
+        )
     }
 
     pub fn detach(&self, pid: i32, process: bool) -> io::Result<()> {
-        let mut args = abi::AttachArgs {
-            channel: 0,
-            flags: if process { abi::ATTACH_PROCESS } else { 0 },
-            pid,
-            _pad: 0,
-        };
-        ioctl(&self.file, abi::DETACH, &mut args)
+        ioctl(&self.file, abi::DETACH, &mut attach_args(0, pid, process))
     }
 
     /// Sets a component's congestion signal (parts per million).
