@@ -25,6 +25,7 @@ use crate::support::task;
 use crate::support::time::monotonic_ns;
 use crate::support::uapi::ioctl::size_of_cmd;
 use crate::support::uapi::mchannel as abi;
+use crate::sysfs::ChannelAttrs;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use kernel::c_str;
@@ -77,6 +78,14 @@ fn check_name(bytes: &[u8; abi::NAME_BYTES], what: &str) -> Result<[u8; abi::NAM
             what
         );
     };
+    // It names a sysfs directory.
+    if name.contains('/') || name == "." || name == ".." {
+        refuse!(
+            EINVAL,
+            "mchannel: {} name may not hold '/' or be '.' or '..'\n",
+            what
+        );
+    }
     if bytes
         .get(name.len()..)
         .map_or(true, |tail| tail.iter().any(|&b| b != 0))
@@ -138,7 +147,7 @@ impl Device {
         }
         let mut fabric = self.fabric.lock();
         spec.id = fabric
-            .new_component(name, spec.max_capacity)
+            .new_component(name, spec.kind, spec.max_capacity)
             .map_err(|e| not_created(e, "component", fabric::MAX_COMPONENTS))?;
         if let Err(e) = writer.write(&spec) {
             // The caller cannot learn the id: undo (it is the last one).
@@ -204,6 +213,9 @@ impl Device {
             run_ns: 0,
             granted_ns: 0,
             max_overrun_ns: 0,
+            threads: 0,
+            attrs: ChannelAttrs::new()?,
+            dir: None,
         };
         spec.id = fabric
             .new_channel(channel)
@@ -233,6 +245,7 @@ impl Device {
         ch.window = window;
         // The next control period recomputes T_R for the new window.
         ch.t_r_ns = ch.t_r_ns.min(t_w);
+        ch.publish(spec.id as usize);
         Ok(())
     }
 
@@ -460,10 +473,10 @@ pub(crate) struct MchannelFile {
     dev: Arc<Device>,
 }
 
+/// The module's counters; each channel and component has a directory
+/// (`sysfs.rs`).
 const ATTRIBUTES: &[&CStr] = &[
     c_str!("threads"),
-    c_str!("channels"),
-    c_str!("components"),
     c_str!("parks"),
     c_str!("park_misses"),
     c_str!("forks"),
@@ -493,12 +506,10 @@ impl MiscDevice for MchannelFile {
         let c = &dev.shared.counters;
         let value = match index {
             0 => dev.shared.threads.live() as u64,
-            1 => dev.fabric.lock().channels.iter().flatten().count() as u64,
-            2 => dev.fabric.lock().components.len() as u64,
-            3 => c.parks.load(Ordering::Relaxed),
-            4 => c.park_misses.load(Ordering::Relaxed),
-            5 => c.forks.load(Ordering::Relaxed),
-            6 => c.fork_misses.load(Ordering::Relaxed),
+            1 => c.parks.load(Ordering::Relaxed),
+            2 => c.park_misses.load(Ordering::Relaxed),
+            3 => c.forks.load(Ordering::Relaxed),
+            4 => c.fork_misses.load(Ordering::Relaxed),
             _ => return Err(EINVAL),
         };
         writeln!(out, "{}", value).map_err(|_| EINVAL)

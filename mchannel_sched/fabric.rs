@@ -11,9 +11,12 @@ use crate::control::component::{Component, Params};
 use crate::control::estimator::Estimator;
 use crate::control::fixed::{exp_neg, mul_div, Q32};
 use crate::control::window::{path_share, RunWindow};
+use crate::support::sysfs::Dir;
 use crate::support::uapi::mchannel as abi;
+use crate::sysfs::{self, ChannelAttrs, ComponentAttrs, Root};
 use crate::threads::Threads;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Limits on what user space may create.
 pub(crate) const MAX_COMPONENTS: usize = 64;
@@ -33,9 +36,12 @@ fn min_run_ns(t_w_ns: u64) -> u64 {
 
 pub(crate) struct ComponentEntry {
     pub(crate) name: [u8; abi::NAME_BYTES],
+    pub(crate) kind: u32,
     pub(crate) core: Component,
     /// The congestion signal last injected, parts per million.
     pub(crate) signal_ppm: u32,
+    attrs: Arc<ComponentAttrs>,
+    dir: Option<Dir<ComponentAttrs>>,
 }
 
 pub(crate) struct Channel {
@@ -53,9 +59,33 @@ pub(crate) struct Channel {
     pub(crate) run_ns: u64,
     pub(crate) granted_ns: u64,
     pub(crate) max_overrun_ns: u64,
+    /// Attached threads at the last control period.
+    pub(crate) threads: u64,
+    pub(crate) attrs: Arc<ChannelAttrs>,
+    pub(crate) dir: Option<Dir<ChannelAttrs>>,
 }
 
 impl Channel {
+    /// Publishes what sysfs shows of channel `id`.
+    pub(crate) fn publish(&self, id: usize) {
+        self.attrs.publish(&[
+            id as u64,
+            u64::from(self.weight),
+            u64::from(abi::NO_PARENT),
+            self.threads,
+            self.estimator.rate(),
+            self.estimator.demand(),
+            self.alpha,
+            self.t_r_ns,
+            self.window.t_w_ns(),
+            self.windows,
+            self.throttled_ns,
+            self.run_ns,
+            self.granted_ns,
+            self.max_overrun_ns,
+        ]);
+    }
+
     /// The weight its share is computed with (best effort: the least).
     fn effective_weight(&self) -> u32 {
         if self.flags & abi::CHANNEL_BEST_EFFORT != 0 {
@@ -81,12 +111,19 @@ struct Gathered {
     demand: u64,
     ran: bool,
     parked_ns: u64,
+    threads: u64,
 }
 /// Components and channels; ids are indexes.
+///
+/// # Invariants
+///
+/// Every channel and component has its sysfs directory while `sysfs` is
+/// set; `sysfs` is dropped last, after the directories inside it.
 pub(crate) struct Fabric {
     pub(crate) components: KVec<ComponentEntry>,
     pub(crate) channels: KVec<Option<Channel>>,
     last_ns: u64,
+    sysfs: Option<Root>,
 }
 
 impl Fabric {
@@ -95,6 +132,50 @@ impl Fabric {
             components: KVec::new(),
             channels: KVec::new(),
             last_ns: now_ns,
+            sysfs: None,
+        }
+    }
+
+    /// Gives the fabric its sysfs root; before any component or channel
+    /// exists.
+    pub(crate) fn set_sysfs(&mut self, root: Root) -> Result {
+        if !self.components.is_empty() || !self.channels.is_empty() {
+            return Err(EBUSY);
+        }
+        self.sysfs = Some(root);
+        Ok(())
+    }
+
+    /// Removes every sysfs directory, children first (before the device
+    /// they live under goes away).
+    pub(crate) fn remove_sysfs(&mut self) {
+        for ch in self.channels.iter_mut().flatten() {
+            ch.dir = None;
+        }
+        for c in self.components.iter_mut() {
+            c.dir = None;
+        }
+        self.sysfs = None;
+    }
+
+    /// Publishes what sysfs shows.
+    fn publish(&self) {
+        for (id, ch) in self.channels.iter().enumerate() {
+            if let Some(ch) = ch {
+                ch.publish(id);
+            }
+        }
+        for (id, c) in self.components.iter().enumerate() {
+            c.attrs.publish(&[
+                id as u64,
+                u64::from(c.kind),
+                c.core.params().max_capacity,
+                c.core.capacity(),
+                c.core.rate(),
+                c.core.load().to_ppm(),
+                c.core.alpha(),
+                u64::from(c.signal_ppm),
+            ]);
         }
     }
 
@@ -106,7 +187,12 @@ impl Fabric {
         self.channels.get_mut(id as usize)?.as_mut()
     }
 
-    pub(crate) fn new_component(&mut self, name: [u8; abi::NAME_BYTES], max: u64) -> Result<u32> {
+    pub(crate) fn new_component(
+        &mut self,
+        name: [u8; abi::NAME_BYTES],
+        kind: u32,
+        max: u64,
+    ) -> Result<u32> {
         if self.components.iter().any(|c| c.name == name) {
             return Err(EEXIST);
         }
@@ -115,34 +201,50 @@ impl Fabric {
         }
         let core = Component::new(Params::default_for(max)).map_err(|_| EINVAL)?;
         let id = u32::try_from(self.components.len()).map_err(|_| ENOSPC)?;
+        let attrs = ComponentAttrs::new()?;
+        let root = self.sysfs.as_ref().ok_or(ENODEV)?;
+        let dir = sysfs::dir_of(root.components.as_parent(), &name, &attrs)?;
+        self.components.reserve(1, GFP_KERNEL)?;
+        // INVARIANT: the component has its directory.
         self.components.push(
             ComponentEntry {
                 name,
+                kind,
                 core,
                 signal_ppm: 0,
+                attrs,
+                dir: Some(dir),
             },
             GFP_KERNEL,
         )?;
+        self.publish();
         Ok(id)
     }
 
-    /// Stores `channel` under a free id.
-    pub(crate) fn new_channel(&mut self, channel: Channel) -> Result<u32> {
+    /// Stores `channel` under a free id, with its sysfs directory.
+    pub(crate) fn new_channel(&mut self, mut channel: Channel) -> Result<u32> {
         let taken = |c: &Option<Channel>| c.as_ref().is_some_and(|c| c.name == channel.name);
         if self.channels.iter().any(taken) {
             return Err(EEXIST);
         }
-        if let Some(i) = self.channels.iter().position(Option::is_none) {
-            if let Some(slot) = self.channels.get_mut(i) {
-                *slot = Some(channel);
-                return u32::try_from(i).map_err(|_| ENOSPC);
-            }
-        }
-        if self.channels.len() >= MAX_CHANNELS {
+        let free = self.channels.iter().position(Option::is_none);
+        if free.is_none() && self.channels.len() >= MAX_CHANNELS {
             return Err(ENOSPC);
         }
-        let id = u32::try_from(self.channels.len()).map_err(|_| ENOSPC)?;
-        self.channels.push(Some(channel), GFP_KERNEL)?;
+        let i = free.unwrap_or(self.channels.len());
+        let id = u32::try_from(i).map_err(|_| ENOSPC)?;
+        let root = self.sysfs.as_ref().ok_or(ENODEV)?;
+        // INVARIANT: the channel has its directory.
+        channel.dir = Some(sysfs::dir_of(
+            root.channels.as_parent(),
+            &channel.name,
+            &channel.attrs,
+        )?);
+        channel.publish(i);
+        match self.channels.get_mut(i) {
+            Some(slot) => *slot = Some(channel),
+            None => self.channels.push(Some(channel), GFP_KERNEL)?,
+        }
         Ok(id)
     }
 
@@ -170,6 +272,7 @@ impl Fabric {
             let (Some(g), Some(Some(ch))) = (gathered.get_mut(i), channels.get(i)) else {
                 return;
             };
+            g.threads = g.threads.saturating_add(1);
             let meter = ch.meter_bytes_per_us;
             let bytes = mul_div(meter, closed.run_ns, 1_000);
             g.windows = g.windows.saturating_add(closed.windows);
@@ -192,6 +295,7 @@ impl Fabric {
             ch.run_ns = ch.run_ns.saturating_add(g.run_ns);
             ch.granted_ns = ch.granted_ns.saturating_add(g.granted_ns);
             ch.max_overrun_ns = g.max_overrun_ns;
+            ch.threads = g.threads;
             ch.estimator
                 .rate
                 .update(mul_div(g.bytes, NS_PER_S, wall), keep);
@@ -214,6 +318,7 @@ impl Fabric {
             // a larger one it may run sooner, and wakes to recount.
             a.parked && a.run.next_ns().0 > before
         });
+        self.publish();
         Ok(())
     }
 

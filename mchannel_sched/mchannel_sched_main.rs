@@ -7,8 +7,9 @@
 //! rate and demand and its components' fair share. Design and ABI:
 //! `Documentation/cxlfabric/mchannel.rst`.
 //!
-//! Teardown is by drop order of [`MchannelSched`]'s fields: the device goes
-//! first (no new attach), then the control loop, then the scheduler probes
+//! Teardown is by drop order of [`MchannelSched`]'s fields, after the sysfs
+//! directories of channels and components: the device goes first (no new
+//! attach), then the control loop, then the scheduler probes
 //! (and with them the budget timers), and last the [`Release`] guard, which
 //! detaches every thread, wakes the parked ones and waits until every
 //! queued park item has run.
@@ -22,6 +23,7 @@ mod chardev;
 mod control;
 mod enforce;
 mod fabric;
+mod sysfs;
 mod threads;
 
 use chardev::{Device, MchannelFile};
@@ -117,7 +119,14 @@ impl kernel::Module for MchannelSched {
             name: kernel::c_str!("mchannel"),
             mode: 0o666,
         };
-        let misc = KBox::pin_init(MiscDeviceRegistration::register(options, dev), GFP_KERNEL)?;
+        // No channel or component exists before their sysfs parent does.
+        let mut fabric = dev.fabric.lock();
+        let misc = KBox::pin_init(
+            MiscDeviceRegistration::register(options, dev.clone()),
+            GFP_KERNEL,
+        )?;
+        fabric.set_sysfs(sysfs::Root::new(misc.as_parent())?)?;
+        drop(fabric);
         pr_info!(
             "loaded: up to {} threads, K = {} ms\n",
             max,
@@ -135,5 +144,8 @@ impl kernel::Module for MchannelSched {
 impl Drop for MchannelSched {
     fn drop(&mut self) {
         pr_info!("unloading\n");
+        // Before the device they live under; no file is open (each holds
+        // a module reference), so no ioctl creates more meanwhile.
+        self._misc.data().fabric.lock().remove_sysfs();
     }
 }

@@ -10,6 +10,7 @@
 #include <linux/cred.h>
 #include <linux/dax.h>
 #include <linux/hrtimer.h>
+#include <linux/kobject.h>
 #include <linux/memremap.h>
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
@@ -189,6 +190,107 @@ void *cxlf_misc_data_of_open_file(struct file *file)
 	struct miscdevice *misc = file->private_data;
 
 	return container_of(misc, struct cxlf_misc, misc)->data;
+}
+
+/* In C: struct miscdevice is not in 6.12's bindings_helper.h. */
+struct kobject *cxlf_misc_kobject(struct cxlf_misc *m)
+{
+	return &m->misc.this_device->kobj;
+}
+
+/*
+ * A sysfs directory of read-only attributes, all shown by one callback
+ * with the directory's data pointer. In C: a kobj_type with its sysfs_ops
+ * and release, and container_of() from the kobject and the attribute.
+ */
+struct cxlf_dir {
+	struct kobject kobj;
+	void *data;
+	ssize_t (*show)(void *data, unsigned int index, char *buf);
+	struct kobj_attribute *kattrs;
+	struct attribute **attrs;
+	struct attribute_group group;
+};
+
+static void cxlf_dir_release(struct kobject *kobj)
+{
+	struct cxlf_dir *d = container_of(kobj, struct cxlf_dir, kobj);
+
+	kfree(d->attrs);
+	kfree(d->kattrs);
+	kfree(d);
+}
+
+static const struct kobj_type cxlf_dir_ktype = {
+	.release = cxlf_dir_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+};
+
+static ssize_t cxlf_dir_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	struct cxlf_dir *d = container_of(kobj, struct cxlf_dir, kobj);
+
+	return d->show(d->data, attr - d->kattrs, buf);
+}
+
+struct cxlf_dir *cxlf_dir_create(struct kobject *parent, const char *name,
+				 void *data, const char *const *attr_names,
+				 unsigned int nr_attrs,
+				 ssize_t (*show)(void *data, unsigned int index,
+						 char *buf))
+{
+	struct cxlf_dir *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	unsigned int i;
+	int err;
+
+	if (!d)
+		return ERR_PTR(-ENOMEM);
+	d->kattrs = kcalloc(nr_attrs, sizeof(*d->kattrs), GFP_KERNEL);
+	d->attrs = kcalloc(nr_attrs + 1, sizeof(*d->attrs), GFP_KERNEL);
+	if (!d->kattrs || !d->attrs) {
+		kfree(d->attrs);
+		kfree(d->kattrs);
+		kfree(d);
+		return ERR_PTR(-ENOMEM);
+	}
+	for (i = 0; i < nr_attrs; i++) {
+		sysfs_attr_init(&d->kattrs[i].attr);
+		d->kattrs[i].attr.name = attr_names[i];
+		d->kattrs[i].attr.mode = 0444;
+		d->kattrs[i].show = cxlf_dir_show;
+		d->attrs[i] = &d->kattrs[i].attr;
+	}
+	d->group.attrs = d->attrs;
+	d->data = data;
+	d->show = show;
+	/* From here on the release frees everything. */
+	err = kobject_init_and_add(&d->kobj, &cxlf_dir_ktype, parent, "%s",
+				   name);
+	if (!err && nr_attrs)
+		err = sysfs_create_group(&d->kobj, &d->group);
+	if (err) {
+		kobject_put(&d->kobj);
+		return ERR_PTR(err);
+	}
+	return d;
+}
+
+/*
+ * kobject_del() removes the directory and waits for running show
+ * callbacks (kernfs drains its active references), so the caller may
+ * free the data once this returns.
+ */
+void cxlf_dir_destroy(struct cxlf_dir *d)
+{
+	kobject_del(&d->kobj);
+	kobject_put(&d->kobj);
+}
+
+/* In C: struct cxlf_dir is private to this file. */
+struct kobject *cxlf_dir_kobject(struct cxlf_dir *d)
+{
+	return &d->kobj;
 }
 
 struct cxlf_dax_driver {

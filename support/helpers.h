@@ -30,6 +30,18 @@ void cxlf_misc_deregister(struct cxlf_misc *misc);
 int cxlf_misc_minor(const struct cxlf_misc *misc);
 void *cxlf_misc_data_of_open_file(struct file *file);
 
+struct kobject *cxlf_misc_kobject(struct cxlf_misc *misc);
+
+/* A sysfs directory of read-only attributes. */
+struct cxlf_dir;
+struct cxlf_dir *cxlf_dir_create(struct kobject *parent, const char *name,
+				 void *data, const char *const *attr_names,
+				 unsigned int nr_attrs,
+				 ssize_t (*show)(void *data, unsigned int index,
+						 char *buf));
+void cxlf_dir_destroy(struct cxlf_dir *dir);
+struct kobject *cxlf_dir_kobject(struct cxlf_dir *dir);
+
 /* Setting up a VMA in ->mmap, and page-frame entries for its faults. */
 void cxlf_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags);
 void cxlf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags);

@@ -49,6 +49,12 @@ pub(crate) struct CxlfPeriodic {
     _opaque: [u8; 0],
 }
 
+/// `struct cxlf_dir`: a sysfs directory, owned by C (its kobject).
+#[repr(C)]
+pub(crate) struct CxlfDir {
+    _opaque: [u8; 0],
+}
+
 /// `struct dev_dax`, private to drivers/dax.
 #[repr(C)]
 pub(crate) struct RawDevDax {
@@ -69,6 +75,18 @@ extern "C" {
     pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
     pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
     pub(crate) fn cxlf_misc_data_of_open_file(file: *mut bindings::file) -> *mut c_void;
+    pub(crate) fn cxlf_misc_kobject(misc: *mut CxlfMisc) -> *mut bindings::kobject;
+
+    pub(crate) fn cxlf_dir_create(
+        parent: *mut bindings::kobject,
+        name: *const c_char,
+        data: *mut c_void,
+        attr_names: *const *const c_char,
+        nr_attrs: c_uint,
+        show: Option<unsafe extern "C" fn(*mut c_void, c_uint, *mut c_char) -> isize>,
+    ) -> *mut CxlfDir;
+    pub(crate) fn cxlf_dir_destroy(dir: *mut CxlfDir);
+    pub(crate) fn cxlf_dir_kobject(dir: *mut CxlfDir) -> *mut bindings::kobject;
 
     pub(crate) fn cxlf_vm_flags_set(
         vma: *mut bindings::vm_area_struct,

@@ -16,6 +16,8 @@
 use super::fs::File;
 use super::helpers;
 use super::mm::VmaNew;
+pub(crate) use super::sysfs::AttributeBuffer;
+use super::sysfs::Parent;
 use core::marker::{PhantomData, PhantomPinned};
 use kernel::bindings;
 use kernel::error::{from_err_ptr, from_result};
@@ -158,6 +160,14 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
         &self.data
     }
 
+    /// The device's sysfs directory (`/sys/class/misc/<name>/`), as a
+    /// parent for directories that are removed before the registration.
+    pub(crate) fn as_parent(&self) -> Parent<'_> {
+        // SAFETY: `raw` is a live registration (invariant), whose device
+        // stays registered while `self` is borrowed.
+        unsafe { Parent::from_raw(helpers::cxlf_misc_kobject(self.raw)) }
+    }
+
     /// The minor number the misc core assigned.
     pub(crate) fn minor(&self) -> i32 {
         // SAFETY: `raw` is a live registration (invariant).
@@ -180,22 +190,6 @@ const MAX_ATTRIBUTES: usize = 16;
 /// Device names, with their NUL, fit the C side's buffer.
 const NAME_BYTES: usize = 32;
 
-/// The page a sysfs `show` fills.
-pub(crate) struct AttributeBuffer<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl core::fmt::Write for AttributeBuffer<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
-        let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
 /// # Safety
 ///
 /// Called by the C side's sysfs `show` with the registration's data
@@ -213,10 +207,10 @@ unsafe extern "C" fn show_attribute<T: MiscDevice>(
     // uses while it runs (function contract).
     let page =
         unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
-    let mut out = AttributeBuffer { buf: page, len: 0 };
+    let mut out = AttributeBuffer::new(page);
     from_result(|| {
         T::show_attribute(&misc.data, index as usize, &mut out)?;
-        Ok(out.len as isize)
+        Ok(out.len() as isize)
     })
 }
 

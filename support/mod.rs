@@ -22,6 +22,7 @@
 //! | [`time`]         | `kernel::time`, `kernel::delay`                          |
 //! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
 //! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
+//! | [`sysfs`]        | none: kobject directories of read-only attributes        |
 //! | [`task_work`]    | none: `task_work_add` with a count for unload            |
 //! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
 //! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
@@ -61,6 +62,7 @@ pub(crate) mod ratelimit;
 pub(crate) mod region;
 pub(crate) mod sharedmem;
 pub(crate) mod spinlock_irq;
+pub(crate) mod sysfs;
 pub(crate) mod task;
 pub(crate) mod task_work;
 pub(crate) mod time;

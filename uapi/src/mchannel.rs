@@ -130,6 +130,40 @@ pub struct ChannelStat {
     pub max_overrun_ns: u64,
 }
 
+/// sysfs: `/sys/class/misc/mchannel/channels/<name>/<attribute>`, one
+/// decimal value per file, updated every control period (rates in bytes
+/// per second, times in nanoseconds; `parent` is `NO_PARENT` or a group's
+/// id). The module's names are checked against these at build time.
+pub const SYSFS_ROOT: &str = "/sys/class/misc/mchannel";
+pub const CHANNEL_ATTRS: [&str; 14] = [
+    "id",
+    "weight",
+    "parent",
+    "threads",
+    "rate",
+    "demand",
+    "alpha",
+    "t_r_ns",
+    "t_w_ns",
+    "windows",
+    "throttled_ns",
+    "run_ns",
+    "granted_ns",
+    "max_overrun_ns",
+];
+/// `.../components/<name>/<attribute>` (`kind` is `COMPONENT_*`; `load_ppm`
+/// and `signal_ppm` are parts per million).
+pub const COMPONENT_ATTRS: [&str; 8] = [
+    "id",
+    "kind",
+    "max_capacity",
+    "capacity",
+    "rate",
+    "load_ppm",
+    "alpha",
+    "signal_ppm",
+];
+
 pub const REGISTER_COMPONENT: u32 = iowr::<ComponentSpec>(IOC_TYPE, 1);
 pub const CREATE_CHANNEL: u32 = iowr::<ChannelSpec>(IOC_TYPE, 2);
 pub const SET_CHANNEL: u32 = iow::<ChannelSpec>(IOC_TYPE, 3);

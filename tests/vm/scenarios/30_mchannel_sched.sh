@@ -31,12 +31,30 @@ sleep 0.5
 stat=$(mchannel stat "$ch" --json)
 echo "$stat" | grep -q '"threads": 2'
 test "$(echo "$stat" | sed -n 's/.*"windows": \([0-9]*\).*/\1/p')" -gt 0
+# sysfs shows the same channel and its component, one value per file,
+# refreshed by the control loop; list and top read them.
+sys=/sys/class/misc/mchannel
+test "$(cat $sys/channels/run/id)" = "$ch"
+test "$(cat $sys/components/run-port/capacity)" = 50000000
+test "$(cat $sys/components/run-port/kind)" = 1
+wait_until 20 reads $sys/channels/run/threads = 2
+test "$(cat $sys/channels/run/windows)" -gt 0
+test "$(cat $sys/channels/run/rate)" -gt 0
+mchannel list --json | grep -q '"name": "run"'
+mchannel list | grep -q '^[0-9]* *run-port *host-port'
+top=$(mchannel top --count 2 --interval-ms 200)
+echo "$top" | grep -Eq "^$ch +run +1 +2 .* [0-9]+\.[0-9]+ +[0-9]+\.[0-9]+$"
 # A throttled process dies at once when killed, and leaves the table.
 kill -9 $pid
 start=$(date +%s)
 wait $pid || true
 test $(($(date +%s) - start)) -le 2
 wait_until 20 reads $threads = 0
+# A destroyed channel's directory goes with it.
+mchannel create --name gone --path "$c" >/dev/null
+test -d $sys/channels/gone
+mchannel destroy "$(cat $sys/channels/gone/id)"
+test ! -e $sys/channels/gone
 
 # Unloading under load: every attached thread is let go and runs on.
 mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 2 --seconds 3 &

@@ -2,6 +2,7 @@
 //! channels, attach threads and processes, inject congestion, read
 //! statistics. The ABI is `uapi/src/mchannel.rs`.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -169,4 +170,99 @@ pub fn channel_spec(
         meter_bytes_per_us,
         name: self::name(name)?,
     })
+}
+
+/// One channel or component as sysfs shows it: its directory name and
+/// every attribute the ABI names (`abi::CHANNEL_ATTRS`,
+/// `abi::COMPONENT_ATTRS`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SysEntry {
+    pub name: String,
+    #[serde(flatten)]
+    pub values: BTreeMap<String, u64>,
+}
+
+impl SysEntry {
+    /// An attribute's value (0 if the kernel did not show it).
+    pub fn get(&self, attr: &str) -> u64 {
+        self.values.get(attr).copied().unwrap_or(0)
+    }
+}
+
+/// The channels (`"channels"`, with `abi::CHANNEL_ATTRS`) or components
+/// under a sysfs root, by id. An entry removed while it is read is
+/// skipped.
+pub fn sys_list(root: &Path, dir: &str, attrs: &[&str]) -> io::Result<Vec<SysEntry>> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(root.join(dir))? {
+        let e = e?;
+        let mut values = BTreeMap::new();
+        let mut gone = false;
+        for &a in attrs {
+            match std::fs::read_to_string(e.path().join(a)) {
+                Ok(s) => {
+                    let v = s.trim().parse().map_err(|err| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("{}/{a}: {err}", e.path().display()),
+                        )
+                    })?;
+                    values.insert(a.to_string(), v);
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => gone = true,
+                Err(err) => return Err(err),
+            }
+        }
+        if !gone {
+            out.push(SysEntry {
+                name: e.file_name().to_string_lossy().into_owned(),
+                values,
+            });
+        }
+    }
+    out.sort_by_key(|e| e.get("id"));
+    Ok(out)
+}
+
+pub fn sys_channels(root: &Path) -> io::Result<Vec<SysEntry>> {
+    sys_list(root, "channels", &abi::CHANNEL_ATTRS)
+}
+
+pub fn sys_components(root: &Path) -> io::Result<Vec<SysEntry>> {
+    sys_list(root, "components", &abi::COMPONENT_ATTRS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(root: &Path, dir: &str, name: &str, attrs: &[&str], base: u64) {
+        let d = root.join(dir).join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        for (i, a) in attrs.iter().enumerate() {
+            let v = if *a == "id" {
+                base
+            } else {
+                base * 100 + i as u64
+            };
+            std::fs::write(d.join(a), format!("{v}\n")).unwrap();
+        }
+    }
+
+    #[test]
+    fn sysfs_entries_are_read_by_id_and_half_removed_ones_skipped() {
+        let t = tempfile::tempdir().unwrap();
+        entry(t.path(), "channels", "b", &abi::CHANNEL_ATTRS, 1);
+        entry(t.path(), "channels", "a", &abi::CHANNEL_ATTRS, 0);
+        entry(t.path(), "channels", "gone", &abi::CHANNEL_ATTRS[..3], 2);
+        entry(t.path(), "components", "port", &abi::COMPONENT_ATTRS, 0);
+        let ch = sys_channels(t.path()).unwrap();
+        assert_eq!(ch.len(), 2);
+        assert_eq!((ch[0].name.as_str(), ch[1].name.as_str()), ("a", "b"));
+        assert_eq!(ch[1].get("rate"), 104);
+        let c = sys_components(t.path()).unwrap();
+        assert_eq!(c[0].get("capacity"), 3);
+        std::fs::write(t.path().join("channels/a/rate"), "x\n").unwrap();
+        assert!(sys_channels(t.path()).is_err(), "garbage is an error");
+    }
 }

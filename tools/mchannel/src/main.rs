@@ -2,7 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use mchannel::{channel_spec, kind_of, ChannelStat, Mchannel, DEFAULT_DEVICE};
+use mchannel::{
+    channel_spec, kind_of, sys_channels, sys_components, ChannelStat, Mchannel, SysEntry,
+    DEFAULT_DEVICE,
+};
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -16,6 +19,9 @@ struct Cli {
     /// Print results as JSON.
     #[arg(long, global = true)]
     json: bool,
+    /// The module's sysfs directory.
+    #[arg(long, default_value = uapi::mchannel::SYSFS_ROOT, global = true)]
+    sysfs: PathBuf,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -93,6 +99,17 @@ enum Cmd {
     },
     /// A channel's statistics.
     Stat { id: u32 },
+    /// Every component and channel, as sysfs shows them.
+    List,
+    /// A live view of components and channels, refreshed every interval
+    /// (each channel's run and throttled time as CPUs over the interval).
+    Top {
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Stop after this many refreshes (0: never).
+        #[arg(long, default_value_t = 0)]
+        count: u64,
+    },
     /// Run a command attached to a channel (the process and every thread it
     /// creates), like numactl.
     Run {
@@ -209,6 +226,17 @@ fn main() -> Result<()> {
                 );
             }
         }
+        Cmd::List => {
+            let (components, channels) = (sys_components(&cli.sysfs)?, sys_channels(&cli.sysfs)?);
+            if cli.json {
+                let v = serde_json::json!({"components": components, "channels": channels});
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", components_table(&components));
+                print!("{}", channels_table(&channels, None, 0.0));
+            }
+        }
+        Cmd::Top { interval_ms, count } => top(&cli.sysfs, cli.json, *interval_ms, *count)?,
         Cmd::Run { channel, command } => {
             dev()?.attach(*channel, 0, true).context("ATTACH")?;
             let err = std::process::Command::new(&command[0])
@@ -218,6 +246,112 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+const MB: f64 = 1e6;
+
+fn kind_name(kind: u64) -> &'static str {
+    match u32::try_from(kind) {
+        Ok(uapi::mchannel::COMPONENT_HOST_PORT) => "host-port",
+        Ok(uapi::mchannel::COMPONENT_SWITCH) => "switch",
+        Ok(uapi::mchannel::COMPONENT_ENDPOINT) => "endpoint",
+        _ => "?",
+    }
+}
+
+fn components_table(cs: &[SysEntry]) -> String {
+    let mut out = format!(
+        "{:<4} {:<20} {:<9} {:>10} {:>10} {:>8} {:>10}\n",
+        "id", "component", "kind", "C MB/s", "F MB/s", "load", "alpha MB/s"
+    );
+    for c in cs {
+        out += &format!(
+            "{:<4} {:<20} {:<9} {:>10.1} {:>10.1} {:>8.3} {:>10.1}\n",
+            c.get("id"),
+            c.name,
+            kind_name(c.get("kind")),
+            c.get("capacity") as f64 / MB,
+            c.get("rate") as f64 / MB,
+            c.get("load_ppm") as f64 / 1e6,
+            c.get("alpha") as f64 / MB,
+        );
+    }
+    out
+}
+
+/// With `prev` (the same channels `dt` seconds earlier), the time run and
+/// throttled over the interval, in CPUs.
+fn channels_table(chs: &[SysEntry], prev: Option<&[SysEntry]>, dt: f64) -> String {
+    let mut out = format!(
+        "{:<4} {:<20} {:>6} {:>7} {:>10} {:>10} {:>10} {:>7} {:>6} {:>9}\n",
+        "id",
+        "channel",
+        "weight",
+        "threads",
+        "rate MB/s",
+        "demand",
+        "alpha",
+        "T_R/T_W",
+        "run",
+        "throttled"
+    );
+    for c in chs {
+        let delta = |attr: &str| {
+            let before = prev
+                .and_then(|p| p.iter().find(|e| e.name == c.name))
+                .map(|e| e.get(attr));
+            match before {
+                Some(b) if dt > 0.0 => {
+                    format!("{:.2}", c.get(attr).saturating_sub(b) as f64 / 1e9 / dt)
+                }
+                _ => "-".to_string(),
+            }
+        };
+        out += &format!(
+            "{:<4} {:<20} {:>6} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>7.3} {:>6} {:>9}\n",
+            c.get("id"),
+            c.name,
+            c.get("weight"),
+            c.get("threads"),
+            c.get("rate") as f64 / MB,
+            c.get("demand") as f64 / MB,
+            c.get("alpha") as f64 / MB,
+            c.get("t_r_ns") as f64 / c.get("t_w_ns").max(1) as f64,
+            delta("run_ns"),
+            delta("throttled_ns"),
+        );
+    }
+    out
+}
+
+fn top(root: &std::path::Path, json: bool, interval_ms: u64, count: u64) -> Result<()> {
+    let interval = std::time::Duration::from_millis(interval_ms.max(10));
+    let mut prev: Option<(std::time::Instant, Vec<SysEntry>)> = None;
+    let mut n = 0u64;
+    loop {
+        let now = std::time::Instant::now();
+        let (components, channels) = (sys_components(root)?, sys_channels(root)?);
+        if json {
+            let v = serde_json::json!({"components": components, "channels": channels});
+            println!("{}", serde_json::to_string(&v)?);
+        } else {
+            let dt = prev.as_ref().map_or(0.0, |(t, _)| (now - *t).as_secs_f64());
+            // Clear the screen and go home, as top does.
+            print!("\x1b[2J\x1b[H");
+            print!("{}", components_table(&components));
+            println!();
+            print!(
+                "{}",
+                channels_table(&channels, prev.as_ref().map(|(_, p)| p.as_slice()), dt)
+            );
+        }
+        n += 1;
+        if count != 0 && n >= count {
+            return Ok(());
+        }
+        prev = Some((now, channels));
+        std::thread::sleep(interval);
+    }
 }
 
 fn print_id(json: bool, id: u32) {
