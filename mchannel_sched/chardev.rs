@@ -18,7 +18,6 @@ use crate::enforce::Shared;
 use crate::fabric::{self, Channel, Fabric};
 use crate::pr_info_ratelimited;
 use crate::support::cred;
-use crate::support::error::eopnotsupp;
 use crate::support::kvec::VecExt;
 use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
 use crate::support::task;
@@ -169,40 +168,31 @@ impl Device {
                 spec.flags
             );
         }
-        if spec.flags & abi::CHANNEL_GROUP != 0 || spec.parent != abi::NO_PARENT {
+        let group = spec.flags & abi::CHANNEL_GROUP != 0;
+        if group && (spec.meter_bytes_per_us != 0 || spec.flags & abi::CHANNEL_BEST_EFFORT != 0) {
             refuse!(
-                eopnotsupp(),
-                "mchannel: groups and parents are not served yet\n"
+                EINVAL,
+                "mchannel: a group runs no threads: no meter, not best effort\n"
             );
         }
         check_weight_meter(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
-        let len = spec.path_len as usize;
-        let Some(path) = spec.path.get(..len) else {
-            refuse!(
-                EINVAL,
-                "mchannel: path of {} components, {} at most\n",
-                len,
-                abi::PATH_MAX
-            );
-        };
         let mut fabric = self.fabric.lock();
-        let mut ids = KVec::with_capacity(len, GFP_KERNEL)?;
-        for (i, &c) in path.iter().enumerate() {
-            if fabric.components.get(c as usize).is_none() {
-                refuse!(ENOENT, "mchannel: no component {}\n", c);
-            }
-            if path.get(..i).is_some_and(|before| before.contains(&c)) {
-                refuse!(EINVAL, "mchannel: component {} twice on a path\n", c);
-            }
-            ids.push(c, GFP_KERNEL)?;
-        }
+        let (ids, depth) = if spec.parent == abi::NO_PARENT {
+            (Self::path_of(&fabric, &spec)?, 0)
+        } else {
+            Self::inherited_path(&fabric, &spec)?
+        };
         let window = fabric::run_window(t_w)?;
         let channel = Channel {
             name,
             flags: spec.flags,
             weight: spec.weight,
+            parent: spec.parent,
+            depth,
             path: ids,
+            alphas: [u64::MAX; abi::PATH_MAX],
+            sums: (0, 0),
             window,
             meter_bytes_per_us: spec.meter_bytes_per_us,
             estimator: Estimator::default(),
@@ -230,6 +220,58 @@ impl Device {
         Ok(())
     }
 
+    /// The components on a top-level channel's path, each once.
+    fn path_of(fabric: &Fabric, spec: &abi::ChannelSpec) -> Result<KVec<u32>> {
+        let len = spec.path_len as usize;
+        let Some(path) = spec.path.get(..len) else {
+            refuse!(
+                EINVAL,
+                "mchannel: path of {} components, {} at most\n",
+                len,
+                abi::PATH_MAX
+            );
+        };
+        let mut ids = KVec::with_capacity(len, GFP_KERNEL)?;
+        for (i, &c) in path.iter().enumerate() {
+            if fabric.components.get(c as usize).is_none() {
+                refuse!(ENOENT, "mchannel: no component {}\n", c);
+            }
+            if path.get(..i).is_some_and(|before| before.contains(&c)) {
+                refuse!(EINVAL, "mchannel: component {} twice on a path\n", c);
+            }
+            ids.push(c, GFP_KERNEL)?;
+        }
+        Ok(ids)
+    }
+
+    /// A child's path (its parent group's) and depth.
+    fn inherited_path(fabric: &Fabric, spec: &abi::ChannelSpec) -> Result<(KVec<u32>, u8)> {
+        let Some(parent) = fabric.channel(spec.parent) else {
+            refuse!(ENOENT, "mchannel: no parent group {}\n", spec.parent);
+        };
+        if !parent.is_group() {
+            refuse!(EINVAL, "mchannel: parent {} is not a group\n", spec.parent);
+        }
+        if spec.path_len != 0 {
+            refuse!(EINVAL, "mchannel: a child takes its parent's path\n");
+        }
+        let depth = parent.depth.saturating_add(1);
+        // A group needs room for the channels under it.
+        let below = usize::from(spec.flags & abi::CHANNEL_GROUP != 0);
+        if usize::from(depth).saturating_add(below) >= fabric::MAX_DEPTH {
+            refuse!(
+                EINVAL,
+                "mchannel: {} levels at most (groups, then channels)\n",
+                fabric::MAX_DEPTH
+            );
+        }
+        let mut ids = KVec::with_capacity(parent.path.len(), GFP_KERNEL)?;
+        for &c in parent.path.iter() {
+            ids.push(c, GFP_KERNEL)?;
+        }
+        Ok((ids, depth))
+    }
+
     fn set_channel(&self, user: UserSlice) -> Result {
         require_nice("SET_CHANNEL")?;
         let spec: abi::ChannelSpec = user.reader().read()?;
@@ -240,6 +282,9 @@ impl Device {
         let Some(ch) = fabric.channel_mut(spec.id) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", spec.id);
         };
+        if ch.is_group() && spec.meter_bytes_per_us != 0 {
+            refuse!(EINVAL, "mchannel: a group runs no threads: no meter\n");
+        }
         ch.weight = spec.weight;
         ch.meter_bytes_per_us = spec.meter_bytes_per_us;
         ch.window = window;
@@ -269,6 +314,9 @@ impl Device {
                 id,
                 users
             );
+        }
+        if fabric.channels.iter().flatten().any(|c| c.parent == id) {
+            refuse!(EBUSY, "mchannel: group {} has children\n", id);
         }
         if let Some(slot) = fabric.channels.get_mut(id as usize) {
             *slot = None;
@@ -348,6 +396,13 @@ impl Device {
         let Some(ch) = fabric.channel(args.channel) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", args.channel);
         };
+        if ch.is_group() {
+            refuse!(
+                EINVAL,
+                "mchannel: {} is a group; threads attach to its channels\n",
+                args.channel
+            );
+        }
         let (t_w, t_r) = (ch.window.t_w_ns(), ch.t_r_ns);
         // Two passes: a thread created during the first by one not yet
         // attached is in the list by the second; later ones are followed

@@ -10,7 +10,9 @@
 use crate::control::component::{Component, Params};
 use crate::control::estimator::Estimator;
 use crate::control::fixed::{exp_neg, mul_div, Q32};
+use crate::control::tree::{self, Node};
 use crate::control::window::{path_share, RunWindow};
+use crate::support::kvec::VecExt;
 use crate::support::sysfs::Dir;
 use crate::support::uapi::mchannel as abi;
 use crate::sysfs::{self, ChannelAttrs, ComponentAttrs, Root};
@@ -23,6 +25,8 @@ pub(crate) const MAX_COMPONENTS: usize = 64;
 pub(crate) const MAX_CHANNELS: usize = 256;
 /// The emulated meter's largest rate, bytes per microsecond (1 TB/s).
 pub(crate) const METER_MAX: u64 = 1_000_000;
+/// Levels of a hierarchy: tenant, application, channel.
+pub(crate) const MAX_DEPTH: usize = 3;
 /// The control period K (the core's default).
 pub(crate) const K_NS: u64 = 10_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
@@ -48,7 +52,18 @@ pub(crate) struct Channel {
     pub(crate) name: [u8; abi::NAME_BYTES],
     pub(crate) flags: u32,
     pub(crate) weight: u32,
+    /// A group's id, or `NO_PARENT`; a parent outlives its children.
+    pub(crate) parent: u32,
+    /// Groups above it (0: under the components), below `MAX_DEPTH`.
+    pub(crate) depth: u8,
+    /// The components it crosses (a child's are its parent's).
     pub(crate) path: KVec<u32>,
+    /// Per component on the path: a group's share per unit of weight
+    /// among its children (Eq. 4 is iterative, so it is kept); a channel's
+    /// alpha from that component's tree.
+    pub(crate) alphas: [u64; abi::PATH_MAX],
+    /// A group's rate and demand: its children's sums.
+    pub(crate) sums: (u64, u64),
     pub(crate) window: RunWindow,
     pub(crate) meter_bytes_per_us: u64,
     pub(crate) estimator: Estimator,
@@ -66,15 +81,29 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
+    pub(crate) fn is_group(&self) -> bool {
+        self.flags & abi::CHANNEL_GROUP != 0
+    }
+
+    /// Its rate and demand (a group's: its children's).
+    fn rate_demand(&self) -> (u64, u64) {
+        if self.is_group() {
+            self.sums
+        } else {
+            (self.estimator.rate(), self.estimator.demand())
+        }
+    }
+
     /// Publishes what sysfs shows of channel `id`.
     pub(crate) fn publish(&self, id: usize) {
+        let (rate, demand) = self.rate_demand();
         self.attrs.publish(&[
             id as u64,
             u64::from(self.weight),
-            u64::from(abi::NO_PARENT),
+            u64::from(self.parent),
             self.threads,
-            self.estimator.rate(),
-            self.estimator.demand(),
+            rate,
+            demand,
             self.alpha,
             self.t_r_ns,
             self.window.t_w_ns(),
@@ -304,7 +333,7 @@ impl Fabric {
                 ch.estimator.demand.update(g.demand, keep);
             }
         }
-        self.update_components();
+        self.update_components()?;
         self.update_budgets();
         let channels = &self.channels;
         threads.update_each(|a| {
@@ -322,32 +351,71 @@ impl Fabric {
         Ok(())
     }
 
-    fn update_components(&mut self) {
-        for (id, comp) in self.components.iter_mut().enumerate() {
-            let (mut f, mut cap) = (0u64, 0u64);
-            for ch in self.channels.iter().flatten() {
-                if ch.path.iter().any(|&c| c as usize == id) {
-                    f = f.saturating_add(ch.estimator.rate());
-                    let w = u64::from(ch.effective_weight().max(1));
-                    cap = cap.max(ch.estimator.demand().div_ceil(w));
+    /// Eq. 4 at every component, over the tree of the groups and
+    /// channels that cross it (HCSFQ; flat when no channel has a parent).
+    fn update_components(&mut self) -> Result {
+        // Parents before children, as the tree wants.
+        let mut order = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
+        for depth in 0..MAX_DEPTH {
+            for (i, ch) in self.channels.iter().enumerate() {
+                if ch.as_ref().is_some_and(|c| usize::from(c.depth) == depth) {
+                    order.push(i, GFP_KERNEL)?;
                 }
             }
+        }
+        let mut nodes = KVec::with_capacity(order.len(), GFP_KERNEL)?;
+        let mut ids = KVec::with_capacity(order.len(), GFP_KERNEL)?;
+        for ch in self.channels.iter_mut().flatten() {
+            ch.sums = (0, 0);
+        }
+        for (id, comp) in self.components.iter_mut().enumerate() {
+            nodes.clear();
+            ids.clear();
+            for &i in order.iter() {
+                let Some(Some(ch)) = self.channels.get(i) else {
+                    continue;
+                };
+                let Some(pos) = ch.path.iter().position(|&c| c as usize == id) else {
+                    continue;
+                };
+                let parent = match ids.iter().position(|&(p, _)| p as u32 == ch.parent) {
+                    _ if ch.parent == abi::NO_PARENT => tree::ROOT,
+                    // Parents cross the components their children do.
+                    Some(k) => u16::try_from(k).map_err(|_| EINVAL)?,
+                    None => return Err(EINVAL),
+                };
+                let (rate, demand) = ch.rate_demand();
+                let mut node = Node::new(parent, ch.effective_weight());
+                node.rate = rate;
+                node.demand = demand;
+                node.alpha = ch.alphas.get(pos).copied().unwrap_or(u64::MAX);
+                nodes.push(node, GFP_KERNEL)?;
+                ids.push((i, pos), GFP_KERNEL)?;
+            }
+            tree::check(&mut nodes).map_err(|_| EINVAL)?;
             comp.core.update_load(Q32::from_ppm(comp.signal_ppm));
             comp.core.adjust_capacity();
-            comp.core.update_share(f, cap);
+            comp.core.update_tree(&mut nodes);
+            for (n, &(i, pos)) in nodes.iter().zip(ids.iter()) {
+                if let Some(Some(ch)) = self.channels.get_mut(i) {
+                    if let Some(a) = ch.alphas.get_mut(pos) {
+                        *a = n.alpha;
+                    }
+                    if ch.is_group() {
+                        // The same children on every component of its path.
+                        ch.sums = (n.rate, n.demand);
+                    }
+                }
+            }
         }
+        Ok(())
     }
 
     fn update_budgets(&mut self) {
-        let components = &self.components;
         for ch in self.channels.iter_mut().flatten() {
-            let alphas = ch
-                .path
-                .iter()
-                .filter_map(|&c| components.get(c as usize))
-                .map(|c| c.core.alpha());
-            ch.alpha = path_share(alphas);
-            ch.t_r_ns = if ch.meter_bytes_per_us == 0 {
+            let len = ch.path.len();
+            ch.alpha = path_share(ch.alphas.iter().take(len).copied());
+            ch.t_r_ns = if ch.meter_bytes_per_us == 0 || ch.is_group() {
                 ch.window.t_w_ns()
             } else {
                 ch.window

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What 6.12's `KVec` lacks: an extension trait. `pop` is upstream's
-//! `Vec::pop` (6.14), deleted with a newer kernel; `swap_remove` has no
+//! What 6.12's `KVec` lacks: an extension trait. `pop` and `clear` are
+//! upstream's `Vec::pop` (6.14) and `Vec::clear` (6.15), deleted with a
+//! newer kernel; `swap_remove` has no
 //! upstream counterpart (6.15's `Vec::remove` shifts the tail instead).
 
 use kernel::alloc::{Allocator, Vec};
@@ -12,6 +13,10 @@ pub(crate) trait VecExt<T> {
     fn pop(&mut self) -> Option<T>;
     /// Removes the element at `index`, replacing it with the last one.
     fn swap_remove(&mut self, index: usize) -> Option<T>;
+    /// Drops every element, keeping the allocation.
+    fn clear(&mut self) {
+        while self.pop().is_some() {}
+    }
 }
 
 impl<T, A: Allocator> VecExt<T> for Vec<T, A> {

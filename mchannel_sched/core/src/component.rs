@@ -3,6 +3,7 @@
 //! and Algorithm 1 lines 10-26, errata fixed).
 
 use super::fixed::{mul_div, Q32};
+use super::tree::{self, Node};
 
 /// The capacity never drops below `max_capacity >> MIN_CAPACITY_SHIFT`
 /// (about 0.1 %), so that repeated decreases cannot reach zero and stall
@@ -153,6 +154,22 @@ impl Component {
         self.rate = f;
         // INVARIANT: `fair_share` never returns zero.
         self.alpha = fair_share(self.alpha, self.capacity, f, cap);
+        self.alpha
+    }
+
+    /// End of a sampling period with a hierarchy (HCSFQ, `tree.rs`): the
+    /// flows through the component are the leaves of `nodes`, a tree that
+    /// `tree::check` accepted. Eq. 4 runs at the component on the top-level
+    /// nodes' rates and demands, then down the tree. A flat tree (every
+    /// node a child of the component) is `update_share`.
+    pub fn update_tree(&mut self, nodes: &mut [Node]) -> u64 {
+        let alpha = tree::update(nodes, self.capacity, self.alpha);
+        self.rate = nodes
+            .iter()
+            .filter(|n| n.parent == tree::ROOT)
+            .fold(0u64, |f, n| f.saturating_add(n.rate));
+        // INVARIANT: `fair_share` (in `tree::update`) never returns zero.
+        self.alpha = alpha.max(1);
         self.alpha
     }
 

@@ -246,3 +246,33 @@ fn the_smoothing_weight_is_e_to_the_minus_window_over_k() {
     let want = (1.0 - (-0.01f64).exp()) * 1e9;
     assert!((after as f64 - want).abs() < 2.0, "{after} vs {want}");
 }
+
+proptest! {
+    /// A flat tree is plain MemChannel: `update_tree` over leaves that are
+    /// all children of the component gives what `update_share` gives, round
+    /// after round.
+    #[test]
+    fn a_flat_tree_is_update_share(flows in flows(), capacity in GB..50 * GB) {
+        let mut flat = Component::new(Params::default_for(capacity)).unwrap();
+        let mut treed = flat;
+        let cap = flows.iter().map(|&(w, d)| d.div_ceil(u64::from(w))).max().unwrap();
+        for _ in 0..50 {
+            let rates: Vec<u64> = flows
+                .iter()
+                .map(|&(w, d)| flat.alpha().saturating_mul(u64::from(w)).min(d))
+                .collect();
+            flat.update_share(rates.iter().sum(), cap);
+            let mut nodes: Vec<Node> = flows
+                .iter()
+                .zip(&rates)
+                .map(|(&(w, d), &r)| Node { demand: d, rate: r, ..Node::new(ROOT, w) })
+                .collect();
+            tree::check(&mut nodes).unwrap();
+            treed.update_tree(&mut nodes);
+            prop_assert_eq!(flat, treed);
+            for n in &nodes {
+                prop_assert_eq!(n.alpha, flat.alpha());
+            }
+        }
+    }
+}

@@ -19,6 +19,9 @@ test "$(cat $threads)" = 0
 cxlf-selftest mchannel-share --weights 1,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
 cxlf-selftest mchannel-share --weights 2,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
 cxlf-selftest mchannel-share --weights 2,1 --t-w-us 100 --seconds 2 --tolerance 0.1
+# HCSFQ: two tenants of equal weight, one with two channels: the tenants
+# split the component, the first tenant's channels split its half.
+cxlf-selftest mchannel-share --tree 'A/=1,B/=1,a1=1@A,a2=1@A,b1=1@B' --t-w-us 1000 --seconds 2 --tolerance 0.1
 
 # A process attached before it creates its threads (mchannel run): the
 # stream's thread joins through the fork probe, and the windows close.

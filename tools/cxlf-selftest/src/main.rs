@@ -150,8 +150,13 @@ enum Cmd {
     MchannelShare {
         #[arg(long, default_value = "/dev/mchannel")]
         dev: std::path::PathBuf,
+        /// Channels of a flat share: their weights.
         #[arg(long, value_delimiter = ',', default_values_t = [1, 1])]
         weights: Vec<u32>,
+        /// Groups and channels instead: `name=weight[@parent]`, a group's
+        /// name ending in `/`, parents first.
+        #[arg(long, value_delimiter = ',')]
+        tree: Vec<mchannel_checks::ShareNode>,
         #[arg(long, default_value_t = 1000)]
         t_w_us: u64,
         #[arg(long, default_value_t = 100)]
@@ -577,20 +582,27 @@ fn main() -> Result<()> {
         Cmd::MchannelShare {
             dev,
             weights,
+            tree,
             t_w_us,
             meter,
             seconds,
             tolerance,
         } => {
-            ensure!(weights.len() == 2, "two weights");
-            mchannel_checks::share(
-                &dev,
-                [weights[0], weights[1]],
-                t_w_us,
-                meter,
-                seconds,
-                tolerance,
-            )
+            let nodes = if tree.is_empty() {
+                weights
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &weight)| mchannel_checks::ShareNode {
+                        name: i.to_string(),
+                        weight,
+                        parent: None,
+                        group: false,
+                    })
+                    .collect()
+            } else {
+                tree
+            };
+            mchannel_checks::share(&dev, &nodes, t_w_us, meter, seconds, tolerance)
         }
         Cmd::MchannelStream {
             dev,

@@ -210,6 +210,7 @@ pub fn errnos(dev: &Path) -> Result<()> {
         ),
         Errno::ENOTTY,
     )?;
+    groups(&m, comp, ch.id)?;
     m.attach(ch.id, 0, false).context("attach self")?;
     expect_errno("attach twice", m.attach(ch.id, 0, false), Errno::EBUSY)?;
     expect_errno("destroy busy", m.destroy_channel(ch.id), Errno::EBUSY)?;
@@ -219,6 +220,68 @@ pub fn errnos(dev: &Path) -> Result<()> {
     m.destroy_channel(ch.id).context("destroy")?;
     expect_errno("destroy twice", m.destroy_channel(ch.id), Errno::ENOENT)?;
     println!("mchannel errnos: every bad argument refused with its errno");
+    Ok(())
+}
+
+/// Groups: a group runs no threads, children take their parent's path,
+/// only groups are parents, three levels at most, and a group with
+/// children stays.
+fn groups(m: &Mchannel, comp: u32, channel: u32) -> Result<()> {
+    let group = |name: &str, parent: u32| -> Result<abi::ChannelSpec> {
+        let path: &[u32] = if parent == abi::NO_PARENT {
+            &[comp]
+        } else {
+            &[]
+        };
+        let mut g = channel_spec(name, 1, path, 0, 0, false)?;
+        g.flags = abi::CHANNEL_GROUP;
+        g.parent = parent;
+        Ok(g)
+    };
+    let mut bad = group("g-meter", abi::NO_PARENT)?;
+    bad.meter_bytes_per_us = 5;
+    expect_errno("group with a meter", m.create_channel(&bad), Errno::EINVAL)?;
+    let tenant = m.create_channel(&group("tenant", abi::NO_PARENT)?)?.id;
+    expect_errno(
+        "attach to a group",
+        m.attach(tenant, 0, false),
+        Errno::EINVAL,
+    )?;
+    let mut bad = group("g-path", tenant)?;
+    bad.path_len = 1;
+    bad.path[0] = comp;
+    expect_errno("child with a path", m.create_channel(&bad), Errno::EINVAL)?;
+    expect_errno(
+        "parent not a group",
+        m.create_channel(&group("g-under-channel", channel)?),
+        Errno::EINVAL,
+    )?;
+    expect_errno(
+        "unknown parent",
+        m.create_channel(&group("g-orphan", 4321)?),
+        Errno::ENOENT,
+    )?;
+    let app = m.create_channel(&group("app", tenant)?)?.id;
+    let mut leaf = channel_spec("leaf", 2, &[], 0, 10, false)?;
+    leaf.parent = app;
+    let leaf = m.create_channel(&leaf)?.id;
+    expect_errno(
+        "a group on the third level",
+        m.create_channel(&group("too-deep", app)?),
+        Errno::EINVAL,
+    )?;
+    expect_errno("destroy a parent", m.destroy_channel(tenant), Errno::EBUSY)?;
+    let parent_of = |name: &str| -> Result<String> {
+        let f = format!("{}/channels/{name}/parent", abi::SYSFS_ROOT);
+        Ok(std::fs::read_to_string(&f).context(f)?.trim().to_string())
+    };
+    ensure!(
+        parent_of("leaf")? == app.to_string(),
+        "leaf's parent in sysfs"
+    );
+    for id in [leaf, app, tenant] {
+        m.destroy_channel(id).context("destroy child first")?;
+    }
     Ok(())
 }
 
@@ -279,19 +342,78 @@ fn stream_for(warmup: Duration, measure: Duration) -> Progress {
     s.measure(|t| t.elapsed() < measure)
 }
 
-/// Two channels with weights `w[0]:w[1]` on one component whose capacity
-/// is one thread's demand (the emulated meter: `meter` bytes per us of
-/// running), one streaming thread in each. Each must run the share Eq. 2
-/// gives it, `w_i / (w_0 + w_1)` of the time, within `tolerance`; after
-/// detaching, each runs unthrottled again.
+/// A group or channel of a share test: `name=weight`, `name=weight@parent`
+/// for a child, and a trailing `/` on a group's name (`A/=1`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareNode {
+    pub name: String,
+    pub weight: u32,
+    pub parent: Option<String>,
+    pub group: bool,
+}
+
+impl std::str::FromStr for ShareNode {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<ShareNode> {
+        let (name, rest) = s.split_once('=').context("name=weight[@parent]")?;
+        let (weight, parent) = match rest.split_once('@') {
+            Some((w, p)) => (w, Some(p.to_string())),
+            None => (rest, None),
+        };
+        let (name, group) = match name.strip_suffix('/') {
+            Some(n) => (n, true),
+            None => (name, false),
+        };
+        Ok(ShareNode {
+            name: name.to_string(),
+            weight: weight.parse().context("weight")?,
+            parent,
+            group,
+        })
+    }
+}
+
+/// Each channel's weighted max-min share of one component when every
+/// channel wants all of it: its parent's share times its weight over its
+/// siblings'. Parents come before their children.
+pub fn tree_shares(nodes: &[ShareNode]) -> Result<Vec<f64>> {
+    let mut share = vec![0.0; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let siblings: u32 = nodes
+            .iter()
+            .filter(|m| m.parent == n.parent)
+            .map(|m| m.weight)
+            .sum();
+        let above = match &n.parent {
+            None => 1.0,
+            Some(p) => {
+                let k = nodes[..i]
+                    .iter()
+                    .position(|m| &m.name == p && m.group)
+                    .with_context(|| format!("{}: no group {p} before it", n.name))?;
+                share[k]
+            }
+        };
+        share[i] = above * f64::from(n.weight) / f64::from(siblings);
+    }
+    Ok(share)
+}
+
+/// Groups and channels (`nodes`) on one component whose capacity is one
+/// thread's demand (the emulated meter: `meter` bytes per us of running),
+/// one streaming thread in each channel. Each must run its weighted
+/// max-min share (Eq. 2, through the hierarchy: `tree_shares`) within
+/// `tolerance`; after detaching, each runs unthrottled again.
 pub fn share(
     dev: &Path,
-    w: [u32; 2],
+    nodes: &[ShareNode],
     t_w_us: u64,
     meter: u64,
     seconds: f64,
     tolerance: f64,
 ) -> Result<()> {
+    let want_all = tree_shares(nodes)?;
     let m = Mchannel::open(dev)?;
     let pid = std::process::id();
     let comp = m
@@ -301,18 +423,32 @@ pub fn share(
             meter * 1_000_000,
         )
         .context("register")?;
-    let mut ids = [0u32; 2];
-    for i in 0..2 {
-        let spec = channel_spec(
-            &format!("share-{pid}-{i}"),
-            w[i],
-            &[comp],
+    let mut all_ids: Vec<u32> = vec![];
+    for n in nodes {
+        let parent = n.parent.as_ref().map(|p| {
+            let k = nodes.iter().position(|m| &m.name == p).unwrap();
+            all_ids[k]
+        });
+        let path = if parent.is_some() { vec![] } else { vec![comp] };
+        let mut spec = channel_spec(
+            &format!("share-{pid}-{}", n.name),
+            n.weight,
+            &path,
             t_w_us * 1000,
-            meter,
+            if n.group { 0 } else { meter },
             false,
         )?;
-        ids[i] = m.create_channel(&spec).context("create")?.id;
+        if let Some(p) = parent {
+            spec.parent = p;
+        }
+        if n.group {
+            spec.flags |= abi::CHANNEL_GROUP;
+        }
+        all_ids.push(m.create_channel(&spec).context("create")?.id);
     }
+    let leaves: Vec<usize> = (0..nodes.len()).filter(|&i| !nodes[i].group).collect();
+    let ids: Vec<u32> = leaves.iter().map(|&i| all_ids[i]).collect();
+    let want: Vec<f64> = leaves.iter().map(|&i| want_all[i]).collect();
     let warmup = Duration::from_secs_f64(seconds / 2.0);
     let measure = Duration::from_secs_f64(seconds);
     let mut stats = vec![];
@@ -347,21 +483,22 @@ pub fn share(
         }
         Ok((attached, after))
     })?;
-    for &id in &ids {
+    // Children before their parents.
+    for &id in all_ids.iter().rev() {
         m.destroy_channel(id).context("destroy")?;
     }
-    let total: u32 = w.iter().sum();
-    let want = |i: usize| f64::from(w[i]) / f64::from(total);
-    for (i, s) in stats.iter().enumerate() {
+    for (k, s) in stats.iter().enumerate() {
+        let n = &nodes[leaves[k]];
         println!(
-            "channel {} (weight {}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
-            i,
-            w[i],
-            attached[i].run_fraction,
-            want(i),
+            "channel {} (weight {}{}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
+            n.name,
+            n.weight,
+            n.parent.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
+            attached[k].run_fraction,
+            want[k],
             s.t_r_ns as f64 / s.t_w_ns as f64,
-            attached[i].bytes_per_s / 1e6,
-            after[i].run_fraction,
+            attached[k].bytes_per_s / 1e6,
+            after[k].run_fraction,
             s.rate / 1_000_000,
             s.demand / 1_000_000,
             s.alpha / 1_000_000,
@@ -371,17 +508,34 @@ pub fn share(
             s.max_overrun_ns / 1_000
         );
     }
-    let ran = [attached[0].run_fraction, attached[1].run_fraction];
-    let used = [0, 1].map(|i| stats[i].run_ns as f64 / stats[i].granted_ns.max(1) as f64);
-    // The meter makes capacity one thread running all the time.
-    let load = ran[0] + ran[1];
-    println!("the component carried {load:.3} of its capacity");
-    judge_shares(w, ran, used, load, tolerance)?;
-    for (i, a) in after.iter().enumerate() {
+    let ran: Vec<f64> = attached.iter().map(|p| p.run_fraction).collect();
+    let used: Vec<f64> = stats
+        .iter()
+        .map(|s| s.run_ns as f64 / s.granted_ns.max(1) as f64)
+        .collect();
+    println!(
+        "the component carried {:.3} of its capacity",
+        ran.iter().sum::<f64>()
+    );
+    judge_shares(&want, &ran, &used, tolerance)?;
+    // Detached, nothing holds a thread back: each has a CPU of its own,
+    // or (more threads than CPUs) together they use every CPU.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if after.len() <= cpus {
+        for (k, a) in after.iter().enumerate() {
+            ensure!(
+                a.run_fraction >= 1.0 - tolerance,
+                "channel {}: detached, ran only {:.3}",
+                nodes[leaves[k]].name,
+                a.run_fraction
+            );
+        }
+    } else {
+        let total: f64 = after.iter().map(|a| a.run_fraction).sum();
         ensure!(
-            a.run_fraction >= 1.0 - tolerance,
-            "channel {i}: detached, ran only {:.3}",
-            a.run_fraction
+            total >= cpus as f64 * (1.0 - tolerance),
+            "detached, {} threads used only {total:.3} of {cpus} CPUs",
+            after.len()
         );
     }
     Ok(())
@@ -392,39 +546,33 @@ pub fn share(
 /// its channel: max-min fairness gives what it leaves to the others.
 const SELF_LIMITED: f64 = 0.95;
 
-/// Whether two channels' run fractions `ran` are the weighted max-min fair
-/// shares (Eq. 2) of one component: the component carries at most its
-/// capacity (`load`: the run fractions' sum), no channel is held below
-/// its weight's share unless it could not use it (`used` < `SELF_LIMITED`
-/// of its budgets), and no channel exceeds its share unless the other left
-/// some unused. Each within `tolerance`.
-pub fn judge_shares(
-    w: [u32; 2],
-    ran: [f64; 2],
-    used: [f64; 2],
-    load: f64,
-    tolerance: f64,
-) -> Result<()> {
-    let total = f64::from(w[0]) + f64::from(w[1]);
+/// Whether the run fractions `ran` are the weighted max-min fair shares
+/// `want` of one component whose capacity is one thread running all the
+/// time: the component carries at most its capacity (the fractions' sum),
+/// no channel is held below its share unless it could not use it (`used`
+/// < `SELF_LIMITED` of its budgets), and no channel exceeds its share
+/// unless another left some unused. Each within `tolerance`.
+pub fn judge_shares(want: &[f64], ran: &[f64], used: &[f64], tolerance: f64) -> Result<()> {
+    let load: f64 = ran.iter().sum();
     ensure!(
         load <= 1.0 + tolerance,
         "the component carried {load:.3} of its capacity"
     );
-    for i in 0..2 {
-        let want = f64::from(w[i]) / total;
-        let other = 1 - i;
-        let self_limited = used[i] < SELF_LIMITED;
+    let limited = |i: usize| used[i] < SELF_LIMITED;
+    for i in 0..want.len() {
         ensure!(
-            ran[i] >= want - tolerance || self_limited,
-            "channel {i}: ran {:.3} of the time, its share is {want:.3} (tolerance {tolerance}), and it used {:.3} of its budgets",
+            ran[i] >= want[i] - tolerance || limited(i),
+            "channel {i}: ran {:.3} of the time, its share is {:.3} (tolerance {tolerance}), and it used {:.3} of its budgets",
             ran[i],
+            want[i],
             used[i]
         );
+        let spare = (0..want.len()).any(|j| j != i && limited(j));
         ensure!(
-            ran[i] <= want + tolerance || used[other] < SELF_LIMITED,
-            "channel {i}: ran {:.3} of the time, above its share {want:.3} (tolerance {tolerance}), while channel {other} used {:.3} of its budgets",
+            ran[i] <= want[i] + tolerance || spare,
+            "channel {i}: ran {:.3} of the time, above its share {:.3} (tolerance {tolerance}), while every other channel used its budgets",
             ran[i],
-            used[other]
+            want[i]
         );
     }
     Ok(())
@@ -432,22 +580,38 @@ pub fn judge_shares(
 
 #[cfg(test)]
 mod tests {
-    use super::judge_shares;
+    use super::{judge_shares, tree_shares, ShareNode};
 
     #[test]
     fn shares_are_judged_max_min() {
-        let ok = |w, ran, used, load| judge_shares(w, ran, used, load, 0.1).is_ok();
-        assert!(ok([2, 1], [0.66, 0.34], [0.98, 0.97], 1.0));
-        assert!(!ok([2, 1], [0.50, 0.50], [0.98, 0.97], 1.0), "1:1 for 2:1");
-        assert!(!ok([1, 1], [0.30, 0.30], [0.99, 0.99], 0.6), "held back");
+        let two_one = [2.0 / 3.0, 1.0 / 3.0];
+        let ok =
+            |want: &[f64], ran: &[f64], used: &[f64]| judge_shares(want, ran, used, 0.1).is_ok();
+        assert!(ok(&two_one, &[0.66, 0.34], &[0.98, 0.97]));
+        assert!(!ok(&two_one, &[0.50, 0.50], &[0.98, 0.97]), "1:1 for 2:1");
+        assert!(!ok(&[0.5, 0.5], &[0.30, 0.30], &[0.99, 0.99]), "held back");
         // The debug kernel: channel 0 could not use its budget; channel 1
         // took what it left.
-        assert!(ok([2, 1], [0.654, 0.460], [0.86, 0.99], 1.0));
-        assert!(!ok([2, 1], [0.654, 0.460], [0.99, 0.99], 1.0));
+        assert!(ok(&two_one, &[0.62, 0.44], &[0.86, 0.99]));
+        assert!(!ok(&two_one, &[0.62, 0.44], &[0.99, 0.99]));
+        assert!(!ok(&two_one, &[0.70, 0.45], &[0.86, 0.99]), "over capacity");
         assert!(
-            !ok([2, 1], [0.66, 0.34], [0.98, 0.97], 1.2),
-            "over capacity"
+            ok(&[0.5, 0.5], &[0.20, 0.80], &[0.30, 0.99]),
+            "self-limited"
         );
-        assert!(ok([1, 1], [0.20, 0.80], [0.30, 0.99], 1.0), "self-limited");
+    }
+
+    #[test]
+    fn tree_shares_follow_the_hierarchy() {
+        let parse =
+            |v: &[&str]| -> Vec<ShareNode> { v.iter().map(|s| s.parse().unwrap()).collect() };
+        let nodes = parse(&["A/=1", "B/=1", "a1=1@A", "a2=1@A", "b1=1@B"]);
+        assert!(nodes[0].group && !nodes[2].group);
+        let s = tree_shares(&nodes).unwrap();
+        assert_eq!(s[2..], [0.25, 0.25, 0.5]);
+        let s = tree_shares(&parse(&["x=2", "y=1"])).unwrap();
+        assert!((s[0] - 2.0 / 3.0).abs() < 1e-12 && (s[1] - 1.0 / 3.0).abs() < 1e-12);
+        assert!(tree_shares(&parse(&["c=1@Z"])).is_err(), "no such parent");
+        assert!("nameonly".parse::<ShareNode>().is_err());
     }
 }
