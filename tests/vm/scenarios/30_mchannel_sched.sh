@@ -58,6 +58,13 @@ mchannel create --name gone --path "$c" >/dev/null
 test -d $sys/channels/gone
 mchannel destroy "$(cat $sys/channels/gone/id)"
 test ! -e $sys/channels/gone
+# A group from the CLI, a channel under it, and the order they go in.
+g=$(mchannel create --name tenant-x --group --path "$c")
+x=$(mchannel create --name in-x --parent "$g" --meter 10)
+test "$(cat $sys/channels/in-x/parent)" = "$g"
+! mchannel destroy "$g" 2>/dev/null
+mchannel destroy "$x"
+mchannel destroy "$g"
 
 # Unloading under load: every attached thread is let go and runs on.
 mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 2 --seconds 3 &

@@ -58,12 +58,19 @@ enum Cmd {
         #[arg(long)]
         capacity: u64,
     },
-    /// Create a channel.
+    /// Create a channel, or with --group a group (tenant, application)
+    /// that channels and groups name as --parent.
     Create {
         #[arg(long)]
         name: String,
         #[command(flatten)]
         opts: ChannelOpts,
+        /// A group: threads attach only to channels.
+        #[arg(long)]
+        group: bool,
+        /// The parent group's id (its path is the child's).
+        #[arg(long)]
+        parent: Option<u32>,
     },
     /// Change a channel's weight, T_W and meter.
     Set {
@@ -184,10 +191,18 @@ fn main() -> Result<()> {
                 .context("REGISTER_COMPONENT")?;
             print_id(cli.json, id);
         }
-        Cmd::Create { name, opts } => {
-            let s = dev()?
-                .create_channel(&spec(name, opts)?)
-                .context("CREATE_CHANNEL")?;
+        Cmd::Create {
+            name,
+            opts,
+            group,
+            parent,
+        } => {
+            let mut spec = spec(name, opts)?;
+            if *group {
+                spec.flags |= uapi::mchannel::CHANNEL_GROUP;
+            }
+            spec.parent = parent.unwrap_or(uapi::mchannel::NO_PARENT);
+            let s = dev()?.create_channel(&spec).context("CREATE_CHANNEL")?;
             print_id(cli.json, s.id);
         }
         Cmd::Set { id, opts } => {
