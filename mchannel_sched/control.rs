@@ -11,6 +11,9 @@
 // The core declares `pub` items for its host crate; here they are reached
 // only through this module.
 #[allow(unreachable_pub)]
+#[path = "../beluga_dax/pool/src/checksum.rs"]
+pub(crate) mod checksum;
+#[allow(unreachable_pub)]
 #[path = "core/src/component.rs"]
 pub(crate) mod component;
 #[allow(unreachable_pub)]
@@ -19,6 +22,9 @@ pub(crate) mod estimator;
 #[allow(unreachable_pub)]
 #[path = "core/src/fixed.rs"]
 pub(crate) mod fixed;
+#[allow(unreachable_pub)]
+#[path = "core/src/shared.rs"]
+pub(crate) mod shared;
 #[allow(unreachable_pub)]
 #[path = "core/src/thread.rs"]
 pub(crate) mod thread;

@@ -10,8 +10,11 @@
 use crate::control::component::{Component, Params};
 use crate::control::estimator::Estimator;
 use crate::control::fixed::{exp_neg, mul_div, Q32};
+use crate::control::shared::Remote;
 use crate::control::tree::{self, Node};
 use crate::control::window::{path_share, RunWindow};
+use crate::cross::{CrossHost, PeerSlots};
+use crate::pr_info_ratelimited;
 use crate::support::kvec::VecExt;
 use crate::support::sysfs::Dir;
 use crate::support::uapi::mchannel as abi;
@@ -46,6 +49,8 @@ pub(crate) struct ComponentEntry {
     pub(crate) signal_ppm: u32,
     attrs: Arc<ComponentAttrs>,
     dir: Option<Dir<ComponentAttrs>>,
+    /// The other hosts' slots for it, when the fabric is shared.
+    peers: Option<KBox<PeerSlots>>,
 }
 
 pub(crate) struct Channel {
@@ -152,6 +157,8 @@ pub(crate) struct Fabric {
     pub(crate) components: KVec<ComponentEntry>,
     pub(crate) channels: KVec<Option<Channel>>,
     last_ns: u64,
+    /// Other hosts' view of the components, when the fabric is shared.
+    cross: Option<CrossHost>,
     sysfs: Option<Root>,
 }
 
@@ -161,8 +168,18 @@ impl Fabric {
             components: KVec::new(),
             channels: KVec::new(),
             last_ns: now_ns,
+            cross: None,
             sysfs: None,
         }
+    }
+
+    /// Shares the components with other hosts; before any exists.
+    pub(crate) fn set_cross(&mut self, cross: CrossHost) -> Result {
+        if !self.components.is_empty() {
+            return Err(EBUSY);
+        }
+        self.cross = Some(cross);
+        Ok(())
     }
 
     /// Gives the fabric its sysfs root; before any component or channel
@@ -194,7 +211,9 @@ impl Fabric {
                 ch.publish(id);
             }
         }
+        let host = self.cross.as_ref().map(CrossHost::host);
         for (id, c) in self.components.iter().enumerate() {
+            let remote = c.peers.as_ref().map(|p| p.last);
             c.attrs.publish(&[
                 id as u64,
                 u64::from(c.kind),
@@ -204,6 +223,8 @@ impl Fabric {
                 c.core.load().to_ppm(),
                 c.core.alpha(),
                 u64::from(c.signal_ppm),
+                remote.map_or(0, |r| r.peers as u64),
+                remote.map_or(host.unwrap_or(0), |r| r.owner_host) as u64,
             ]);
         }
     }
@@ -233,6 +254,10 @@ impl Fabric {
         let attrs = ComponentAttrs::new()?;
         let root = self.sysfs.as_ref().ok_or(ENODEV)?;
         let dir = sysfs::dir_of(root.components.as_parent(), &name, &attrs)?;
+        let peers = match self.cross {
+            Some(_) => Some(PeerSlots::new()?),
+            None => None,
+        };
         self.components.reserve(1, GFP_KERNEL)?;
         // INVARIANT: the component has its directory.
         self.components.push(
@@ -243,6 +268,7 @@ impl Fabric {
                 signal_ppm: 0,
                 attrs,
                 dir: Some(dir),
+                peers,
             },
             GFP_KERNEL,
         )?;
@@ -333,7 +359,7 @@ impl Fabric {
                 ch.estimator.demand.update(g.demand, keep);
             }
         }
-        self.update_components()?;
+        self.update_components(now_ns)?;
         self.update_budgets();
         let channels = &self.channels;
         threads.update_each(|a| {
@@ -353,7 +379,7 @@ impl Fabric {
 
     /// Eq. 4 at every component, over the tree of the groups and
     /// channels that cross it (HCSFQ; flat when no channel has a parent).
-    fn update_components(&mut self) -> Result {
+    fn update_components(&mut self, now_ns: u64) -> Result {
         // Parents before children, as the tree wants.
         let mut order = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
         for depth in 0..MAX_DEPTH {
@@ -367,6 +393,9 @@ impl Fabric {
         let mut ids = KVec::with_capacity(order.len(), GFP_KERNEL)?;
         for ch in self.channels.iter_mut().flatten() {
             ch.sums = (0, 0);
+        }
+        if let Some(cross) = self.cross.as_mut() {
+            cross.beat();
         }
         for (id, comp) in self.components.iter_mut().enumerate() {
             nodes.clear();
@@ -395,7 +424,19 @@ impl Fabric {
             tree::check(&mut nodes).map_err(|_| EINVAL)?;
             comp.core.update_load(Q32::from_ppm(comp.signal_ppm));
             comp.core.adjust_capacity();
-            comp.core.update_tree(&mut nodes);
+            let remote = match (self.cross.as_ref(), comp.peers.as_mut()) {
+                (Some(cross), Some(peers)) => cross.peers(peers, &comp.name, now_ns),
+                _ => Remote::default(),
+            };
+            let local = comp.core.update_shared(&mut nodes, remote);
+            if let (Some(cross), Some(peers)) = (self.cross.as_mut(), comp.peers.as_mut()) {
+                if let Err(e) = cross.publish(peers, &comp.name, local, comp.core.alpha()) {
+                    pr_info_ratelimited!(
+                        "mchannel: cannot publish a slot: error {}\n",
+                        e.to_errno()
+                    );
+                }
+            }
             for (n, &(i, pos)) in nodes.iter().zip(ids.iter()) {
                 if let Some(Some(ch)) = self.channels.get_mut(i) {
                     if let Some(a) = ch.alphas.get_mut(pos) {

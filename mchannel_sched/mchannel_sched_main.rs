@@ -21,6 +21,7 @@ mod support;
 
 mod chardev;
 mod control;
+mod cross;
 mod enforce;
 mod fabric;
 mod sysfs;
@@ -31,7 +32,7 @@ use core::sync::atomic::Ordering;
 use enforce::{Enforcer, Shared};
 use kernel::sync::Arc;
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
-use support::params::module_param_uint;
+use support::params::{module_param_string, module_param_uint};
 use support::tracepoint::SchedRegistration;
 use support::workqueue::{Periodic, PeriodicWork};
 
@@ -46,6 +47,19 @@ module! {
 module_param_uint!(
     /// Most threads attached at once (16..=65536).
     max_threads
+);
+module_param_string!(
+    /// The beluga pool holding the cross-host slots; empty: this host
+    /// alone.
+    pool
+);
+module_param_uint!(
+    /// This host's index among those sharing the fabric.
+    host_index
+);
+module_param_uint!(
+    /// A peer whose slot stops changing for this long is dropped.
+    lease_ms
 );
 
 /// The control loop, every K.
@@ -119,8 +133,12 @@ impl kernel::Module for MchannelSched {
             name: kernel::c_str!("mchannel"),
             mode: 0o666,
         };
-        // No channel or component exists before their sysfs parent does.
+        // No channel or component exists before their sysfs parent does,
+        // nor before the fabric is shared.
         let mut fabric = dev.fabric.lock();
+        if !pool().is_empty() {
+            fabric.set_cross(cross::CrossHost::new(pool(), host_index(), lease_ms())?)?;
+        }
         let misc = KBox::pin_init(
             MiscDeviceRegistration::register(options, dev.clone()),
             GFP_KERNEL,

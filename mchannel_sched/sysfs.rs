@@ -98,7 +98,7 @@ impl Attributes for ChannelAttrs {
 }
 
 /// `load` and `signal` are parts per million.
-const COMPONENT_NAMES: [&CStr; 8] = [
+const COMPONENT_NAMES: [&CStr; 10] = [
     c_str!("id"),
     c_str!("kind"),
     c_str!("max_capacity"),
@@ -107,6 +107,8 @@ const COMPONENT_NAMES: [&CStr; 8] = [
     c_str!("load_ppm"),
     c_str!("alpha"),
     c_str!("signal_ppm"),
+    c_str!("peers"),
+    c_str!("owner"),
 ];
 
 /// A component's values, in `COMPONENT_NAMES` order.

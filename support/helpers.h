@@ -81,6 +81,21 @@ void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 	}
 
 /*
+ * A string module parameter of at most 31 bytes (module_param_string()
+ * refuses longer ones), read through support::params. Read-only (0444),
+ * so it does not change after load.
+ */
+#define CXLF_PARAM_STRING(pname, desc)                                        \
+	static char pname[32];                                                \
+	module_param_string(pname, pname, sizeof(pname), 0444);               \
+	MODULE_PARM_DESC(pname, desc);                                        \
+	const char *cxlf_param_##pname(void);                                 \
+	const char *cxlf_param_##pname(void)                                  \
+	{                                                                     \
+		return pname;                                                 \
+	}
+
+/*
  * The dax bus. struct dax_device_driver and struct dev_dax are declared in
  * drivers/dax/bus.h and drivers/dax/dax-private.h, private to drivers/dax:
  * building needs a full kernel source tree, not a distribution's header

@@ -2,8 +2,9 @@
 
 //! Module parameters. The 6.12 `module!` macro has none, so a module
 //! defines each in its own `helpers.c` with `CXLF_PARAM_UINT(name, default,
-//! description)` and reads it with [`module_param_uint!`], which defines
-//! `fn name() -> u32` in the calling module.
+//! description)` (or `CXLF_PARAM_STRING(name, description)`) and reads it
+//! with [`module_param_uint!`] (or [`module_param_string!`]), which defines
+//! `fn name()` in the calling module.
 
 // Not every module has parameters.
 #[allow(unused_macros)]
@@ -25,3 +26,28 @@ macro_rules! module_param_uint {
 }
 #[allow(unused_imports)]
 pub(crate) use module_param_uint;
+
+// Not every module has parameters.
+#[allow(unused_macros)]
+/// Defines `fn $name() -> &'static CStr` returning the module parameter
+/// `$name` (declared in the module's `helpers.c` with
+/// `CXLF_PARAM_STRING`).
+macro_rules! module_param_string {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        pub(crate) fn $name() -> &'static kernel::str::CStr {
+            extern "C" {
+                #[link_name = concat!("cxlf_param_", stringify!($name))]
+                fn read_param() -> *const kernel::ffi::c_char;
+            }
+            // SAFETY: `CXLF_PARAM_STRING` defines this reader in the
+            // module's own C object; it returns the parameter's static,
+            // NUL-terminated buffer (module_param_string() keeps the NUL),
+            // which is read-only after load (mode 0444) and lives as long
+            // as the module.
+            unsafe { kernel::str::CStr::from_char_ptr(read_param()) }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use module_param_string;

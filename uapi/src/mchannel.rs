@@ -152,8 +152,10 @@ pub const CHANNEL_ATTRS: [&str; 14] = [
     "max_overrun_ns",
 ];
 /// `.../components/<name>/<attribute>` (`kind` is `COMPONENT_*`; `load_ppm`
-/// and `signal_ppm` are parts per million).
-pub const COMPONENT_ATTRS: [&str; 8] = [
+/// and `signal_ppm` are parts per million; `rate` is F of every host;
+/// `peers` counts the other live hosts using it, `owner` is the host index
+/// that publishes its alpha).
+pub const COMPONENT_ATTRS: [&str; 10] = [
     "id",
     "kind",
     "max_capacity",
@@ -162,6 +164,8 @@ pub const COMPONENT_ATTRS: [&str; 8] = [
     "load_ppm",
     "alpha",
     "signal_ppm",
+    "peers",
+    "owner",
 ];
 
 pub const REGISTER_COMPONENT: u32 = iowr::<ComponentSpec>(IOC_TYPE, 1);

@@ -3,6 +3,7 @@
 //! and Algorithm 1 lines 10-26, errata fixed).
 
 use super::fixed::{mul_div, Q32};
+use super::shared::Remote;
 use super::tree::{self, Node};
 
 /// The capacity never drops below `max_capacity >> MIN_CAPACITY_SHIFT`
@@ -163,14 +164,24 @@ impl Component {
     /// nodes' rates and demands, then down the tree. A flat tree (every
     /// node a child of the component) is `update_share`.
     pub fn update_tree(&mut self, nodes: &mut [Node]) -> u64 {
-        let alpha = tree::update(nodes, self.capacity, self.alpha);
-        self.rate = nodes
-            .iter()
-            .filter(|n| n.parent == tree::ROOT)
-            .fold(0u64, |f, n| f.saturating_add(n.rate));
-        // INVARIANT: `fair_share` (in `tree::update`) never returns zero.
-        self.alpha = alpha.max(1);
+        self.update_shared(nodes, Remote::default());
         self.alpha
+    }
+
+    /// `update_tree` for a component other hosts use too (`shared.rs`):
+    /// their rates add to F and their demands to the cap, and a peer that
+    /// owns the component sets alpha for everyone. Returns this host's own
+    /// aggregate rate and largest per-weight demand, for its slot.
+    pub fn update_shared(&mut self, nodes: &mut [Node], remote: Remote) -> (u64, u64) {
+        let (rate, cap) = tree::sum_up(nodes);
+        self.rate = rate.saturating_add(remote.rate);
+        // INVARIANT: `fair_share` never returns zero; neither does `max(1)`.
+        self.alpha = match remote.owner_alpha {
+            Some(a) => a.max(1),
+            None => fair_share(self.alpha, self.capacity, self.rate, cap.max(remote.cap)),
+        };
+        tree::divide_down(nodes, self.alpha);
+        (rate, cap)
     }
 
     /// Eq. 6: `l = (1 - g) l + g L` for the congestion signal `L` (the

@@ -22,10 +22,14 @@
 #[path = "../../../kunit/outcome.rs"]
 pub mod outcome;
 
+/// The pool's CRC32C, one file for both cores.
+#[path = "../../../beluga_dax/pool/src/checksum.rs"]
+pub mod checksum;
 pub mod component;
 pub mod estimator;
 pub mod fixed;
 pub mod selftests;
+pub mod shared;
 pub mod thread;
 pub mod tree;
 pub mod window;

@@ -102,8 +102,17 @@ fn per_weight(demand: u64, weight: u32) -> u64 {
 /// with capacity `capacity` and share `alpha` (the component's own, kept
 /// by the caller). Returns the component's new alpha.
 pub fn update(nodes: &mut [Node], capacity: u64, alpha: u64) -> u64 {
-    // Upward: children come after parents, so a reverse pass has every
-    // child added before its parent is added to the grandparent.
+    let (top_rate, top_cap) = sum_up(nodes);
+    let root_alpha = fair_share(alpha, capacity, top_rate, top_cap);
+    divide_down(nodes, root_alpha);
+    root_alpha
+}
+
+/// Sums demand and rate upward; returns the top level's aggregate rate
+/// and largest per-weight demand (what Eq. 4 at the component needs).
+pub fn sum_up(nodes: &mut [Node]) -> (u64, u64) {
+    // Children come after parents, so a reverse pass has every child
+    // added before its parent is added to the grandparent.
     for node in nodes.iter_mut().filter(|n| n.inner) {
         node.demand = 0;
         node.rate = 0;
@@ -122,9 +131,12 @@ pub fn update(nodes: &mut [Node], capacity: u64, alpha: u64) -> u64 {
             p.child_cap = p.child_cap.max(cap);
         }
     }
-    let root_alpha = fair_share(alpha, capacity, top_rate, top_cap);
+    (top_rate, top_cap)
+}
 
-    // Downward: each inner node divides its grant among its children.
+/// Eq. 4 downward from the component's share `root_alpha`: each inner
+/// node divides its grant among its children.
+pub fn divide_down(nodes: &mut [Node], root_alpha: u64) {
     for i in 0..nodes.len() {
         let Some(&node) = nodes.get(i) else { continue };
         let parent_alpha = if node.parent == ROOT {
@@ -147,7 +159,6 @@ pub fn update(nodes: &mut [Node], capacity: u64, alpha: u64) -> u64 {
             n.alpha = alpha;
         }
     }
-    root_alpha
 }
 
 /// What a leaf may use: its weight times its alpha, as a fraction of its

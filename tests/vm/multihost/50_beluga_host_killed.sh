@@ -1,11 +1,19 @@
 # Host 1 dies without warning (the harness kills its VM). After its lease
 # runs out, host 0 reclaims host 1's private sections, while the shared
-# object host 0 also holds survives with its data. Then a corrupted
-# superblock is refused with a clear message.
+# object host 0 also holds survives with its data; and host 0's mchannel
+# stream, which shared switch cxl-sw with host 1's (scenario 47), gets
+# the whole switch. Then a corrupted superblock is refused with a clear
+# message.
 set -e
 . /multihost/flags.inc
+mch=/sys/class/misc/mchannel
 
 if [ "$CXLFABRIC_HOST" = 1 ]; then
+	# Dies streaming, its slot still beating.
+	ch=$(cat $mch/channels/stream-1/id)
+	mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 600 >/dev/null &
+	flag 18 streaming-1
+	await 19 shared-0
 	flag 7 dying
 	# The kernel log so far, then ask to be killed.
 	{
@@ -18,7 +26,25 @@ if [ "$CXLFABRIC_HOST" = 1 ]; then
 	exit 1
 fi
 
+# Host 0 streams too: while host 1 lives, each has part of the switch.
+await 18 streaming-1
+ch=$(cat $mch/channels/stream-0/id)
+mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 60 >/dev/null &
+stream=$!
+half() { test "$(cat $mch/channels/stream-0/t_r_ns)" -lt $(($(cat $mch/channels/stream-0/t_w_ns) * 7 / 10)); }
+n=0; until half; do sleep 0.1; n=$((n + 1)); test $n -lt 100; done
+flag 19 shared-0
 await 7 dying
+# After host 1's lease, host 0 alone uses the switch: no peer, and its
+# channel's budget is the whole window again.
+n=0; until [ "$(cat $mch/components/cxl-sw/peers)" = 0 ]; do
+	sleep 0.1; n=$((n + 1)); test $n -lt 300
+done
+n=0; until [ "$(cat $mch/channels/stream-0/t_r_ns)" = "$(cat $mch/channels/stream-0/t_w_ns)" ]; do
+	sleep 0.1; n=$((n + 1)); test $n -lt 100
+done
+kill $stream; wait $stream || true
+rmmod mchannel_sched
 test "$(sed -n 's/^1 //p' $sys/used_by_host)" -gt 0
 n=0
 until grep -q '^1 expired$' $sys/lease_state; do

@@ -4,6 +4,16 @@
 # can be killed, and unloading under load releases every thread.
 set -e
 . /lib/cxlfabric/lib.sh
+# mchannel_sched uses beluga_dax's region API (for cross-host slots).
+insmod /lib/cxlfabric/beluga_dax.ko
+# Sharing the fabric needs a pool and a sane host index and lease; each
+# refusal says why.
+! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool 2>/dev/null
+dmesg | tail -n 5 | grep -q 'no region "mchannel.fabric.v1" in pool "nosuchpool"'
+! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool host_index=16 2>/dev/null
+dmesg | tail -n 5 | grep -q 'host_index=16 is not below 16'
+! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool lease_ms=5 2>/dev/null
+dmesg | tail -n 5 | grep -q 'lease_ms=5 is outside'
 insmod /lib/cxlfabric/mchannel_sched.ko
 test -c /dev/mchannel
 threads=/sys/class/misc/mchannel/threads
@@ -75,3 +85,4 @@ rmmod mchannel_sched
 ! grep -q '^mchannel_sched ' /proc/modules
 wait $pid
 dmesg | grep -q "mchannel_sched: unloading"
+rmmod beluga_dax

@@ -27,6 +27,7 @@ struct Cli {
 mod beluga_checks;
 mod beluga_fuzz;
 mod beluga_gup;
+mod mchannel_bench;
 mod mchannel_checks;
 
 #[derive(Subcommand)]
@@ -168,6 +169,15 @@ enum Cmd {
     },
     /// mchannel_sched: streaming threads (attached to a channel first, if
     /// given) report how much of the time they ran.
+    /// mchannel_sched benchmarks: overhead, accuracy or scale.
+    MchannelBench {
+        #[arg(long, default_value = "/dev/mchannel")]
+        dev: std::path::PathBuf,
+        /// overhead, accuracy or scale.
+        which: String,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
     MchannelStream {
         #[arg(long, default_value = "/dev/mchannel")]
         dev: std::path::PathBuf,
@@ -604,6 +614,16 @@ fn main() -> Result<()> {
             };
             mchannel_checks::share(&dev, &nodes, t_w_us, meter, seconds, tolerance)
         }
+        Cmd::MchannelBench {
+            dev,
+            which,
+            seconds,
+        } => match which.as_str() {
+            "overhead" => mchannel_bench::overhead(&dev, seconds),
+            "accuracy" => mchannel_bench::accuracy(&dev, seconds),
+            "scale" => mchannel_bench::scale(&dev, seconds),
+            _ => anyhow::bail!("overhead, accuracy or scale, not {which:?}"),
+        },
         Cmd::MchannelStream {
             dev,
             channel,

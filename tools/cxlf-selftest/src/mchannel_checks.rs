@@ -26,17 +26,21 @@ pub struct Progress {
     pub bytes_per_s: f64,
 }
 
-/// A 4 MiB buffer that a streaming thread writes one word of every
-/// cache line of, again and again.
-struct Stream {
+/// A buffer (4 MiB unless asked) that a streaming thread writes one word
+/// of every cache line of, again and again.
+pub(crate) struct Stream {
     buf: Vec<u64>,
     v: u64,
 }
 
 impl Stream {
-    fn new() -> Stream {
+    pub(crate) fn new() -> Stream {
+        Stream::with_bytes(4 << 20)
+    }
+
+    pub(crate) fn with_bytes(bytes: usize) -> Stream {
         Stream {
-            buf: vec![0u64; 512 * 1024],
+            buf: vec![0u64; bytes / 8],
             v: 1,
         }
     }
@@ -52,7 +56,7 @@ impl Stream {
     }
 
     /// Streams while `go` says so, then reports.
-    fn measure(&mut self, mut go: impl FnMut(Instant) -> bool) -> Progress {
+    pub(crate) fn measure(&mut self, mut go: impl FnMut(Instant) -> bool) -> Progress {
         let (t0, c0) = (Instant::now(), thread_cpu());
         let mut bytes = 0u64;
         while go(t0) {
@@ -336,7 +340,7 @@ fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
 
 /// Streams on the calling thread: `warmup` first, then measures for
 /// `measure`.
-fn stream_for(warmup: Duration, measure: Duration) -> Progress {
+pub(crate) fn stream_for(warmup: Duration, measure: Duration) -> Progress {
     let mut s = Stream::new();
     s.measure(|t| t.elapsed() < warmup);
     s.measure(|t| t.elapsed() < measure)

@@ -1,0 +1,10 @@
+# mchannel_sched's cost on a thread it never throttles: one streaming
+# thread unattached (anchor) vs attached with T_R = T_W, at T_W = 100 us
+# and 1 ms. Host 0 only.
+set -e
+. /bench/lib.inc
+test "$h" = 0 || exit 0
+grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko
+insmod /lib/cxlfabric/mchannel_sched.ko
+cxlf-selftest mchannel-bench overhead --seconds 2
+rmmod mchannel_sched
