@@ -177,6 +177,9 @@ enum Cmd {
         which: String,
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// scale: the thread counts.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 64, 1024])]
+        counts: Vec<usize>,
     },
     MchannelStream {
         #[arg(long, default_value = "/dev/mchannel")]
@@ -618,10 +621,11 @@ fn main() -> Result<()> {
             dev,
             which,
             seconds,
+            counts,
         } => match which.as_str() {
             "overhead" => mchannel_bench::overhead(&dev, seconds),
             "accuracy" => mchannel_bench::accuracy(&dev, seconds),
-            "scale" => mchannel_bench::scale(&dev, seconds),
+            "scale" => mchannel_bench::scale(&dev, seconds, &counts),
             _ => anyhow::bail!("overhead, accuracy or scale, not {which:?}"),
         },
         Cmd::MchannelStream {

@@ -46,7 +46,7 @@ impl Stream {
     }
 
     /// One pass; returns the bytes it covered.
-    fn pass(&mut self) -> u64 {
+    pub(crate) fn pass(&mut self) -> u64 {
         for x in self.buf.iter_mut().step_by(8) {
             *x = x.wrapping_add(self.v);
         }
