@@ -12,6 +12,11 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
+/// Two hosts creating one region at once: how often, and how long apart,
+/// the one that lost looks for the winner's object.
+const REGION_RACE_TRIES: u32 = 50;
+const REGION_RACE_MS: u32 = 20;
+
 /// Objects created for kernel users belong to root, mode 0600.
 const KERNEL_UID: u32 = 0;
 const KERNEL_MODE: u32 = 0o600;
@@ -96,15 +101,22 @@ impl RegionSource for Registry {
             ENODEV
         })?;
         let object = Name::new(name.as_bytes()).map_err(|_| EINVAL)?;
-        let holding = match dev.open(object, KERNEL_UID, true) {
-            Err(e) if e == ENOENT => {
-                match dev.alloc(size, FLAG_SHARED, KERNEL_MODE, Some(object), KERNEL_UID) {
-                    // Another host created it meanwhile.
-                    Err(e) if e == EEXIST => dev.open(object, KERNEL_UID, true)?,
-                    other => other?,
-                }
+        let mut tries = 0u32;
+        let holding = loop {
+            match dev.open(object, KERNEL_UID, true) {
+                Err(e) if e == ENOENT => {}
+                other => break other?,
             }
-            other => other?,
+            match dev.alloc(size, FLAG_SHARED, KERNEL_MODE, Some(object), KERNEL_UID) {
+                // Another host is creating it: its table entry exists at
+                // the manager before this host's open can see it. Again,
+                // for up to a second.
+                Err(e) if e == EEXIST && tries < REGION_RACE_TRIES => {
+                    tries += 1;
+                    crate::support::time::sleep_ms_interruptible(REGION_RACE_MS)?;
+                }
+                other => break other?,
+            }
         };
         // Dropping `holding` on failure gives the use back.
         let len = usize::try_from(holding.size).map_err(|_| EINVAL)?;

@@ -150,15 +150,15 @@ impl CrossHost {
             let (Some(view), Some(known)) = (slots.views.get_mut(p), slots.known.get_mut(p)) else {
                 continue;
             };
-            let (read, at) = shared::lookup(name, *known, |i| {
+            let (read, at) = shared::lookup(p, name, *known, |i| {
                 let off = shared::slot_offset(p, i)?;
                 let mut b = [0u8; SLOT_BYTES];
                 self.region.read(off as u64, &mut b).ok()?;
                 Some(b)
             });
-            if read == Read::Damaged {
+            if matches!(read, Read::Damaged { .. } | Read::Unreadable) {
                 pr_info_ratelimited!(
-                    "mchannel: host {}'s slot is unreadable; keeping its last values\n",
+                    "mchannel: host {}'s slot is damaged, unreadable or another host's (same host_index?); keeping its last values\n",
                     p
                 );
             }

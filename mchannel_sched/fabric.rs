@@ -359,7 +359,12 @@ impl Fabric {
                 ch.estimator.demand.update(g.demand, keep);
             }
         }
-        self.update_components(now_ns)?;
+        if let Err(e) = self.update_components(now_ns) {
+            pr_warn!(
+                "control step: components not updated: error {}\n",
+                e.to_errno()
+            );
+        }
         self.update_budgets();
         let channels = &self.channels;
         threads.update_each(|a| {
@@ -398,30 +403,16 @@ impl Fabric {
             cross.beat();
         }
         for (id, comp) in self.components.iter_mut().enumerate() {
-            nodes.clear();
-            ids.clear();
-            for &i in order.iter() {
-                let Some(Some(ch)) = self.channels.get(i) else {
-                    continue;
-                };
-                let Some(pos) = ch.path.iter().position(|&c| c as usize == id) else {
-                    continue;
-                };
-                let parent = match ids.iter().position(|&(p, _)| p as u32 == ch.parent) {
-                    _ if ch.parent == abi::NO_PARENT => tree::ROOT,
-                    // Parents cross the components their children do.
-                    Some(k) => u16::try_from(k).map_err(|_| EINVAL)?,
-                    None => return Err(EINVAL),
-                };
-                let (rate, demand) = ch.rate_demand();
-                let mut node = Node::new(parent, ch.effective_weight());
-                node.rate = rate;
-                node.demand = demand;
-                node.alpha = ch.alphas.get(pos).copied().unwrap_or(u64::MAX);
-                nodes.push(node, GFP_KERNEL)?;
-                ids.push((i, pos), GFP_KERNEL)?;
+            // One component's trouble leaves the others (and every
+            // budget) to be updated.
+            if let Err(e) = tree_of(&self.channels, &order, id, &mut nodes, &mut ids) {
+                pr_warn!(
+                    "component {}: no tree this period: error {}\n",
+                    id,
+                    e.to_errno()
+                );
+                continue;
             }
-            tree::check(&mut nodes).map_err(|_| EINVAL)?;
             comp.core.update_load(Q32::from_ppm(comp.signal_ppm));
             comp.core.adjust_capacity();
             let remote = match (self.cross.as_ref(), comp.peers.as_mut()) {
@@ -464,6 +455,42 @@ impl Fabric {
             };
         }
     }
+}
+
+/// The tree of the groups and channels (in `order`, parents first) that
+/// cross component `id`: `nodes`, and for each node its channel and its
+/// component's position on the channel's path (`ids`).
+fn tree_of(
+    channels: &KVec<Option<Channel>>,
+    order: &KVec<usize>,
+    id: usize,
+    nodes: &mut KVec<Node>,
+    ids: &mut KVec<(usize, usize)>,
+) -> Result {
+    nodes.clear();
+    ids.clear();
+    for &i in order.iter() {
+        let Some(Some(ch)) = channels.get(i) else {
+            continue;
+        };
+        let Some(pos) = ch.path.iter().position(|&c| c as usize == id) else {
+            continue;
+        };
+        let parent = match ids.iter().position(|&(p, _)| p as u32 == ch.parent) {
+            _ if ch.parent == abi::NO_PARENT => tree::ROOT,
+            // Parents cross the components their children do.
+            Some(k) => u16::try_from(k).map_err(|_| EINVAL)?,
+            None => return Err(EINVAL),
+        };
+        let (rate, demand) = ch.rate_demand();
+        let mut node = Node::new(parent, ch.effective_weight());
+        node.rate = rate;
+        node.demand = demand;
+        node.alpha = ch.alphas.get(pos).copied().unwrap_or(u64::MAX);
+        nodes.push(node, GFP_KERNEL)?;
+        ids.push((i, pos), GFP_KERNEL)?;
+    }
+    tree::check(nodes).map_err(|_| EINVAL)
 }
 
 /// A new channel's window settings (`t_w_ns` checked by the caller).

@@ -5,6 +5,14 @@
 dax=/sys/bus/dax/drivers
 sys=/sys/class/misc/beluga0.0
 
+# The product modules in load order (the harness writes the list from
+# its one module table; dependencies come first).
+product_modules() {
+	while read -r kind name; do
+		if [ "$kind" = product ]; then echo "$name"; fi
+	done < /lib/cxlfabric/modules.list
+}
+
 # The 2-way CXL RAM region and its dax instance, unless they exist.
 region() {
 	test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M

@@ -30,8 +30,10 @@ pub const MAX_HOSTS: usize = 16;
 /// Components per host (the module's `MAX_COMPONENTS`).
 pub const SLOTS_PER_HOST: usize = 64;
 pub const SLOT_BYTES: usize = 128;
-/// Slots a lookup tries from a name's home slot.
-pub const PROBES: usize = 8;
+/// Slots a lookup tries from a name's home slot: all of them (a full
+/// block still finds a place; a lookup stops at the first empty slot,
+/// and slots are never freed while a host is loaded).
+pub const PROBES: usize = SLOTS_PER_HOST;
 pub const NAME_BYTES: usize = 32;
 /// `Slot::flags`: `alpha` is the owner's fair share for everyone.
 pub const FLAG_OWNER: u32 = 1;
@@ -68,8 +70,14 @@ const _: () = assert!(offset_of!(Slot, crc) == SLOT_BYTES - 4);
 pub enum Read {
     /// All zero: nobody wrote it.
     Empty,
-    /// Torn, damaged or of another version: no evidence.
-    Damaged,
+    /// Torn, damaged, of another version or of another host: no evidence
+    /// of the peer's values. `digest` is the CRC32C of the raw bytes, to
+    /// tell whether anyone still writes there.
+    Damaged {
+        digest: u32,
+    },
+    /// The read itself failed: nothing was observed.
+    Unreadable,
     Valid(Slot),
 }
 
@@ -145,7 +153,7 @@ impl Slot {
             || get_u32(b, offset_of!(Slot, magic)) != MAGIC
             || get_u32(b, offset_of!(Slot, version)) != VERSION
         {
-            return Read::Damaged;
+            return Read::Damaged { digest: crc32c(b) };
         }
         let mut name = [0u8; NAME_BYTES];
         if let Some(n) = b.get(NAME_AT..NAME_AT.saturating_add(NAME_BYTES)) {
@@ -194,24 +202,38 @@ pub fn probes(name: &[u8; NAME_BYTES]) -> impl Iterator<Item = usize> {
     (0..PROBES).map(move |i| start.wrapping_add(i) % SLOTS_PER_HOST)
 }
 
-/// Reads `name`'s slot in one peer's block through `read(index)` (`None`:
-/// the read itself failed). `known` is the index it was found at last
-/// time; returns what was read and where to look next time. A slot that
-/// now holds another name, or none, means the peer no longer has it.
+/// Decodes a slot read from `host`'s block: a good slot that names
+/// another writer (two hosts loaded with one `host_index`) is damaged.
+fn decode_from(host: usize, b: &[u8; SLOT_BYTES]) -> Read {
+    match Slot::decode(b) {
+        Read::Valid(s) if s.host as usize != host => Read::Damaged { digest: crc32c(b) },
+        r => r,
+    }
+}
+
+/// Reads `name`'s slot in peer `host`'s block through `read(index)`
+/// (`None`: the read itself failed). `known` is the index it was found
+/// at last time; returns what was read and where to look next time. A
+/// known slot that now holds another name is searched for again (the
+/// peer reloaded and placed it elsewhere); none found means the peer no
+/// longer has it.
 pub fn lookup(
+    host: usize,
     name: &[u8; NAME_BYTES],
     known: Option<usize>,
     mut read: impl FnMut(usize) -> Option<[u8; SLOT_BYTES]>,
 ) -> (Read, Option<usize>) {
     if let Some(i) = known {
-        return match read(i).map(|b| Slot::decode(&b)) {
-            Some(Read::Valid(s)) if s.name == *name => (Read::Valid(s), Some(i)),
-            Some(Read::Valid(_)) | Some(Read::Empty) => (Read::Empty, None),
-            Some(Read::Damaged) | None => (Read::Damaged, Some(i)),
-        };
+        match read(i).map(|b| decode_from(host, &b)) {
+            Some(Read::Valid(s)) if s.name == *name => return (Read::Valid(s), Some(i)),
+            Some(d @ Read::Damaged { .. }) => return (d, Some(i)),
+            None | Some(Read::Unreadable) => return (Read::Unreadable, Some(i)),
+            // Moved or gone: search.
+            Some(Read::Valid(_)) | Some(Read::Empty) => {}
+        }
     }
     for i in probes(name) {
-        match read(i).map(|b| Slot::decode(&b)) {
+        match read(i).map(|b| decode_from(host, &b)) {
             Some(Read::Valid(s)) if s.name == *name => return (Read::Valid(s), Some(i)),
             Some(Read::Empty) => return (Read::Empty, None),
             // Another component's, or unreadable: probe on.
@@ -236,19 +258,36 @@ pub struct PeerView {
     pub last: Option<Slot>,
     /// When its heartbeat was last seen to change.
     pub changed_ns: u64,
-    /// Its heartbeat stayed the same for a lease.
+    /// Its heartbeat (or, while the slot is damaged, its raw bytes)
+    /// stayed the same for a lease.
     pub expired: bool,
+    /// While the slot reads damaged: the digest of its bytes, and when
+    /// they last changed.
+    pub damaged: Option<(u32, u64)>,
 }
 
 impl PeerView {
-    /// Folds in a read made at `now_ns`. Only a good read with an
-    /// unchanged heartbeat can expire the peer; `Empty` means the peer has
-    /// no such component (or left and cleared its block).
+    /// Folds in a read made at `now_ns`. Damage is no evidence of a
+    /// peer's death: a damaged slot keeps its last good values. What
+    /// expires a peer is an observed lease with no writes: a good slot
+    /// whose heartbeat, or a damaged slot whose bytes, did not change for
+    /// `lease_ns` (a host that died mid-write leaves a torn slot that
+    /// nobody rewrites). `Empty` means the peer has no such component (or
+    /// left and cleared its block); `Unreadable` observes nothing.
     pub fn observe(&mut self, read: Read, now_ns: u64, lease_ns: u64) {
         match read {
             Read::Empty => *self = PeerView::default(),
-            Read::Damaged => {}
+            Read::Unreadable => {}
+            Read::Damaged { digest } => match self.damaged {
+                Some((d, since)) if d == digest => {
+                    if now_ns.saturating_sub(since) >= lease_ns {
+                        self.expired = true;
+                    }
+                }
+                _ => self.damaged = Some((digest, now_ns)),
+            },
             Read::Valid(s) => {
+                self.damaged = None;
                 let beat = self.last.map(|l| l.heartbeat);
                 if beat != Some(s.heartbeat) {
                     self.changed_ns = now_ns;

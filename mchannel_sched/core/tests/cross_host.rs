@@ -39,7 +39,10 @@ fn slots_round_trip_and_any_damage_is_seen() {
         for bit in 0..8 {
             let mut d = b;
             d[i] ^= 1 << bit;
-            assert_eq!(Slot::decode(&d), Read::Damaged, "byte {i} bit {bit}");
+            assert!(
+                matches!(Slot::decode(&d), Read::Damaged { .. }),
+                "byte {i} bit {bit}"
+            );
         }
     }
     assert_eq!(Slot::decode(&[0; SLOT_BYTES]), Read::Empty);
@@ -50,7 +53,7 @@ fn slots_round_trip_and_any_damage_is_seen() {
     let mut torn = b;
     torn[64..].copy_from_slice(&t.encode()[64..]);
     torn[..8].copy_from_slice(&t.encode()[..8]);
-    assert_eq!(Slot::decode(&torn), Read::Damaged);
+    assert!(matches!(Slot::decode(&torn), Read::Damaged { .. }));
 }
 
 #[test]
@@ -82,22 +85,41 @@ fn lookups_follow_a_slot_and_placement_avoids_used_slots() {
     let mut ours = Slot::new(2, n);
     ours.heartbeat = 9;
     block[at] = ours.encode();
-    let (r, k) = shared::lookup(&n, None, |i| Some(block[i]));
+    let (r, k) = shared::lookup(2, &n, None, |i| Some(block[i]));
     assert_eq!(k, Some(at));
     assert!(matches!(r, Read::Valid(s) if s.heartbeat == 9 && s.name == n));
     // Known index, damaged now: damaged, and still known.
     block[at][5] ^= 1;
-    let (r, k) = shared::lookup(&n, Some(at), |i| Some(block[i]));
-    assert_eq!((r, k), (Read::Damaged, Some(at)));
-    let (r, _) = shared::lookup(&n, Some(at), |_| None);
-    assert_eq!(r, Read::Damaged, "a failed read");
+    let (r, k) = shared::lookup(2, &n, Some(at), |i| Some(block[i]));
+    assert!(matches!(r, Read::Damaged { .. }) && k == Some(at));
+    let (r, _) = shared::lookup(2, &n, Some(at), |_| None);
+    assert_eq!(r, Read::Unreadable, "a failed read");
+    // Read from another block (a second host with index 2 would write
+    // this one): not this peer's.
+    block[at] = ours.encode();
+    let (r, _) = shared::lookup(3, &n, Some(at), |i| Some(block[i]));
+    assert!(matches!(r, Read::Damaged { .. }), "another host's slot");
+    // Moved (the peer reloaded): found again where it is now.
+    let elsewhere = (at + 5) % shared::SLOTS_PER_HOST;
+    block[elsewhere] = block[at];
+    block[at] = Slot::new(2, name("third")).encode();
+    for (i, b) in block.iter_mut().enumerate() {
+        if i != at && i != elsewhere && i != home {
+            *b = Slot::new(2, name(&format!("c{i}"))).encode();
+        }
+    }
+    let (r, k) = shared::lookup(2, &n, Some(at), |i| Some(block[i]));
+    assert!(matches!(r, Read::Valid(s) if s.heartbeat == 9) && k == Some(elsewhere));
+    block[elsewhere] = ours.encode();
     // Cleared: gone.
     block[at] = [0; SLOT_BYTES];
+    block = vec![[0u8; SLOT_BYTES]; shared::SLOTS_PER_HOST];
     assert_eq!(
-        shared::lookup(&n, Some(at), |i| Some(block[i])),
+        shared::lookup(2, &n, Some(at), |i| Some(block[i])),
         (Read::Empty, None)
     );
-    // Every probe used: no place.
+    // Every slot but one used: still a place; all used: none.
+    assert_eq!(shared::place(&n, !(1u64 << 7)), Some(7));
     assert_eq!(shared::place(&n, u64::MAX), None);
 }
 
@@ -108,11 +130,15 @@ fn only_a_good_read_with_a_stale_heartbeat_expires_a_peer() {
     let mut v = PeerView::default();
     v.observe(Read::Valid(s), 0, LEASE);
     assert!(v.live().is_some());
-    // Damaged for far longer than a lease: still counted, last values.
+    // Damaged, but still written (its bytes change), for far longer than
+    // a lease: still counted, with its last values.
     for t in 1..100 {
-        v.observe(Read::Damaged, t * LEASE, LEASE);
+        v.observe(Read::Damaged { digest: t as u32 }, t * LEASE, LEASE);
     }
     assert_eq!(v.live().map(|s| s.heartbeat), Some(1));
+    // Unreadable: nothing observed.
+    v.observe(Read::Unreadable, 1000 * LEASE, LEASE);
+    assert!(v.live().is_some());
     // A good read with the same heartbeat, a lease after it last changed.
     v.observe(Read::Valid(s), 100 * LEASE, LEASE);
     assert!(v.live().is_none(), "expired");
@@ -123,6 +149,22 @@ fn only_a_good_read_with_a_stale_heartbeat_expires_a_peer() {
     // A cleared block: the peer has no such component.
     v.observe(Read::Empty, 102 * LEASE, LEASE);
     assert!(v.live().is_none());
+}
+
+#[test]
+fn a_torn_slot_that_nobody_rewrites_expires_after_a_lease() {
+    let mut s = Slot::new(1, name("c"));
+    s.heartbeat = 5;
+    let mut v = PeerView::default();
+    v.observe(Read::Valid(s), 0, LEASE);
+    // The host died halfway through a write: the same torn bytes forever.
+    let torn = Read::Damaged { digest: 0xdead };
+    v.observe(torn, LEASE / 2, LEASE);
+    assert!(v.live().is_some(), "damage alone is no evidence");
+    v.observe(torn, LEASE, LEASE);
+    assert!(v.live().is_some(), "not yet a lease of the same bytes");
+    v.observe(torn, LEASE / 2 + LEASE, LEASE);
+    assert!(v.live().is_none(), "a lease without a write");
 }
 
 /// One host: a component and one channel of weight 1 that wants `demand`.

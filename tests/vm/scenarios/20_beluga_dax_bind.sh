@@ -6,10 +6,10 @@
 # administrator formats it again. Unbinding releases the range and the
 # instance works under device_dax again.
 set -e
-dax=/sys/bus/dax/drivers
-test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
+. /lib/cxlfabric/lib.sh
+region
 size=$(cat /sys/bus/dax/devices/dax0.0/size)
-grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko lease_ms=1000
+beluga_load lease_ms=1000
 test -d $dax/beluga_dax
 # Loading took nothing from device_dax.
 test "$(basename "$(readlink /sys/bus/dax/devices/dax0.0/driver)")" = device_dax
