@@ -200,40 +200,47 @@ struct kobject *cxlf_misc_kobject(struct cxlf_misc *m)
 
 /*
  * A sysfs directory of read-only attributes, all shown by one callback
- * with the directory's data pointer. In C: a kobj_type with its sysfs_ops
- * and release, and container_of() from the kobject and the attribute.
+ * with the directory's data pointer. The kobject is the core's
+ * (kobject_create_and_add: its release is core code, so a delayed release,
+ * CONFIG_DEBUG_KOBJECT_RELEASE, never calls into an unloaded module);
+ * the attributes and the data pointer are this module's, freed once
+ * kobject_del() has removed the files. In C: kobj_attribute and
+ * container_of().
  */
+struct cxlf_dir_attr {
+	struct kobj_attribute ka;
+	struct cxlf_dir *dir;
+	unsigned int index;
+};
+
 struct cxlf_dir {
-	struct kobject kobj;
+	struct kobject *kobj;
 	void *data;
 	ssize_t (*show)(void *data, unsigned int index, char *buf);
-	struct kobj_attribute *kattrs;
-	struct attribute **attrs;
+	struct cxlf_dir_attr *attrs;
+	struct attribute **ptrs;
 	struct attribute_group group;
 };
 
-static void cxlf_dir_release(struct kobject *kobj)
+static ssize_t cxlf_dir_show(struct kobject *kobj, struct kobj_attribute *ka,
+			     char *buf)
 {
-	struct cxlf_dir *d = container_of(kobj, struct cxlf_dir, kobj);
+	struct cxlf_dir_attr *a = container_of(ka, struct cxlf_dir_attr, ka);
 
+	return a->dir->show(a->dir->data, a->index, buf);
+}
+
+static void cxlf_dir_free(struct cxlf_dir *d)
+{
+	kfree(d->ptrs);
 	kfree(d->attrs);
-	kfree(d->kattrs);
 	kfree(d);
 }
 
-static const struct kobj_type cxlf_dir_ktype = {
-	.release = cxlf_dir_release,
-	.sysfs_ops = &kobj_sysfs_ops,
-};
-
-static ssize_t cxlf_dir_show(struct kobject *kobj, struct kobj_attribute *attr,
-			     char *buf)
-{
-	struct cxlf_dir *d = container_of(kobj, struct cxlf_dir, kobj);
-
-	return d->show(d->data, attr - d->kattrs, buf);
-}
-
+/*
+ * NULL from kobject_create_and_add() is -ENOMEM, or a duplicate name
+ * (which the callers prevent).
+ */
 struct cxlf_dir *cxlf_dir_create(struct kobject *parent, const char *name,
 				 void *data, const char *const *attr_names,
 				 unsigned int nr_attrs,
@@ -246,51 +253,56 @@ struct cxlf_dir *cxlf_dir_create(struct kobject *parent, const char *name,
 
 	if (!d)
 		return ERR_PTR(-ENOMEM);
-	d->kattrs = kcalloc(nr_attrs, sizeof(*d->kattrs), GFP_KERNEL);
-	d->attrs = kcalloc(nr_attrs + 1, sizeof(*d->attrs), GFP_KERNEL);
-	if (!d->kattrs || !d->attrs) {
-		kfree(d->attrs);
-		kfree(d->kattrs);
-		kfree(d);
+	d->attrs = kcalloc(nr_attrs, sizeof(*d->attrs), GFP_KERNEL);
+	d->ptrs = kcalloc(nr_attrs + 1, sizeof(*d->ptrs), GFP_KERNEL);
+	if (!d->attrs || !d->ptrs) {
+		cxlf_dir_free(d);
 		return ERR_PTR(-ENOMEM);
 	}
 	for (i = 0; i < nr_attrs; i++) {
-		sysfs_attr_init(&d->kattrs[i].attr);
-		d->kattrs[i].attr.name = attr_names[i];
-		d->kattrs[i].attr.mode = 0444;
-		d->kattrs[i].show = cxlf_dir_show;
-		d->attrs[i] = &d->kattrs[i].attr;
+		sysfs_attr_init(&d->attrs[i].ka.attr);
+		d->attrs[i].ka.attr.name = attr_names[i];
+		d->attrs[i].ka.attr.mode = 0444;
+		d->attrs[i].ka.show = cxlf_dir_show;
+		d->attrs[i].dir = d;
+		d->attrs[i].index = i;
+		d->ptrs[i] = &d->attrs[i].ka.attr;
 	}
-	d->group.attrs = d->attrs;
+	d->group.attrs = d->ptrs;
 	d->data = data;
 	d->show = show;
-	/* From here on the release frees everything. */
-	err = kobject_init_and_add(&d->kobj, &cxlf_dir_ktype, parent, "%s",
-				   name);
-	if (!err && nr_attrs)
-		err = sysfs_create_group(&d->kobj, &d->group);
-	if (err) {
-		kobject_put(&d->kobj);
-		return ERR_PTR(err);
+	d->kobj = kobject_create_and_add(name, parent);
+	if (!d->kobj) {
+		cxlf_dir_free(d);
+		return ERR_PTR(-ENOMEM);
+	}
+	if (nr_attrs) {
+		err = sysfs_create_group(d->kobj, &d->group);
+		if (err) {
+			kobject_put(d->kobj);
+			cxlf_dir_free(d);
+			return ERR_PTR(err);
+		}
 	}
 	return d;
 }
 
 /*
- * kobject_del() removes the directory and waits for running show
- * callbacks (kernfs drains its active references), so the caller may
- * free the data once this returns.
+ * kobject_del() removes the directory and its files and waits for running
+ * show callbacks (kernfs drains its active references), so the
+ * attributes, and the caller's data, may be freed once this returns.
  */
 void cxlf_dir_destroy(struct cxlf_dir *d)
 {
-	kobject_del(&d->kobj);
-	kobject_put(&d->kobj);
+	kobject_del(d->kobj);
+	kobject_put(d->kobj);
+	cxlf_dir_free(d);
 }
 
 /* In C: struct cxlf_dir is private to this file. */
 struct kobject *cxlf_dir_kobject(struct cxlf_dir *d)
 {
-	return &d->kobj;
+	return d->kobj;
 }
 
 struct cxlf_dax_driver {

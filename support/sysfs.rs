@@ -6,7 +6,9 @@
 //!
 //! A [`Dir`] owns an `Arc` of what its attributes show, so a read that
 //! races with removal never sees freed memory: removal waits for running
-//! reads, and only then drops the `Arc`. `show` runs in process context
+//! reads, and only then drops the `Arc`. The kobject itself is the core's
+//! (its release is core code), so a delayed release never runs this
+//! module's code after unload. `show` runs in process context
 //! with no lock of the caller's held; it should read atomics or take a
 //! lock that is never held while a [`Dir`] is dropped.
 
