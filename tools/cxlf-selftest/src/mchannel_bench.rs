@@ -231,9 +231,13 @@ pub fn accuracy(dev: &Path, secs: f64) -> Result<()> {
         m.destroy_channel(c)?;
         // The kernel's own count, over the whole attachment (warm-up too).
         println!(
-            "  mchannel at {f:.2}: the windows counted {:.3} of the time run, {:.3} of it granted",
+            "  mchannel at {f:.2}: the windows counted {:.3} of the time run, {:.3} of it granted; at the end rate {:.1} MB/s, demand {:.1} MB/s, alpha {:.1} MB/s, T_R/T_W {:.3}",
             st.run_ns as f64 / t0.elapsed().as_nanos() as f64,
-            st.granted_ns as f64 / t0.elapsed().as_nanos() as f64
+            st.granted_ns as f64 / t0.elapsed().as_nanos() as f64,
+            st.rate as f64 / 1e6,
+            st.demand as f64 / 1e6,
+            st.alpha as f64 / 1e6,
+            st.t_r_ns as f64 / st.t_w_ns.max(1) as f64
         );
         // cpu.max takes a quota and a period of 1 ms at least: the finest
         // it can give f is 1 ms of every 1/f ms.
