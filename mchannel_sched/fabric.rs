@@ -30,12 +30,6 @@ pub(crate) const MAX_CHANNELS: usize = 256;
 pub(crate) const METER_MAX: u64 = 1_000_000;
 /// Levels of a hierarchy: tenant, application, channel.
 pub(crate) const MAX_DEPTH: usize = 3;
-/// The time constant of the rate and demand estimates (Eq. 3's K): four
-/// control periods. Under TCG a budget timer can fire half a millisecond
-/// late, so one period's closed windows may carry an overrun many budgets
-/// long (paid back over the next periods); with one period's smoothing, F
-/// swung enough for Eq. 4's C/F step to overshoot small shares.
-pub(crate) const SMOOTHING_NS: u64 = 4 * K_NS;
 /// The control period K (the core's default).
 pub(crate) const K_NS: u64 = 10_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
@@ -348,7 +342,7 @@ impl Fabric {
                 g.ran = true;
             }
         });
-        let keep = exp_neg(wall, SMOOTHING_NS);
+        let keep = exp_neg(wall, K_NS);
         for (ch, g) in self.channels.iter_mut().zip(gathered.iter()) {
             let Some(ch) = ch else { continue };
             ch.windows = ch.windows.saturating_add(g.windows);
