@@ -396,6 +396,11 @@ impl Fabric {
         }
         let mut nodes = KVec::with_capacity(order.len(), GFP_KERNEL)?;
         let mut ids = KVec::with_capacity(order.len(), GFP_KERNEL)?;
+        // Each channel's node in the tree being built, by channel id.
+        let mut node_of = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
+        for _ in 0..self.channels.len() {
+            node_of.push(None, GFP_KERNEL)?;
+        }
         for ch in self.channels.iter_mut().flatten() {
             ch.sums = (0, 0);
         }
@@ -405,7 +410,14 @@ impl Fabric {
         for (id, comp) in self.components.iter_mut().enumerate() {
             // One component's trouble leaves the others (and every
             // budget) to be updated.
-            if let Err(e) = tree_of(&self.channels, &order, id, &mut nodes, &mut ids) {
+            if let Err(e) = tree_of(
+                &self.channels,
+                &order,
+                id,
+                &mut nodes,
+                &mut ids,
+                &mut node_of,
+            ) {
                 pr_warn!(
                     "component {}: no tree this period: error {}\n",
                     id,
@@ -459,14 +471,21 @@ impl Fabric {
 
 /// The tree of the groups and channels (in `order`, parents first) that
 /// cross component `id`: `nodes`, and for each node its channel and its
-/// component's position on the channel's path (`ids`).
+/// component's position on the channel's path (`ids`). `node_of` (one
+/// entry per channel id) finds a parent's node without a search.
 fn tree_of(
     channels: &KVec<Option<Channel>>,
     order: &KVec<usize>,
     id: usize,
     nodes: &mut KVec<Node>,
     ids: &mut KVec<(usize, usize)>,
+    node_of: &mut KVec<Option<u16>>,
 ) -> Result {
+    for &(i, _) in ids.iter() {
+        if let Some(n) = node_of.get_mut(i) {
+            *n = None;
+        }
+    }
     nodes.clear();
     ids.clear();
     for &i in order.iter() {
@@ -476,12 +495,13 @@ fn tree_of(
         let Some(pos) = ch.path.iter().position(|&c| c as usize == id) else {
             continue;
         };
-        let parent = match ids.iter().position(|&(p, _)| p as u32 == ch.parent) {
+        let parent = match node_of.get(ch.parent as usize) {
             _ if ch.parent == abi::NO_PARENT => tree::ROOT,
             // Parents cross the components their children do.
-            Some(k) => u16::try_from(k).map_err(|_| EINVAL)?,
-            None => return Err(EINVAL),
+            Some(&Some(k)) => k,
+            _ => return Err(EINVAL),
         };
+        let k = u16::try_from(nodes.len()).map_err(|_| EINVAL)?;
         let (rate, demand) = ch.rate_demand();
         let mut node = Node::new(parent, ch.effective_weight());
         node.rate = rate;
@@ -489,6 +509,9 @@ fn tree_of(
         node.alpha = ch.alphas.get(pos).copied().unwrap_or(u64::MAX);
         nodes.push(node, GFP_KERNEL)?;
         ids.push((i, pos), GFP_KERNEL)?;
+        if let Some(n) = node_of.get_mut(i) {
+            *n = Some(k);
+        }
     }
     tree::check(nodes).map_err(|_| EINVAL)
 }

@@ -9,22 +9,12 @@
 use crate::support::sysfs::{AttributeBuffer, Attributes, Dir, NoAttributes, Parent};
 use crate::support::uapi::mchannel as abi;
 use core::fmt::Write;
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
-
-fn show(values: &[AtomicU64], index: usize, out: &mut AttributeBuffer<'_>) -> Result {
-    let v = values.get(index).ok_or(EINVAL)?.load(Ordering::Relaxed);
-    writeln!(out, "{}", v).map_err(|_| EINVAL)
-}
-
-fn publish(values: &[AtomicU64], new: &[u64]) {
-    for (a, &v) in values.iter().zip(new) {
-        a.store(v, Ordering::Relaxed);
-    }
-}
 
 /// Whether `ours` are the ABI's names, in order.
 const fn same(ours: &[&CStr], abi: &[&str]) -> bool {
@@ -72,29 +62,12 @@ const CHANNEL_NAMES: [&CStr; 14] = [
 ];
 
 /// A channel's values, in `CHANNEL_NAMES` order.
-pub(crate) type ChannelValues = [u64; CHANNEL_NAMES.len()];
+pub(crate) type ChannelAttrs = Values<ChannelNames, { CHANNEL_NAMES.len() }>;
 
-pub(crate) struct ChannelAttrs([AtomicU64; CHANNEL_NAMES.len()]);
+pub(crate) struct ChannelNames;
 
-impl ChannelAttrs {
-    pub(crate) fn new() -> Result<Arc<Self>> {
-        Ok(Arc::new(
-            ChannelAttrs([(); CHANNEL_NAMES.len()].map(|()| AtomicU64::new(0))),
-            GFP_KERNEL,
-        )?)
-    }
-
-    pub(crate) fn publish(&self, values: &ChannelValues) {
-        publish(&self.0, values)
-    }
-}
-
-impl Attributes for ChannelAttrs {
+impl Names for ChannelNames {
     const NAMES: &'static [&'static CStr] = &CHANNEL_NAMES;
-
-    fn show(&self, index: usize, out: &mut AttributeBuffer<'_>) -> Result {
-        show(&self.0, index, out)
-    }
 }
 
 /// `load` and `signal` are parts per million.
@@ -112,28 +85,47 @@ const COMPONENT_NAMES: [&CStr; 10] = [
 ];
 
 /// A component's values, in `COMPONENT_NAMES` order.
-pub(crate) type ComponentValues = [u64; COMPONENT_NAMES.len()];
+pub(crate) type ComponentAttrs = Values<ComponentNames, { COMPONENT_NAMES.len() }>;
 
-pub(crate) struct ComponentAttrs([AtomicU64; COMPONENT_NAMES.len()]);
+pub(crate) struct ComponentNames;
 
-impl ComponentAttrs {
+impl Names for ComponentNames {
+    const NAMES: &'static [&'static CStr] = &COMPONENT_NAMES;
+}
+
+/// The file names of a kind of directory.
+pub(crate) trait Names: Send + Sync + 'static {
+    const NAMES: &'static [&'static CStr];
+}
+
+/// One directory's values, one per name of `K`, in order.
+pub(crate) struct Values<K: Names, const N: usize>([AtomicU64; N], PhantomData<K>);
+
+impl<K: Names, const N: usize> Values<K, N> {
+    /// One value per name.
+    const FITS: () = assert!(N == K::NAMES.len());
+
     pub(crate) fn new() -> Result<Arc<Self>> {
+        let () = Self::FITS;
         Ok(Arc::new(
-            ComponentAttrs([(); COMPONENT_NAMES.len()].map(|()| AtomicU64::new(0))),
+            Values([(); N].map(|()| AtomicU64::new(0)), PhantomData),
             GFP_KERNEL,
         )?)
     }
 
-    pub(crate) fn publish(&self, values: &ComponentValues) {
-        publish(&self.0, values)
+    pub(crate) fn publish(&self, values: &[u64; N]) {
+        for (a, &v) in self.0.iter().zip(values) {
+            a.store(v, Ordering::Relaxed);
+        }
     }
 }
 
-impl Attributes for ComponentAttrs {
-    const NAMES: &'static [&'static CStr] = &COMPONENT_NAMES;
+impl<K: Names, const N: usize> Attributes for Values<K, N> {
+    const NAMES: &'static [&'static CStr] = K::NAMES;
 
     fn show(&self, index: usize, out: &mut AttributeBuffer<'_>) -> Result {
-        show(&self.0, index, out)
+        let v = self.0.get(index).ok_or(EINVAL)?.load(Ordering::Relaxed);
+        writeln!(out, "{}", v).map_err(|_| EINVAL)
     }
 }
 

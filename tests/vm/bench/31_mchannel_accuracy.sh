@@ -4,8 +4,6 @@
 set -e
 . /bench/lib.inc
 test "$h" = 0 || exit 0
-grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko
-rmmod mchannel_sched 2>/dev/null || true
-insmod /lib/cxlfabric/mchannel_sched.ko
+mchannel_load
 cxlf-selftest mchannel-bench accuracy --seconds 2
 rmmod mchannel_sched
