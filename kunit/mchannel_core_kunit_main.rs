@@ -23,7 +23,7 @@ mod outcome;
 mod shared_cases;
 
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
-use control::{component, estimator, fixed, thread, tree, window};
+use control::{component, congestion, estimator, fixed, meter, thread, tree, window};
 
 // Its `pub` items are for the host crate.
 #[allow(unreachable_pub)]

@@ -30,6 +30,7 @@ use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::page::alloc_filled_page;
+use support::perf::{Counter, Event};
 use support::ratelimit::{RateLimit, Verdict, BURST, INTERVAL_NS};
 use support::spinlock_irq::RawSpinLockIrq;
 use support::sysfs::{AttributeBuffer, Attributes, Dir};
@@ -676,6 +677,52 @@ fn ratelimit_allows_a_burst_then_counts_what_it_drops() -> Result {
     );
     Ok(())
 }
+
+/// `PERF_TYPE_SOFTWARE`/`PERF_COUNT_SW_TASK_CLOCK`: on-CPU nanoseconds,
+/// which every kernel provides (a hardware event needs a PMU).
+const TASK_CLOCK: Event = Event {
+    type_: 1,
+    config: 1,
+};
+
+fn perf_task_clock_counts_while_the_task_runs() -> Result {
+    let c = Counter::new(kernel::current!(), TASK_CLOCK)?;
+    // The reads themselves run too: the wall time spans them.
+    let start = support::time::monotonic_ns();
+    let before = c.read();
+    while support::time::monotonic_ns() - start < 2_000_000 {
+        core::hint::spin_loop();
+    }
+    let ran = c.read() - before;
+    let wall = support::time::monotonic_ns() - start;
+    // It ran most of the 2 ms (interrupts take some), never more.
+    kassert!(ran >= 1_000_000, "counted {} ns of {}", ran, wall);
+    kassert!(ran <= wall + 100_000, "counted {} ns of {}", ran, wall);
+    // A second counter starts from zero; dropping either leaves the other.
+    let d = Counter::new(kernel::current!(), TASK_CLOCK)?;
+    kassert!(d.read() < ran);
+    drop(c);
+    kassert!(d.read() < ran + 1_000_000);
+    Ok(())
+}
+
+fn perf_unknown_event_types_are_refused() -> Result {
+    let bad = Event {
+        type_: 0x7fff_fff0,
+        config: 0,
+    };
+    let err = Counter::new(kernel::current!(), bad).err();
+    kassert!(err == Some(ENOENT), "{:?}", err.map(|e| e.to_errno()));
+    Ok(())
+}
+
+kunit_tests!(
+    cxlfabric_support_perf,
+    [
+        perf_task_clock_counts_while_the_task_runs,
+        perf_unknown_event_types_are_refused,
+    ]
+);
 
 kunit_tests!(
     cxlfabric_support_kunit,

@@ -12,10 +12,13 @@
 
 #![deny(clippy::arithmetic_side_effects)]
 
+use crate::control::congestion::Congestion;
 use crate::control::estimator::Estimator;
+use crate::control::fixed::Q32;
 use crate::control::thread::RunState;
 use crate::enforce::Shared;
 use crate::fabric::{self, Channel, Fabric};
+use crate::meter::{self, ChannelMeter};
 use crate::pr_info_ratelimited;
 use crate::support::cred;
 use crate::support::kvec::VecExt;
@@ -112,7 +115,9 @@ fn check_window(t_w_ns: u64) -> Result<u64> {
     Ok(t_w)
 }
 
-fn check_weight_meter(spec: &abi::ChannelSpec) -> Result {
+/// The weight and the meter of `spec`, checked (a perf event is tried on
+/// the caller).
+fn check_weight_meter(spec: &abi::ChannelSpec) -> Result<ChannelMeter> {
     if spec.weight == 0 || spec.weight > abi::WEIGHT_MAX {
         refuse!(
             EINVAL,
@@ -121,15 +126,10 @@ fn check_weight_meter(spec: &abi::ChannelSpec) -> Result {
             abi::WEIGHT_MAX
         );
     }
-    if spec.meter_bytes_per_us > fabric::METER_MAX {
-        refuse!(
-            EINVAL,
-            "mchannel: meter {} B/us is above {}\n",
-            spec.meter_bytes_per_us,
-            fabric::METER_MAX
-        );
+    if spec._pad != 0 {
+        refuse!(EINVAL, "mchannel: channel padding is not zero\n");
     }
-    Ok(())
+    meter::meter_of(spec)
 }
 
 impl Device {
@@ -161,7 +161,7 @@ impl Device {
         let (mut reader, mut writer) = user.reader_writer();
         let mut spec: abi::ChannelSpec = reader.read()?;
         let name = check_name(&spec.name, "channel")?;
-        if spec.flags & !(abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT) != 0 || spec._pad != 0 {
+        if spec.flags & !(abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT) != 0 {
             refuse!(
                 EINVAL,
                 "mchannel: unknown channel flags {:#x}\n",
@@ -169,13 +169,13 @@ impl Device {
             );
         }
         let group = spec.flags & abi::CHANNEL_GROUP != 0;
-        if group && (spec.meter_bytes_per_us != 0 || spec.flags & abi::CHANNEL_BEST_EFFORT != 0) {
+        if group && (spec.meter != abi::METER_NONE || spec.flags & abi::CHANNEL_BEST_EFFORT != 0) {
             refuse!(
                 EINVAL,
                 "mchannel: a group runs no threads: no meter, not best effort\n"
             );
         }
-        check_weight_meter(&spec)?;
+        let meter = check_weight_meter(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
         let mut fabric = self.fabric.lock();
         let (ids, depth) = if spec.parent == abi::NO_PARENT {
@@ -194,7 +194,7 @@ impl Device {
             alphas: [u64::MAX; abi::PATH_MAX],
             sums: (0, 0),
             window,
-            meter_bytes_per_us: spec.meter_bytes_per_us,
+            meter,
             estimator: Estimator::default(),
             alpha: u64::MAX,
             t_r_ns: t_w,
@@ -275,18 +275,18 @@ impl Device {
     fn set_channel(&self, user: UserSlice) -> Result {
         require_nice("SET_CHANNEL")?;
         let spec: abi::ChannelSpec = user.reader().read()?;
-        check_weight_meter(&spec)?;
+        let meter = check_weight_meter(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
         let window = fabric::run_window(t_w)?;
         let mut fabric = self.fabric.lock();
         let Some(ch) = fabric.channel_mut(spec.id) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", spec.id);
         };
-        if ch.is_group() && spec.meter_bytes_per_us != 0 {
+        if ch.is_group() && spec.meter != abi::METER_NONE {
             refuse!(EINVAL, "mchannel: a group runs no threads: no meter\n");
         }
         ch.weight = spec.weight;
-        ch.meter_bytes_per_us = spec.meter_bytes_per_us;
+        ch.meter = meter;
         ch.window = window;
         // The next control period recomputes T_R for the new window.
         ch.t_r_ns = ch.t_r_ns.min(t_w);
@@ -483,11 +483,44 @@ impl Device {
                 args.signal_ppm
             );
         }
+        let signal = if args.model_capacity == 0 {
+            Congestion::Injected(Q32::from_ppm(args.signal_ppm))
+        } else if args.signal_ppm != 0 {
+            refuse!(EINVAL, "mchannel: a signal or a model, not both\n");
+        } else {
+            Congestion::Model {
+                capacity: args.model_capacity,
+            }
+        };
         let mut fabric = self.fabric.lock();
         let Some(c) = fabric.components.get_mut(args.component as usize) else {
             refuse!(ENOENT, "mchannel: no component {}\n", args.component);
         };
-        c.signal_ppm = args.signal_ppm;
+        c.signal = signal;
+        Ok(())
+    }
+
+    /// The caller's own count of bytes moved, for a reported meter.
+    fn report(&self, user: UserSlice) -> Result {
+        let bytes: u64 = user.reader().read()?;
+        let me = kernel::current!();
+        let fabric = self.fabric.lock();
+        let Some(id) = self.shared.threads.with(me, |a| a.channel) else {
+            refuse!(
+                EINVAL,
+                "mchannel: REPORT from a thread that is not attached\n"
+            );
+        };
+        if fabric.channel(id).map(|c| c.meter.kind) != Some(abi::METER_REPORTED) {
+            refuse!(
+                EINVAL,
+                "mchannel: REPORT to channel {}, whose meter is not reported\n",
+                id
+            );
+        }
+        self.shared
+            .threads
+            .with(me, |a| a.counted = a.counted.saturating_add(bytes));
         Ok(())
     }
 
@@ -536,6 +569,7 @@ const ATTRIBUTES: &[&CStr] = &[
     c_str!("park_misses"),
     c_str!("forks"),
     c_str!("fork_misses"),
+    c_str!("perf_misses"),
 ];
 
 #[vtable]
@@ -565,6 +599,7 @@ impl MiscDevice for MchannelFile {
             2 => c.park_misses.load(Ordering::Relaxed),
             3 => c.forks.load(Ordering::Relaxed),
             4 => c.fork_misses.load(Ordering::Relaxed),
+            5 => dev.fabric.lock().perf.misses,
             _ => return Err(EINVAL),
         };
         writeln!(out, "{}", value).map_err(|_| EINVAL)
@@ -587,6 +622,7 @@ impl MiscDevice for MchannelFile {
             abi::DETACH => dev.detach(user)?,
             abi::INJECT => dev.inject(user)?,
             abi::QUERY_CHANNEL => dev.query_channel(user)?,
+            abi::REPORT => dev.report(user)?,
             _ => return Err(ENOTTY),
         }
         Ok(0)

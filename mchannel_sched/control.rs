@@ -17,11 +17,17 @@ pub(crate) mod checksum;
 #[path = "core/src/component.rs"]
 pub(crate) mod component;
 #[allow(unreachable_pub)]
+#[path = "core/src/congestion.rs"]
+pub(crate) mod congestion;
+#[allow(unreachable_pub)]
 #[path = "core/src/estimator.rs"]
 pub(crate) mod estimator;
 #[allow(unreachable_pub)]
 #[path = "core/src/fixed.rs"]
 pub(crate) mod fixed;
+#[allow(unreachable_pub)]
+#[path = "core/src/meter.rs"]
+pub(crate) mod meter;
 #[allow(unreachable_pub)]
 #[path = "core/src/shared.rs"]
 pub(crate) mod shared;

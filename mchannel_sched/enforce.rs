@@ -114,6 +114,8 @@ impl Shared {
             spare: Some(spare),
             parked: false,
             parked_ns: 0,
+            counted: 0,
+            has_counter: false,
         }
     }
 

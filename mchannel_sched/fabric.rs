@@ -8,12 +8,14 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::control::component::{Component, Params};
+use crate::control::congestion::Congestion;
 use crate::control::estimator::Estimator;
 use crate::control::fixed::{exp_neg, mul_div, Q32};
 use crate::control::shared::Remote;
 use crate::control::tree::{self, Node};
 use crate::control::window::{path_share, RunWindow};
 use crate::cross::{CrossHost, PeerSlots};
+use crate::meter::{ChannelMeter, PerfCounters};
 use crate::pr_info_ratelimited;
 use crate::support::kvec::VecExt;
 use crate::support::sysfs::Dir;
@@ -26,8 +28,6 @@ use kernel::sync::Arc;
 /// Limits on what user space may create.
 pub(crate) const MAX_COMPONENTS: usize = 64;
 pub(crate) const MAX_CHANNELS: usize = 256;
-/// The emulated meter's largest rate, bytes per microsecond (1 TB/s).
-pub(crate) const METER_MAX: u64 = 1_000_000;
 /// Levels of a hierarchy: tenant, application, channel.
 pub(crate) const MAX_DEPTH: usize = 3;
 /// The control period K (the core's default).
@@ -45,8 +45,9 @@ pub(crate) struct ComponentEntry {
     pub(crate) name: [u8; abi::NAME_BYTES],
     pub(crate) kind: u32,
     pub(crate) core: Component,
-    /// The congestion signal last injected, parts per million.
-    pub(crate) signal_ppm: u32,
+    /// Where its congestion signal comes from, and the last one.
+    pub(crate) signal: Congestion,
+    last_signal: Q32,
     attrs: Arc<ComponentAttrs>,
     dir: Option<Dir<ComponentAttrs>>,
     /// The other hosts' slots for it, when the fabric is shared.
@@ -70,7 +71,7 @@ pub(crate) struct Channel {
     /// A group's rate and demand: its children's sums.
     pub(crate) sums: (u64, u64),
     pub(crate) window: RunWindow,
-    pub(crate) meter_bytes_per_us: u64,
+    pub(crate) meter: ChannelMeter,
     pub(crate) estimator: Estimator,
     pub(crate) alpha: u64,
     pub(crate) t_r_ns: u64,
@@ -106,6 +107,7 @@ impl Channel {
             id as u64,
             u64::from(self.weight),
             u64::from(self.parent),
+            u64::from(self.meter.kind),
             self.threads,
             rate,
             demand,
@@ -156,6 +158,8 @@ struct Gathered {
 pub(crate) struct Fabric {
     pub(crate) components: KVec<ComponentEntry>,
     pub(crate) channels: KVec<Option<Channel>>,
+    /// The perf meter's counters.
+    pub(crate) perf: PerfCounters,
     last_ns: u64,
     /// Other hosts' view of the components, when the fabric is shared.
     cross: Option<CrossHost>,
@@ -167,6 +171,7 @@ impl Fabric {
         Fabric {
             components: KVec::new(),
             channels: KVec::new(),
+            perf: PerfCounters::default(),
             last_ns: now_ns,
             cross: None,
             sysfs: None,
@@ -214,6 +219,10 @@ impl Fabric {
         let host = self.cross.as_ref().map(CrossHost::host);
         for (id, c) in self.components.iter().enumerate() {
             let remote = c.peers.as_ref().map(|p| p.last);
+            let model = match c.signal {
+                Congestion::Model { capacity } => capacity,
+                Congestion::Injected(_) => 0,
+            };
             c.attrs.publish(&[
                 id as u64,
                 u64::from(c.kind),
@@ -222,7 +231,8 @@ impl Fabric {
                 c.core.rate(),
                 c.core.load().to_ppm(),
                 c.core.alpha(),
-                u64::from(c.signal_ppm),
+                c.last_signal.to_ppm(),
+                model,
                 remote.map_or(0, |r| r.peers as u64),
                 remote.map_or(host.unwrap_or(0), |r| r.owner_host) as u64,
             ]);
@@ -265,7 +275,8 @@ impl Fabric {
                 name,
                 kind,
                 core,
-                signal_ppm: 0,
+                signal: Congestion::default(),
+                last_signal: Q32::ZERO,
                 attrs,
                 dir: Some(dir),
                 peers,
@@ -316,20 +327,24 @@ impl Fabric {
         for _ in 0..self.channels.len() {
             gathered.push(Gathered::default(), GFP_KERNEL)?;
         }
-        let channels = &self.channels;
+        self.perf.collect(threads, &self.channels);
+        let (channels, components) = (&self.channels, &self.components);
         threads.for_each(|a| {
             // A thread that keeps its CPU (no switch, no timer: a budget
             // of the whole window) closes no windows by itself.
             a.run.roll(now_ns);
             let closed = a.run.take_closed();
             let parked = core::mem::take(&mut a.parked_ns);
+            let counted = core::mem::take(&mut a.counted);
             let i = a.channel as usize;
             let (Some(g), Some(Some(ch))) = (gathered.get_mut(i), channels.get(i)) else {
                 return;
             };
             g.threads = g.threads.saturating_add(1);
-            let meter = ch.meter_bytes_per_us;
-            let bytes = mul_div(meter, closed.run_ns, 1_000);
+            let bytes = ch
+                .meter
+                .meter
+                .bytes(closed.run_ns, counted, path_capacity(components, ch));
             g.windows = g.windows.saturating_add(closed.windows);
             g.run_ns = g.run_ns.saturating_add(closed.run_ns);
             g.granted_ns = g.granted_ns.saturating_add(closed.granted_ns);
@@ -425,7 +440,8 @@ impl Fabric {
                 );
                 continue;
             }
-            comp.core.update_load(Q32::from_ppm(comp.signal_ppm));
+            comp.last_signal = comp.signal.signal(comp.core.rate());
+            comp.core.update_load(comp.last_signal);
             comp.core.adjust_capacity();
             let remote = match (self.cross.as_ref(), comp.peers.as_mut()) {
                 (Some(cross), Some(peers)) => cross.peers(peers, &comp.name, now_ns),
@@ -459,7 +475,7 @@ impl Fabric {
         for ch in self.channels.iter_mut().flatten() {
             let len = ch.path.len();
             ch.alpha = path_share(ch.alphas.iter().take(len).copied());
-            ch.t_r_ns = if ch.meter_bytes_per_us == 0 || ch.is_group() {
+            ch.t_r_ns = if !ch.meter.meter.metered() || ch.is_group() {
                 ch.window.t_w_ns()
             } else {
                 ch.window
@@ -467,6 +483,17 @@ impl Fabric {
             };
         }
     }
+}
+
+/// The smallest configured capacity on `ch`'s path (what counted bytes
+/// are capped at: `control::meter`).
+fn path_capacity(components: &KVec<ComponentEntry>, ch: &Channel) -> u64 {
+    ch.path
+        .iter()
+        .filter_map(|&c| components.get(c as usize))
+        .map(|c| c.core.params().max_capacity)
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// The tree of the groups and channels (in `order`, parents first) that

@@ -24,6 +24,7 @@ mod control;
 mod cross;
 mod enforce;
 mod fabric;
+mod meter;
 mod sysfs;
 mod threads;
 

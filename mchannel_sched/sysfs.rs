@@ -44,10 +44,11 @@ const _: () = assert!(same(&CHANNEL_NAMES, &abi::CHANNEL_ATTRS));
 const _: () = assert!(same(&COMPONENT_NAMES, &abi::COMPONENT_ATTRS));
 
 /// Rates are bytes per second, times nanoseconds (`uapi`'s names).
-const CHANNEL_NAMES: [&CStr; 14] = [
+const CHANNEL_NAMES: [&CStr; 15] = [
     c_str!("id"),
     c_str!("weight"),
     c_str!("parent"),
+    c_str!("meter"),
     c_str!("threads"),
     c_str!("rate"),
     c_str!("demand"),
@@ -71,7 +72,7 @@ impl Names for ChannelNames {
 }
 
 /// `load` and `signal` are parts per million.
-const COMPONENT_NAMES: [&CStr; 10] = [
+const COMPONENT_NAMES: [&CStr; 11] = [
     c_str!("id"),
     c_str!("kind"),
     c_str!("max_capacity"),
@@ -80,6 +81,7 @@ const COMPONENT_NAMES: [&CStr; 10] = [
     c_str!("load_ppm"),
     c_str!("alpha"),
     c_str!("signal_ppm"),
+    c_str!("model_capacity"),
     c_str!("peers"),
     c_str!("owner"),
 ];

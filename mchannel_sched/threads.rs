@@ -51,6 +51,11 @@ pub(crate) struct Attached {
     /// Parked now, and in all (nanoseconds).
     pub(crate) parked: bool,
     pub(crate) parked_ns: u64,
+    /// What its meter counted since the last control period: perf
+    /// events, or bytes it reported.
+    pub(crate) counted: u64,
+    /// A perf counter counts for it (`meter.rs`).
+    pub(crate) has_counter: bool,
 }
 
 /// A slot's state: `None` while free.

@@ -148,4 +148,11 @@ bool cxlf_may_renice(const struct task_struct *task);
 void cxlf_for_each_thread(struct task_struct *task,
 			  bool (*fn)(void *ctx, struct task_struct *t), void *ctx);
 
+/* Counting perf events on a task (kernel counters, user mode only). */
+struct perf_event;
+struct perf_event *cxlf_perf_counter_create(struct task_struct *task,
+					    u32 type, u64 config);
+u64 cxlf_perf_counter_read(struct perf_event *event);
+void cxlf_perf_counter_release(struct perf_event *event);
+
 #endif

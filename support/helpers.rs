@@ -158,6 +158,14 @@ extern "C" {
     pub(crate) fn cxlf_task_tgid(task: *const bindings::task_struct) -> bindings::pid_t;
     pub(crate) fn cxlf_task_vpid(task: *const bindings::task_struct) -> bindings::pid_t;
     pub(crate) fn cxlf_may_renice(task: *const bindings::task_struct) -> bool;
+    pub(crate) fn cxlf_perf_counter_create(
+        task: *mut bindings::task_struct,
+        type_: u32,
+        config: u64,
+    ) -> *mut bindings::perf_event;
+    pub(crate) fn cxlf_perf_counter_read(event: *mut bindings::perf_event) -> u64;
+    pub(crate) fn cxlf_perf_counter_release(event: *mut bindings::perf_event);
+
     pub(crate) fn cxlf_for_each_thread(
         task: *mut bindings::task_struct,
         func: unsafe extern "C" fn(*mut c_void, *mut bindings::task_struct) -> bool,

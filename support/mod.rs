@@ -24,6 +24,7 @@
 //! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
 //! | [`sysfs`]        | none: kobject directories of read-only attributes        |
 //! | [`task_work`]    | none: `task_work_add` with a count for unload            |
+//! | [`perf`]         | none: counting perf events on a task                     |
 //! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
 //! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
 //! | [`error`]        | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`)        |
@@ -58,6 +59,7 @@ pub(crate) mod mm;
 pub(crate) mod page;
 pub(crate) mod pagemap;
 pub(crate) mod params;
+pub(crate) mod perf;
 pub(crate) mod ratelimit;
 pub(crate) mod region;
 pub(crate) mod sharedmem;

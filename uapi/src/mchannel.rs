@@ -54,6 +54,36 @@ pub const CHANNEL_GROUP: u32 = 1;
 /// weighted channels leave).
 pub const CHANNEL_BEST_EFFORT: u32 = 2;
 
+/// `ChannelSpec::meter`: how a channel's bytes are counted (the rate and
+/// demand its budget is computed from).
+/// Not metered: its threads run unthrottled (`meter_scale` 0).
+pub const METER_NONE: u32 = 0;
+/// Emulated: `meter_scale` bytes per microsecond of running
+/// (`1..=METER_SCALE_MAX`), for testbeds with no usable PMU.
+pub const METER_EMULATED: u32 = 1;
+/// A perf event per thread (`perf_type`, `perf_config`, counting user
+/// mode only), each event worth `meter_scale` bytes
+/// (`1..=PERF_BYTES_MAX`; 64 for cache-line events).
+pub const METER_PERF: u32 = 2;
+/// The threads report the bytes they move (`REPORT`; `meter_scale` 0).
+pub const METER_REPORTED: u32 = 3;
+/// The emulated meter's largest rate, bytes per microsecond (1 TB/s).
+pub const METER_SCALE_MAX: u64 = 1_000_000;
+/// Most bytes one perf event may stand for.
+pub const PERF_BYTES_MAX: u64 = 1 << 20;
+
+/// `ChannelSpec::perf_type`: the event types of `<linux/perf_event.h>`
+/// a channel may use (dynamic PMU types are not accepted).
+pub const PERF_TYPE_HARDWARE: u32 = 0;
+pub const PERF_TYPE_SOFTWARE: u32 = 1;
+pub const PERF_TYPE_HW_CACHE: u32 = 3;
+pub const PERF_TYPE_RAW: u32 = 4;
+/// `perf_config` values of `<linux/perf_event.h>` the tools name: LLC
+/// misses (the default meter on hardware) and on-CPU time in ns (a
+/// software event, so a PMU-less testbed can run the perf path too).
+pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+
 /// A channel or group (`CREATE_CHANNEL`, the kernel fills `id`; and
 /// `SET_CHANNEL`, which changes weight, T_W and the meter of `id`).
 #[repr(C)]
@@ -69,12 +99,17 @@ pub struct ChannelSpec {
     /// Components on the path (a child's path is its parent's).
     pub path: [u32; PATH_MAX],
     pub path_len: u32,
-    pub _pad: u32,
+    /// `METER_*` (a group has none).
+    pub meter: u32,
     /// Run window T_W (`T_W_MIN_NS..=T_W_MAX_NS`; 0: the default).
     pub t_w_ns: u64,
-    /// Emulated meter: bytes the channel moves per microsecond of running
-    /// (0: use the hardware counters or reported counts).
-    pub meter_bytes_per_us: u64,
+    /// Per `meter`: bytes per microsecond of running, or per perf event.
+    pub meter_scale: u64,
+    /// `METER_PERF`: the event's `perf_event_attr::config`.
+    pub perf_config: u64,
+    /// `METER_PERF`: `PERF_TYPE_*`.
+    pub perf_type: u32,
+    pub _pad: u32,
     pub name: [u8; NAME_BYTES],
 }
 
@@ -93,14 +128,19 @@ pub struct AttachArgs {
     pub _pad: u32,
 }
 
-/// `INJECT`: a congestion signal for a component (the share of overloaded
-/// responses, or backpressure), as the testbed's hardware would give.
+/// `INJECT`: a component's congestion signal (Eq. 6's L: the share of
+/// overloaded responses, or backpressure): either fixed, as the testbed's
+/// hardware would give it, or from a model of a device that delivers
+/// `model_capacity` bytes per second (responses are marked overloaded
+/// from 90 % of it on; see `Documentation/cxlfabric/mchannel.rst`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CongestionArgs {
     pub component: u32,
-    /// `0..=1_000_000`.
+    /// `0..=1_000_000`; 0 with a model.
     pub signal_ppm: u32,
+    /// Non-zero: the model's throughput, bytes per second.
+    pub model_capacity: u64,
 }
 
 /// `QUERY_CHANNEL`: the caller sets `id`, the kernel the rest.
@@ -135,10 +175,11 @@ pub struct ChannelStat {
 /// per second, times in nanoseconds; `parent` is `NO_PARENT` or a group's
 /// id). The module's names are checked against these at build time.
 pub const SYSFS_ROOT: &str = "/sys/class/misc/mchannel";
-pub const CHANNEL_ATTRS: [&str; 14] = [
+pub const CHANNEL_ATTRS: [&str; 15] = [
     "id",
     "weight",
     "parent",
+    "meter",
     "threads",
     "rate",
     "demand",
@@ -153,9 +194,10 @@ pub const CHANNEL_ATTRS: [&str; 14] = [
 ];
 /// `.../components/<name>/<attribute>` (`kind` is `COMPONENT_*`; `load_ppm`
 /// and `signal_ppm` are parts per million; `rate` is F of every host;
-/// `peers` counts the other live hosts using it, `owner` is the host index
-/// that publishes its alpha).
-pub const COMPONENT_ATTRS: [&str; 10] = [
+/// `model_capacity` is the congestion model's throughput, 0 when the
+/// signal is injected; `peers` counts the other live hosts using it,
+/// `owner` is the host index that publishes its alpha).
+pub const COMPONENT_ATTRS: [&str; 11] = [
     "id",
     "kind",
     "max_capacity",
@@ -164,6 +206,7 @@ pub const COMPONENT_ATTRS: [&str; 10] = [
     "load_ppm",
     "alpha",
     "signal_ppm",
+    "model_capacity",
     "peers",
     "owner",
 ];
@@ -176,13 +219,16 @@ pub const ATTACH: u32 = iow::<AttachArgs>(IOC_TYPE, 5);
 pub const DETACH: u32 = iow::<AttachArgs>(IOC_TYPE, 6);
 pub const INJECT: u32 = iow::<CongestionArgs>(IOC_TYPE, 7);
 pub const QUERY_CHANNEL: u32 = iowr::<ChannelStat>(IOC_TYPE, 8);
+/// The calling thread, attached to a `METER_REPORTED` channel, moved this
+/// many bytes since its last report (`u64`).
+pub const REPORT: u32 = iow::<u64>(IOC_TYPE, 9);
 
 // The layout is the ABI: no implicit padding, fixed sizes.
 const _: () = {
     assert!(core::mem::size_of::<ComponentSpec>() == 16 + NAME_BYTES);
-    assert!(core::mem::size_of::<ChannelSpec>() == 16 + 4 * PATH_MAX + 8 + 16 + NAME_BYTES);
+    assert!(core::mem::size_of::<ChannelSpec>() == 16 + 4 * PATH_MAX + 8 + 32 + NAME_BYTES);
     assert!(core::mem::size_of::<AttachArgs>() == 16);
-    assert!(core::mem::size_of::<CongestionArgs>() == 8);
+    assert!(core::mem::size_of::<CongestionArgs>() == 16);
     assert!(core::mem::size_of::<ChannelStat>() == 8 + 8 * 10);
 };
 
@@ -235,6 +281,7 @@ mod tests {
             DETACH,
             INJECT,
             QUERY_CHANNEL,
+            REPORT,
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(all[i + 1..].iter().all(|b| a != b));

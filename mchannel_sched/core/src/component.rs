@@ -205,7 +205,7 @@ impl Component {
     /// at most delta.
     pub fn adjust_capacity(&mut self) {
         let (delta, l) = (self.params.delta, self.load);
-        let c = if self.rate < self.capacity && l > delta {
+        let c = if self.rate <= self.capacity && l > delta {
             let over = Q32(l.0.saturating_sub(delta.0));
             let room = delta.complement();
             // (l - delta) / (2 (1 - delta)) is at most 1/2: l <= 1.

@@ -26,8 +26,10 @@ pub mod outcome;
 #[path = "../../../beluga_dax/pool/src/checksum.rs"]
 pub mod checksum;
 pub mod component;
+pub mod congestion;
 pub mod estimator;
 pub mod fixed;
+pub mod meter;
 pub mod selftests;
 pub mod shared;
 pub mod thread;

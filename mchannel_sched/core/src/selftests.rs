@@ -10,8 +10,10 @@
 #![allow(clippy::result_large_err)]
 
 use super::component::{fair_share, Component, ParamError, Params, MIN_CAPACITY_SHIFT};
+use super::congestion::Congestion;
 use super::estimator::{Estimator, Ewma, Sample};
 use super::fixed::{div_u128, exp_neg, mul_div, Q32};
+use super::meter::Meter;
 use super::outcome::Outcome;
 use super::thread::{OnCpu, RunState};
 use super::tree::{self, Node, TreeError, ROOT};
@@ -40,6 +42,9 @@ macro_rules! suites {
                 component_parameters_are_checked,
                 load_decreases_capacity_and_its_absence_restores_it,
                 a_busy_component_is_not_cut_for_load,
+                the_model_signal_rises_from_the_knee,
+                the_model_brings_the_capacity_down_to_the_device,
+                meters_count_bytes_and_cap_what_they_are_told,
                 weights_one_to_two_converge_to_one_third_and_two_thirds,
             ]
         );
@@ -67,6 +72,7 @@ macro_rules! suites {
 #[allow(unused_imports)]
 pub(crate) use suites;
 
+const MB: u64 = 1_000_000;
 const GB: u64 = 1_000_000_000;
 
 /// `|got - want| <= tolerance`.
@@ -270,12 +276,87 @@ pub fn load_decreases_capacity_and_its_absence_restores_it() -> Outcome {
 }
 
 pub fn a_busy_component_is_not_cut_for_load() -> Outcome {
+    // Carrying more than C explains the load: Eq. 4 lowers alpha instead.
     let mut c = ok!(Component::new(Params::default_for(10 * GB)));
-    c.update_share(10 * GB, 10 * GB);
+    c.update_share(10 * GB + 1, 10 * GB);
     c.update_load(Q32::ONE);
     c.update_load(Q32::ONE);
     c.adjust_capacity();
     check_eq!(c.capacity(), 10 * GB);
+    // Carrying exactly C does not: a saturated component under load has
+    // less capacity than estimated (with `F < C`, as Algorithm 1 writes
+    // it, a fluid equilibrium at F = C would never be cut).
+    c.update_share(10 * GB, 10 * GB);
+    c.adjust_capacity();
+    check!(c.capacity() < 10 * GB);
+    Ok(())
+}
+
+pub fn the_model_signal_rises_from_the_knee() -> Outcome {
+    let m = Congestion::Model {
+        capacity: 1_000 * MB,
+    };
+    check_eq!(m.signal(0), Q32::ZERO);
+    check_eq!(m.signal(900 * MB), Q32::ZERO);
+    check_eq!(m.signal(950 * MB).to_ppm(), 500_000);
+    check_eq!(m.signal(1_000 * MB), Q32::ONE);
+    check_eq!(m.signal(u64::MAX), Q32::ONE, "capped at one");
+    // Degenerate devices: idle or overloaded.
+    let tiny = Congestion::Model { capacity: 1 };
+    check_eq!(tiny.signal(0), Q32::ZERO);
+    check_eq!(tiny.signal(1), Q32::ONE);
+    check_eq!(Congestion::Model { capacity: 0 }.signal(1), Q32::ONE);
+    let injected = Congestion::Injected(Q32::from_ppm(250_000));
+    check_eq!(injected.signal(u64::MAX), Q32::from_ppm(250_000));
+    check_eq!(Congestion::Injected(Q32(u64::MAX)).signal(0), Q32::ONE);
+    Ok(())
+}
+
+pub fn the_model_brings_the_capacity_down_to_the_device() -> Outcome {
+    // Configured 400 MB/s, the device delivers 100: two channels that
+    // would take 300 each.
+    let mut c = ok!(Component::new(Params::default_for(400 * MB)));
+    let model = Congestion::Model { capacity: 100 * MB };
+    let (mut f, mut sum, mut most) = (0u64, 0u64, 0u64);
+    for period in 0..400 {
+        c.update_load(model.signal(c.rate()));
+        c.adjust_capacity();
+        let alpha = c.update_share(f, 300 * MB);
+        f = 2 * alpha.min(300 * MB);
+        if period >= 200 {
+            sum += f;
+            most = most.max(c.capacity());
+        }
+    }
+    let mean = sum / 200;
+    check!((70 * MB..=100 * MB).contains(&mean), "mean F {}", mean);
+    check!(most <= 105 * MB, "C up to {}", most);
+    Ok(())
+}
+
+pub fn meters_count_bytes_and_cap_what_they_are_told() -> Outcome {
+    let path = 1_000 * MB;
+    // 1 ms of running.
+    let run = 1_000_000;
+    check_eq!(Meter::None.bytes(run, 5, path), 0);
+    check!(!Meter::None.metered());
+    check_eq!(
+        Meter::Emulated { bytes_per_us: 100 }.bytes(run, 5, path),
+        100_000
+    );
+    let perf = Meter::Perf {
+        bytes_per_event: 64,
+    };
+    check_eq!(perf.bytes(run, 1_000, path), 64_000);
+    // The path carries at most 1 MB in 1 ms.
+    check_eq!(perf.bytes(run, u64::MAX, path), MB);
+    check_eq!(Meter::Reported.bytes(run, 4_096, path), 4_096);
+    check_eq!(Meter::Reported.bytes(run, u64::MAX, path), MB);
+    check_eq!(Meter::Reported.bytes(0, 4_096, path), 0, "it did not run");
+    check_eq!(
+        Meter::Reported.bytes(u64::MAX, u64::MAX, u64::MAX),
+        u64::MAX
+    );
     Ok(())
 }
 

@@ -32,6 +32,14 @@ cxlf-selftest mchannel-share --weights 2,1 --t-w-us 100 --seconds 2 --tolerance 
 # HCSFQ: two tenants of equal weight, one with two channels: the tenants
 # split the component, the first tenant's channels split its half.
 cxlf-selftest mchannel-share --tree 'A/=1,B/=1,a1=1@A,a2=1@A,b1=1@B' --t-w-us 1000 --seconds 2 --tolerance 0.1
+# The three meters count alike: the emulated one, a perf event per thread
+# (on-CPU nanoseconds, a software event: TCG has no PMU for LLC misses)
+# and the threads' own reports, each 1 GB/s while running: equal shares.
+cxlf-selftest mchannel-share --tree 'e=1,p=1:perf,r=1:reported' --meter 1000 --t-w-us 1000 --seconds 2 --tolerance 0.1
+test "$(cat /sys/class/misc/mchannel/perf_misses)" = 0
+# The congestion model: a component configured 4x faster than the device
+# behind it comes down to the device, which the channels then share.
+cxlf-selftest mchannel-model --over 4 --seconds 3
 
 # A process attached before it creates its threads (mchannel run): the
 # stream's thread joins through the fork probe, and the windows close.
@@ -50,6 +58,8 @@ sys=/sys/class/misc/mchannel
 test "$(cat $sys/channels/run/id)" = "$ch"
 test "$(cat $sys/components/run-port/capacity)" = 50000000
 test "$(cat $sys/components/run-port/kind)" = 1
+test "$(cat $sys/channels/run/meter)" = 1
+test "$(cat $sys/components/run-port/model_capacity)" = 0
 wait_until 20 reads $sys/channels/run/threads = 2
 test "$(cat $sys/channels/run/windows)" -gt 0
 test "$(cat $sys/channels/run/rate)" -gt 0
@@ -63,9 +73,17 @@ start=$(date +%s)
 wait $pid || true
 test $(($(date +%s) - start)) -le 2
 wait_until 20 reads $threads = 0
-# A destroyed channel's directory goes with it.
-mchannel create --name gone --path "$c" >/dev/null
+# A destroyed channel's directory goes with it. Meters and the model from
+# the CLI.
+mchannel create --name gone --path "$c" --perf task-clock --bytes-per-event 2 >/dev/null
 test -d $sys/channels/gone
+test "$(cat $sys/channels/gone/meter)" = 2
+mchannel set "$(cat $sys/channels/gone/id)" --reported
+test "$(cat $sys/channels/gone/meter)" = 3
+! mchannel set "$(cat $sys/channels/gone/id)" --perf cycles 2>/dev/null
+mchannel inject --component "$c" --model-capacity 40000000
+wait_until 20 reads $sys/components/run-port/model_capacity = 40000000
+mchannel inject --component "$c" --ppm 0
 mchannel destroy "$(cat $sys/channels/gone/id)"
 test ! -e $sys/channels/gone
 # A group from the CLI, a channel under it, and the order they go in.

@@ -167,8 +167,20 @@ enum Cmd {
         #[arg(long, default_value_t = 0.1)]
         tolerance: f64,
     },
-    /// mchannel_sched: streaming threads (attached to a channel first, if
-    /// given) report how much of the time they ran.
+    /// mchannel_sched's congestion model: two channels on a component
+    /// configured `over` times faster than the device model behind it;
+    /// AIMD brings the capacity down to the device and the channels share
+    /// it.
+    MchannelModel {
+        #[arg(long, default_value = "/dev/mchannel")]
+        dev: std::path::PathBuf,
+        #[arg(long, default_value_t = 100)]
+        meter: u64,
+        #[arg(long, default_value_t = 4)]
+        over: u64,
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
     /// mchannel_sched benchmarks: overhead, accuracy or scale.
     MchannelBench {
         #[arg(long, default_value = "/dev/mchannel")]
@@ -610,6 +622,7 @@ fn main() -> Result<()> {
                         weight,
                         parent: None,
                         group: false,
+                        meter: Default::default(),
                     })
                     .collect()
             } else {
@@ -617,6 +630,12 @@ fn main() -> Result<()> {
             };
             mchannel_checks::share(&dev, &nodes, t_w_us, meter, seconds, tolerance)
         }
+        Cmd::MchannelModel {
+            dev,
+            meter,
+            over,
+            seconds,
+        } => mchannel_checks::model(&dev, meter, over, seconds),
         Cmd::MchannelBench {
             dev,
             which,

@@ -5,7 +5,7 @@
 
 use crate::beluga_checks::expect_errno;
 use anyhow::{ensure, Context, Result};
-use mchannel::{channel_spec, Mchannel};
+use mchannel::{channel_spec, Mchannel, Meter};
 use nix::errno::Errno;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,9 +171,7 @@ pub fn errnos(dev: &Path) -> Result<()> {
     expect_errno("'/' in a name", m.create_channel(&bad), Errno::EINVAL)?;
     bad.name = mchannel::name("..")?;
     expect_errno("name '..'", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.meter_bytes_per_us = u64::MAX;
-    expect_errno("meter overflow", m.create_channel(&bad), Errno::EINVAL)?;
+    meter_errnos(&m, &good)?;
     let ch = m.create_channel(&good).context("create")?;
     expect_errno("same channel name", m.create_channel(&good), Errno::EEXIST)?;
     ensure!(
@@ -205,6 +203,20 @@ pub fn errnos(dev: &Path) -> Result<()> {
     expect_errno("query unknown", m.query(12345), Errno::ENOENT)?;
     expect_errno("inject unknown", m.inject(777, 5), Errno::ENOENT)?;
     expect_errno("inject > 1e6 ppm", m.inject(comp, 1_000_001), Errno::EINVAL)?;
+    let mut both = abi::CongestionArgs {
+        component: comp,
+        signal_ppm: 5,
+        model_capacity: 1_000,
+    };
+    expect_errno(
+        "inject a signal and a model",
+        m.raw_ioctl(abi::INJECT, &mut both),
+        Errno::EINVAL,
+    )?;
+    expect_errno("report unattached", m.report(64), Errno::EINVAL)?;
+    m.attach(ch.id, 0, false).context("attach self")?;
+    expect_errno("report to an emulated meter", m.report(64), Errno::EINVAL)?;
+    m.detach(0, false).context("detach self")?;
     let mut garbage = [0xffu8; 64];
     expect_errno(
         "unknown ioctl",
@@ -243,7 +255,7 @@ fn groups(m: &Mchannel, comp: u32, channel: u32) -> Result<()> {
         Ok(g)
     };
     let mut bad = group("g-meter", abi::NO_PARENT)?;
-    bad.meter_bytes_per_us = 5;
+    Meter::Emulated(5).apply(&mut bad);
     expect_errno("group with a meter", m.create_channel(&bad), Errno::EINVAL)?;
     let tenant = m.create_channel(&group("tenant", abi::NO_PARENT)?)?.id;
     expect_errno(
@@ -338,6 +350,91 @@ fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
     }
 }
 
+/// The meter's contract: each kind with its own fields only, bounds, and
+/// a perf event this machine has (a hardware event needs a PMU; TCG has
+/// none, and says so with ENOENT).
+fn meter_errnos(m: &Mchannel, good: &abi::ChannelSpec) -> Result<()> {
+    type Spoil = fn(&mut abi::ChannelSpec);
+    let perf = |bytes_per_event, type_, config| Meter::Perf {
+        type_,
+        config,
+        bytes_per_event,
+    };
+    let cases: [(&str, Errno, Spoil); 10] = [
+        ("emulated meter overflow", Errno::EINVAL, |s| {
+            s.meter_scale = u64::MAX
+        }),
+        ("unknown meter", Errno::EINVAL, |s| s.meter = 9),
+        ("no meter with a scale", Errno::EINVAL, |s| {
+            s.meter = abi::METER_NONE
+        }),
+        ("reported meter with a scale", Errno::EINVAL, |s| {
+            s.meter = abi::METER_REPORTED
+        }),
+        ("perf fields on an emulated meter", Errno::EINVAL, |s| {
+            s.perf_config = 3
+        }),
+        ("padding", Errno::EINVAL, |s| s._pad = 1),
+        ("perf of 0 bytes per event", Errno::EINVAL, |s| {
+            Meter::Perf {
+                type_: 1,
+                config: 1,
+                bytes_per_event: 0,
+            }
+            .apply(s)
+        }),
+        ("perf bytes per event above max", Errno::EINVAL, |s| {
+            Meter::Perf {
+                type_: 1,
+                config: 1,
+                bytes_per_event: abi::PERF_BYTES_MAX + 1,
+            }
+            .apply(s)
+        }),
+        ("perf dynamic PMU type", Errno::EINVAL, |s| {
+            Meter::Perf {
+                type_: 9,
+                config: 0,
+                bytes_per_event: 64,
+            }
+            .apply(s)
+        }),
+        ("perf unknown software event", Errno::ENOENT, |s| {
+            Meter::Perf {
+                type_: 1,
+                config: 0xffff,
+                bytes_per_event: 64,
+            }
+            .apply(s)
+        }),
+    ];
+    for (what, errno, spoil) in cases {
+        let mut bad = *good;
+        spoil(&mut bad);
+        expect_errno(what, m.create_channel(&bad), errno)?;
+    }
+    let mut hw = *good;
+    hw.name = mchannel::name("errno-llc")?;
+    let (type_, config) = mchannel::perf_event("llc-misses").expect("named event");
+    perf(64, type_, config).apply(&mut hw);
+    if Path::new("/sys/bus/event_source/devices/cpu").exists() {
+        let ch = m.create_channel(&hw).context("LLC misses with a PMU")?;
+        m.destroy_channel(ch.id)?;
+    } else {
+        expect_errno(
+            "LLC misses without a PMU",
+            m.create_channel(&hw),
+            Errno::ENOENT,
+        )?;
+    }
+    let mut sw = *good;
+    sw.name = mchannel::name("errno-clock")?;
+    perf(1, abi::PERF_TYPE_SOFTWARE, abi::PERF_COUNT_SW_TASK_CLOCK).apply(&mut sw);
+    let ch = m.create_channel(&sw).context("task-clock is everywhere")?;
+    m.destroy_channel(ch.id)?;
+    Ok(())
+}
+
 /// Streams on the calling thread: `warmup` first, then measures for
 /// `measure`.
 pub(crate) fn stream_for(warmup: Duration, measure: Duration) -> Progress {
@@ -346,14 +443,29 @@ pub(crate) fn stream_for(warmup: Duration, measure: Duration) -> Progress {
     s.measure(|t| t.elapsed() < measure)
 }
 
+/// How a share test's channel is metered: all count the same bytes per
+/// microsecond of running, by the emulated meter, a perf event (on-CPU
+/// nanoseconds, a software event every kernel has) or the thread's own
+/// reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeMeter {
+    #[default]
+    Emulated,
+    Perf,
+    Reported,
+}
+
 /// A group or channel of a share test: `name=weight`, `name=weight@parent`
-/// for a child, and a trailing `/` on a group's name (`A/=1`).
+/// for a child, a trailing `/` on a group's name (`A/=1`), and
+/// `:perf` or `:reported` after the weight for a channel not metered by
+/// the emulated meter (`b=1:perf`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareNode {
     pub name: String,
     pub weight: u32,
     pub parent: Option<String>,
     pub group: bool,
+    pub meter: NodeMeter,
 }
 
 impl std::str::FromStr for ShareNode {
@@ -369,11 +481,18 @@ impl std::str::FromStr for ShareNode {
             Some(n) => (n, true),
             None => (name, false),
         };
+        let (weight, meter) = match weight.split_once(':') {
+            None => (weight, NodeMeter::Emulated),
+            Some((w, "perf")) => (w, NodeMeter::Perf),
+            Some((w, "reported")) => (w, NodeMeter::Reported),
+            Some((_, m)) => anyhow::bail!("meter is perf or reported, not {m:?}"),
+        };
         Ok(ShareNode {
             name: name.to_string(),
             weight: weight.parse().context("weight")?,
             parent,
             group,
+            meter,
         })
     }
 }
@@ -444,6 +563,23 @@ pub fn share(
             if n.group { 0 } else { meter },
             false,
         )?;
+        match n.meter {
+            _ if n.group => {}
+            NodeMeter::Emulated => {}
+            NodeMeter::Perf => {
+                ensure!(
+                    meter.is_multiple_of(1000),
+                    "a perf meter counts ns: --meter must be whole bytes per ns"
+                );
+                Meter::Perf {
+                    type_: abi::PERF_TYPE_SOFTWARE,
+                    config: abi::PERF_COUNT_SW_TASK_CLOCK,
+                    bytes_per_event: meter / 1000,
+                }
+                .apply(&mut spec);
+            }
+            NodeMeter::Reported => Meter::Reported.apply(&mut spec),
+        }
         if let Some(p) = parent {
             spec.parent = p;
         }
@@ -461,11 +597,16 @@ pub fn share(
     let (attached, after) = std::thread::scope(|s| -> Result<_> {
         let hs: Vec<_> = ids
             .iter()
-            .map(|&id| {
+            .zip(leaves.iter().map(|&i| nodes[i].meter))
+            .map(|(&id, kind)| {
                 s.spawn(move || -> Result<(Progress, Progress)> {
                     let m = Mchannel::open(dev)?;
                     m.attach(id, 0, false).context("attach")?;
-                    let p = stream_for(warmup, measure);
+                    let p = if kind == NodeMeter::Reported {
+                        stream_reporting(&m, meter, warmup, measure)?
+                    } else {
+                        stream_for(warmup, measure)
+                    };
                     m.detach(0, false).context("detach")?;
                     let q = stream_for(
                         Duration::from_millis(300),
@@ -532,6 +673,123 @@ pub fn share(
         total >= baseline * (1.0 - tolerance),
         "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} before they were attached",
         after.len()
+    );
+    Ok(())
+}
+
+/// `stream_for`, reporting after each pass `bytes_per_us` for each
+/// microsecond the thread ran (what the emulated meter would count).
+fn stream_reporting(
+    m: &Mchannel,
+    bytes_per_us: u64,
+    warmup: Duration,
+    measure: Duration,
+) -> Result<Progress> {
+    let mut s = Stream::new();
+    let mut last = thread_cpu();
+    let mut failed = None;
+    let mut report = || {
+        let now = thread_cpu();
+        let us = (now - last).as_micros() as u64;
+        last = now;
+        if let Err(e) = m.report(us * bytes_per_us) {
+            failed.get_or_insert(e);
+        }
+    };
+    s.measure(|t| {
+        report();
+        t.elapsed() < warmup
+    });
+    let p = s.measure(|t| {
+        report();
+        t.elapsed() < measure
+    });
+    match failed {
+        Some(e) => Err(e).context("REPORT"),
+        None => Ok(p),
+    }
+}
+
+/// Two channels of weight one, a streaming thread each (the emulated
+/// meter: `meter` bytes per us of running, so one thread running all the
+/// time moves D = `meter` MB/s), on a component configured for `over` D
+/// whose congestion signal is the model of a device that delivers D
+/// (`Congestion::Model`). Unregulated they would run a CPU each; AIMD
+/// must bring the capacity estimate down to about D, and the channels
+/// must share it: together they run at most D and at least half of it
+/// (AIMD saw-tooths below the device; TCG adds noise), evenly.
+pub fn model(dev: &Path, meter: u64, over: u64, seconds: f64) -> Result<()> {
+    let m = Mchannel::open(dev)?;
+    let pid = std::process::id();
+    let name = format!("model-{pid}");
+    let demand = meter * 1_000_000;
+    let comp = m
+        .register_component(&name, abi::COMPONENT_ENDPOINT, demand * over)
+        .context("register")?;
+    m.inject_model(comp, demand).context("INJECT a model")?;
+    let mut ids = vec![];
+    for i in 0..2 {
+        let spec = channel_spec(&format!("{name}-{i}"), 1, &[comp], 1_000_000, meter, false)?;
+        ids.push(m.create_channel(&spec).context("create")?.id);
+    }
+    let settle = Duration::from_secs_f64(seconds);
+    let (ran, capacity) = std::thread::scope(|s| -> Result<_> {
+        let hs: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                s.spawn(move || -> Result<Progress> {
+                    let m = Mchannel::open(dev)?;
+                    m.attach(id, 0, false).context("attach")?;
+                    let p = stream_for(settle, settle);
+                    m.detach(0, false).context("detach")?;
+                    Ok(p)
+                })
+            })
+            .collect();
+        std::thread::sleep(settle + settle.mul_f64(0.9));
+        let comps = mchannel::sys_components(Path::new(abi::SYSFS_ROOT))?;
+        let c = comps
+            .iter()
+            .find(|c| c.name == name)
+            .context("component in sysfs")?;
+        ensure!(
+            c.get("model_capacity") == demand,
+            "sysfs model_capacity {}",
+            c.get("model_capacity")
+        );
+        let mut ran = vec![];
+        for h in hs {
+            ran.push(h.join().expect("stream thread")?.run_fraction);
+        }
+        Ok((ran, c.get("capacity")))
+    })?;
+    for &id in &ids {
+        m.destroy_channel(id).context("destroy")?;
+    }
+    let total: f64 = ran.iter().sum();
+    println!(
+        "configured {} MB/s, the device model delivers {} MB/s: capacity estimate {} MB/s; the channels ran {:.3} and {:.3} of a CPU, {:.0} MB/s together ({:.2} of the device)",
+        demand * over / 1_000_000,
+        demand / 1_000_000,
+        capacity / 1_000_000,
+        ran[0],
+        ran[1],
+        total * meter as f64,
+        total
+    );
+    ensure!(
+        capacity * 100 <= demand * 115,
+        "the capacity estimate stayed at {capacity}, the device delivers {demand}"
+    );
+    ensure!(
+        (0.4..=1.1).contains(&total),
+        "together the channels moved {total:.3} of what the device delivers"
+    );
+    ensure!(
+        (ran[0] - ran[1]).abs() <= 0.15,
+        "uneven split: {:.3} and {:.3}",
+        ran[0],
+        ran[1]
     );
     Ok(())
 }

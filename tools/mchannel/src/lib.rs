@@ -117,8 +117,27 @@ impl Mchannel {
         let mut args = abi::CongestionArgs {
             component,
             signal_ppm,
+            model_capacity: 0,
         };
         ioctl(&self.file, abi::INJECT, &mut args)
+    }
+
+    /// Takes a component's congestion signal from the model of a device
+    /// that delivers `capacity` bytes per second.
+    pub fn inject_model(&self, component: u32, capacity: u64) -> io::Result<()> {
+        let mut args = abi::CongestionArgs {
+            component,
+            signal_ppm: 0,
+            model_capacity: capacity,
+        };
+        ioctl(&self.file, abi::INJECT, &mut args)
+    }
+
+    /// Reports bytes the calling thread moved (its channel's meter is
+    /// `Meter::Reported`).
+    pub fn report(&self, bytes: u64) -> io::Result<()> {
+        let mut bytes = bytes;
+        ioctl(&self.file, abi::REPORT, &mut bytes)
     }
 
     pub fn query(&self, id: u32) -> io::Result<ChannelStat> {
@@ -136,8 +155,66 @@ impl Mchannel {
     }
 }
 
+/// A channel's meter (`abi::METER_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meter {
+    None,
+    /// Bytes per microsecond of running.
+    Emulated(u64),
+    /// A perf event per thread, each worth `bytes_per_event`.
+    Perf {
+        type_: u32,
+        config: u64,
+        bytes_per_event: u64,
+    },
+    Reported,
+}
+
+impl Meter {
+    /// Sets `spec`'s meter fields.
+    pub fn apply(self, spec: &mut ChannelSpec) {
+        (
+            spec.meter,
+            spec.meter_scale,
+            spec.perf_type,
+            spec.perf_config,
+        ) = match self {
+            Meter::None => (abi::METER_NONE, 0, 0, 0),
+            Meter::Emulated(b) => (abi::METER_EMULATED, b, 0, 0),
+            Meter::Perf {
+                type_,
+                config,
+                bytes_per_event,
+            } => (abi::METER_PERF, bytes_per_event, type_, config),
+            Meter::Reported => (abi::METER_REPORTED, 0, 0, 0),
+        };
+    }
+}
+
+/// A perf event by name: `llc-misses`, `task-clock`, `raw:0xCONFIG`, or
+/// `TYPE:CONFIG` in numbers (`perf_event_attr`'s type and config).
+pub fn perf_event(name: &str) -> Option<(u32, u64)> {
+    let num = |s: &str| match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    };
+    match name {
+        "llc-misses" => Some((abi::PERF_TYPE_HARDWARE, abi::PERF_COUNT_HW_CACHE_MISSES)),
+        "task-clock" => Some((abi::PERF_TYPE_SOFTWARE, abi::PERF_COUNT_SW_TASK_CLOCK)),
+        _ => {
+            let (t, c) = name.split_once(':')?;
+            let t = if t == "raw" {
+                abi::PERF_TYPE_RAW
+            } else {
+                u32::try_from(num(t)?).ok()?
+            };
+            Some((t, num(c)?))
+        }
+    }
+}
+
 /// A channel spec with the given settings and the kernel's defaults for
-/// the rest.
+/// the rest (`meter_bytes_per_us`: the emulated meter, 0 for none).
 pub fn channel_spec(
     name: &str,
     weight: u32,
@@ -165,9 +242,16 @@ pub fn channel_spec(
         parent: abi::NO_PARENT,
         path: p,
         path_len: path.len() as u32,
-        _pad: 0,
+        meter: if meter_bytes_per_us == 0 {
+            abi::METER_NONE
+        } else {
+            abi::METER_EMULATED
+        },
         t_w_ns,
-        meter_bytes_per_us,
+        meter_scale: meter_bytes_per_us,
+        perf_config: 0,
+        perf_type: 0,
+        _pad: 0,
         name: self::name(name)?,
     })
 }
@@ -250,6 +334,38 @@ mod tests {
     }
 
     #[test]
+    fn perf_events_by_name_and_number() {
+        assert_eq!(perf_event("llc-misses"), Some((0, 3)));
+        assert_eq!(perf_event("task-clock"), Some((1, 1)));
+        assert_eq!(perf_event("raw:0x1b7"), Some((4, 0x1b7)));
+        assert_eq!(perf_event("3:0x10002"), Some((3, 0x10002)));
+        assert_eq!(perf_event("cycles"), None);
+        assert_eq!(perf_event("4294967296:1"), None);
+        assert_eq!(perf_event("raw:0xzz"), None);
+    }
+
+    #[test]
+    fn meters_fill_their_fields_and_clear_the_others() {
+        let mut s = channel_spec("x", 1, &[], 0, 100, false).unwrap();
+        assert_eq!((s.meter, s.meter_scale), (abi::METER_EMULATED, 100));
+        Meter::Perf {
+            type_: 4,
+            config: 0x1b7,
+            bytes_per_event: 64,
+        }
+        .apply(&mut s);
+        assert_eq!(
+            (s.meter, s.meter_scale, s.perf_type, s.perf_config),
+            (abi::METER_PERF, 64, 4, 0x1b7)
+        );
+        Meter::Reported.apply(&mut s);
+        assert_eq!(
+            (s.meter, s.meter_scale, s.perf_type, s.perf_config),
+            (abi::METER_REPORTED, 0, 0, 0)
+        );
+    }
+
+    #[test]
     fn sysfs_entries_are_read_by_id_and_half_removed_ones_skipped() {
         let t = tempfile::tempdir().unwrap();
         entry(t.path(), "channels", "b", &abi::CHANNEL_ATTRS, 1);
@@ -259,7 +375,7 @@ mod tests {
         let ch = sys_channels(t.path()).unwrap();
         assert_eq!(ch.len(), 2);
         assert_eq!((ch[0].name.as_str(), ch[1].name.as_str()), ("a", "b"));
-        assert_eq!(ch[1].get("rate"), 104);
+        assert_eq!(ch[1].get("rate"), 105);
         let c = sys_components(t.path()).unwrap();
         assert_eq!(c[0].get("capacity"), 3);
         std::fs::write(t.path().join("channels/a/rate"), "x\n").unwrap();

@@ -3,8 +3,8 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use mchannel::{
-    channel_spec, kind_of, sys_channels, sys_components, ChannelStat, Mchannel, SysEntry,
-    DEFAULT_DEVICE,
+    channel_spec, kind_of, perf_event, sys_channels, sys_components, ChannelStat, Mchannel, Meter,
+    SysEntry, DEFAULT_DEVICE,
 };
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
@@ -37,9 +37,20 @@ struct ChannelOpts {
     /// Run window T_W in microseconds (0: the kernel's default, 100).
     #[arg(long, default_value_t = 0)]
     t_w_us: u64,
-    /// Emulated meter: bytes the channel moves per microsecond of running.
+    /// Emulated meter: bytes the channel moves per microsecond of running
+    /// (0: not metered, unless --perf or --reported).
     #[arg(long, default_value_t = 0)]
     meter: u64,
+    /// Perf meter: a per-thread event (llc-misses, task-clock, raw:0xCONFIG
+    /// or TYPE:CONFIG).
+    #[arg(long, conflicts_with_all = ["meter", "reported"])]
+    perf: Option<String>,
+    /// Bytes one perf event stands for.
+    #[arg(long, default_value_t = 64, requires = "perf")]
+    bytes_per_event: u64,
+    /// Reported meter: the threads report the bytes they move.
+    #[arg(long, conflicts_with = "meter")]
+    reported: bool,
     /// Best effort: what the weighted channels leave.
     #[arg(long)]
     best_effort: bool,
@@ -97,12 +108,16 @@ enum Cmd {
         #[arg(long)]
         process: bool,
     },
-    /// Set a component's congestion signal, parts per million.
+    /// Set a component's congestion signal: fixed, in parts per million,
+    /// or from the model of a device that delivers --model-capacity bytes
+    /// per second.
     Inject {
         #[arg(long)]
         component: u32,
-        #[arg(long)]
-        ppm: u32,
+        #[arg(long, required_unless_present = "model_capacity")]
+        ppm: Option<u32>,
+        #[arg(long, conflicts_with = "ppm")]
+        model_capacity: Option<u64>,
     },
     /// A channel's statistics.
     Stat { id: u32 },
@@ -164,14 +179,23 @@ impl From<ChannelStat> for Stat {
 
 fn spec(name: &str, o: &ChannelOpts) -> Result<mchannel::ChannelSpec> {
     let t_w_ns = o.t_w_us.checked_mul(1000).context("T_W too large")?;
-    Ok(channel_spec(
-        name,
-        o.weight,
-        &o.path,
-        t_w_ns,
-        o.meter,
-        o.best_effort,
-    )?)
+    let mut spec = channel_spec(name, o.weight, &o.path, t_w_ns, o.meter, o.best_effort)?;
+    if let Some(event) = &o.perf {
+        let Some((type_, config)) = perf_event(event) else {
+            bail!(
+                "perf event is llc-misses, task-clock, raw:0xCONFIG or TYPE:CONFIG, not {event:?}"
+            );
+        };
+        Meter::Perf {
+            type_,
+            config,
+            bytes_per_event: o.bytes_per_event,
+        }
+        .apply(&mut spec);
+    } else if o.reported {
+        Meter::Reported.apply(&mut spec);
+    }
+    Ok(spec)
 }
 
 fn main() -> Result<()> {
@@ -217,7 +241,15 @@ fn main() -> Result<()> {
             process,
         } => dev()?.attach(*channel, *pid, *process).context("ATTACH")?,
         Cmd::Detach { pid, process } => dev()?.detach(*pid, *process).context("DETACH")?,
-        Cmd::Inject { component, ppm } => dev()?.inject(*component, *ppm).context("INJECT")?,
+        Cmd::Inject {
+            component,
+            ppm,
+            model_capacity,
+        } => match (ppm, model_capacity) {
+            (_, Some(c)) => dev()?.inject_model(*component, *c).context("INJECT")?,
+            (Some(p), None) => dev()?.inject(*component, *p).context("INJECT")?,
+            (None, None) => bail!("--ppm or --model-capacity"),
+        },
         Cmd::Stat { id } => {
             let s = Stat::from(dev()?.query(*id).context("QUERY_CHANNEL")?);
             if cli.json {

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Counting perf events on a task, from the kernel (no upstream Rust
+//! counterpart: upstream has no perf abstraction). A [`Counter`] counts
+//! one event of one task in user mode, from its creation until it is
+//! dropped; reading and dropping it may sleep.
+
+use super::helpers;
+use kernel::bindings;
+use kernel::error::from_err_ptr;
+use kernel::prelude::*;
+use kernel::task::Task;
+
+/// An event: `perf_event_attr::type` and `config` (`<linux/perf_event.h>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Event {
+    pub(crate) type_: u32,
+    pub(crate) config: u64,
+}
+
+/// A counting event on a task.
+///
+/// # Invariants
+///
+/// `event` is a live kernel counter created by `perf_event_create_kernel_counter`
+/// that this value alone releases.
+pub(crate) struct Counter {
+    event: *mut bindings::perf_event,
+}
+
+// SAFETY: a kernel counter may be read and released from any task in
+// process context; perf serialises those itself (`child_mutex`, the
+// context lock).
+unsafe impl Send for Counter {}
+// SAFETY: `read` takes `&self` and perf serialises concurrent reads.
+unsafe impl Sync for Counter {}
+
+impl Counter {
+    /// Starts counting `event` for `task`, in user mode. Process context.
+    /// Fails with `ENOENT` or `EOPNOTSUPP` where no PMU provides the event
+    /// (a hardware event under TCG), `ESRCH` if the task is exiting.
+    pub(crate) fn new(task: &Task, event: Event) -> Result<Counter> {
+        let raw = core::ptr::from_ref(task).cast_mut().cast();
+        // SAFETY: `task` is live for the call (the caller holds it); the
+        // helper has no other preconditions and returns an event or an
+        // ERR_PTR.
+        let event = from_err_ptr(unsafe {
+            helpers::cxlf_perf_counter_create(raw, event.type_, event.config)
+        })?;
+        // INVARIANT: a counter we created and nothing else releases.
+        Ok(Counter { event })
+    }
+
+    /// Events counted so far (while the task ran). Process context: it may
+    /// sleep, and asks the task's CPU if it is running.
+    pub(crate) fn read(&self) -> u64 {
+        // SAFETY: `event` is live (type invariant); process context is
+        // this function's contract.
+        unsafe { helpers::cxlf_perf_counter_read(self.event) }
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        // SAFETY: `event` is live and released only here (type invariant).
+        // Dropping a `Counter` may sleep: its owners drop it in process
+        // context.
+        unsafe { helpers::cxlf_perf_counter_release(self.event) };
+    }
+}
