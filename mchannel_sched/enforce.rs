@@ -113,6 +113,7 @@ impl Shared {
             queued: false,
             spare: Some(spare),
             parked: false,
+            parked_since: 0,
             parked_ns: 0,
             counted: 0,
             has_counter: false,
@@ -128,9 +129,11 @@ impl Shared {
                     a.spare = spare.take();
                 }
                 let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
-                match a.run.check(monotonic_ns()) {
+                let now = monotonic_ns();
+                match a.run.check(now) {
                     OnCpu::Park { until_ns } if !stop => {
                         a.parked = true;
+                        a.parked_since = now;
                         Some(until_ns)
                     }
                     _ => {
@@ -160,10 +163,11 @@ impl TaskWork for Park {
         // Still queued while it sleeps: the timer that fires when it wakes
         // in debt does not queue a second item.
         while let Some(until) = shared.park_until(me, &mut spare) {
-            let start = monotonic_ns();
             let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
-            let slept = monotonic_ns().saturating_sub(start);
+            let now = monotonic_ns();
             shared.threads.with(me, |a| {
+                // What the control loop has not counted yet.
+                let slept = now.saturating_sub(a.parked_since);
                 a.parked = false;
                 a.parked_ns = a.parked_ns.saturating_add(slept);
                 if killed {

@@ -139,7 +139,7 @@ struct Gathered {
     run_ns: u64,
     granted_ns: u64,
     max_overrun_ns: u64,
-    /// Bytes the meter counts for the time its threads ran.
+    /// Bytes that count towards its rate (`Meter::rate_bytes`).
     bytes: u64,
     /// The sum of its threads' demands: each thread's bytes over the time
     /// it was free to run (the period less the time it was parked), so a
@@ -334,6 +334,14 @@ impl Fabric {
             // of the whole window) closes no windows by itself.
             a.run.roll(now_ns);
             let closed = a.run.take_closed();
+            // A park in progress counts in the periods it spans, as the
+            // run time does: a sleep counted only when it ends would make
+            // one period's demand look low and the next one's high.
+            if a.parked {
+                let so_far = now_ns.saturating_sub(a.parked_since);
+                a.parked_ns = a.parked_ns.saturating_add(so_far);
+                a.parked_since = a.parked_since.max(now_ns);
+            }
             let parked = core::mem::take(&mut a.parked_ns);
             let counted = core::mem::take(&mut a.counted);
             let i = a.channel as usize;
@@ -341,15 +349,15 @@ impl Fabric {
                 return;
             };
             g.threads = g.threads.saturating_add(1);
-            let bytes = ch
-                .meter
-                .meter
-                .bytes(closed.run_ns, counted, path_capacity(components, ch));
+            let meter = &ch.meter.meter;
+            let bytes = meter.bytes(closed.run_ns, counted, path_capacity(components, ch));
             g.windows = g.windows.saturating_add(closed.windows);
             g.run_ns = g.run_ns.saturating_add(closed.run_ns);
             g.granted_ns = g.granted_ns.saturating_add(closed.granted_ns);
             g.max_overrun_ns = g.max_overrun_ns.max(closed.max_overrun_ns);
-            g.bytes = g.bytes.saturating_add(bytes);
+            g.bytes = g
+                .bytes
+                .saturating_add(meter.rate_bytes(bytes, closed.charged_ns));
             g.parked_ns = g.parked_ns.saturating_add(parked);
             if closed.run_ns > 0 {
                 let free = wall.saturating_sub(parked).max(closed.run_ns);

@@ -48,8 +48,10 @@ pub(crate) struct Attached {
     pub(crate) queued: bool,
     /// The next park item, allocated ahead (the timer cannot allocate).
     pub(crate) spare: Option<TaskWorkBox<Park>>,
-    /// Parked now, and in all (nanoseconds).
+    /// Parked now, since when (or since the control loop last counted
+    /// it), and the time parked not yet counted (nanoseconds).
     pub(crate) parked: bool,
+    pub(crate) parked_since: u64,
     pub(crate) parked_ns: u64,
     /// What its meter counted since the last control period: perf
     /// events, or bytes it reported.

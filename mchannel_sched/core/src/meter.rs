@@ -52,4 +52,20 @@ impl Meter {
             Meter::Reported => counted.min(most),
         }
     }
+
+    /// The bytes that count towards a thread's rate (F), of the `moved`
+    /// bytes that [`Meter::bytes`] gave for its demand: for the emulated
+    /// meter, the bytes of the time charged to its budgets
+    /// (`thread::Closed::charged_ns`), so that a late timer's overrun
+    /// counts in the windows that pay it back and F does not swing with
+    /// the timer (Eq. 4's `C / F` would turn the swing into a bias:
+    /// the mean of `C / F` exceeds `C` over the mean of F). Counted and
+    /// reported bytes are what hardware and the workload saw, when they
+    /// saw it.
+    pub fn rate_bytes(&self, moved: u64, charged_ns: u64) -> u64 {
+        match *self {
+            Meter::Emulated { bytes_per_us } => mul_div(bytes_per_us, charged_ns, NS_PER_US),
+            _ => moved,
+        }
+    }
 }

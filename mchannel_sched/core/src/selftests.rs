@@ -357,6 +357,11 @@ pub fn meters_count_bytes_and_cap_what_they_are_told() -> Outcome {
         Meter::Reported.bytes(u64::MAX, u64::MAX, u64::MAX),
         u64::MAX
     );
+    // The rate counts the emulated meter's charged time, others' bytes.
+    let emulated = Meter::Emulated { bytes_per_us: 100 };
+    check_eq!(emulated.rate_bytes(100_000, 250_000), 25_000);
+    check_eq!(perf.rate_bytes(64_000, 0), 64_000);
+    check_eq!(Meter::Reported.rate_bytes(7, 1_000_000), 7);
     Ok(())
 }
 

@@ -41,6 +41,14 @@ pub struct Closed {
     /// The most any of them ran beyond its budget (the budget timer fires
     /// a little late, or the thread ran in the kernel past it).
     pub max_overrun_ns: u64,
+    /// Their on-CPU time as charged to budgets: `run_ns` less the debt
+    /// it leaves to later windows, plus the earlier debt these windows
+    /// paid. A late timer's overrun counts in the windows that pay for it,
+    /// not in the period it happened in (under TCG, timers run up to a
+    /// millisecond late: periods of overrun and of payback alternate, and
+    /// a rate measured from `run_ns` swings with them). Over any run of
+    /// periods it adds up to `run_ns` less the debt still owed.
+    pub charged_ns: u64,
 }
 
 impl Closed {
@@ -86,6 +94,8 @@ pub struct RunState {
     next_t_r_ns: u64,
     next_t_w_ns: u64,
     closed: Closed,
+    /// The debt at the last `take_closed`.
+    taken_debt_ns: u64,
 }
 
 impl RunState {
@@ -104,6 +114,7 @@ impl RunState {
             next_t_r_ns: t_r_ns,
             next_t_w_ns: t_w_ns,
             closed: Closed::default(),
+            taken_debt_ns: 0,
         }
     }
 
@@ -225,7 +236,15 @@ impl RunState {
 
     /// Takes what the windows closed since the last call add up to.
     pub fn take_closed(&mut self) -> Closed {
-        core::mem::take(&mut self.closed)
+        let mut c = core::mem::take(&mut self.closed);
+        // Debt forgiven (at the cap, or by a whole-window budget) was run
+        // all the same: it counts here.
+        c.charged_ns = c
+            .run_ns
+            .saturating_add(self.taken_debt_ns)
+            .saturating_sub(self.debt_ns);
+        self.taken_debt_ns = self.debt_ns;
+        c
     }
 
     /// The thread comes on a CPU at `now_ns`: closes the windows that

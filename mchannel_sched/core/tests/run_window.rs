@@ -62,6 +62,7 @@ proptest! {
             let c2 = s.take_closed();
             closed.windows += c2.windows;
             closed.run_ns += c2.run_ns;
+            closed.charged_ns += c2.charged_ns;
             closed.window_ns += c2.window_ns;
             closed.max_overrun_ns = closed.max_overrun_ns.max(c2.max_overrun_ns);
             let st = s.window_end_ns() - s.t_w_ns();
@@ -121,8 +122,10 @@ proptest! {
             prop_assert!(pair[1].0 >= pair[0].0 + pair[0].1, "{:?}", pair);
         }
         prop_assert!(closed.window_ns <= s.window_end_ns() - s.t_w_ns() - start);
-        // Conservation: every nanosecond of running is in one window.
+        // Conservation: every nanosecond of running is in one window, and
+        // charged to a budget or still owed.
         prop_assert_eq!(closed.run_ns + current, total_run);
+        prop_assert_eq!(closed.charged_ns + s.debt_ns(), closed.run_ns);
     }
 }
 
@@ -143,6 +146,7 @@ proptest! {
         let mut now = 1_000_000u64;
         let mut s = RunState::new(now, t_w, t_r);
         let (mut total_run, mut windows, mut granted) = (0u64, 0u64, 0u64);
+        let mut charged = 0u64;
         for &late in &lateness {
             s.switch_in(now);
             match s.check(now) {
@@ -160,13 +164,20 @@ proptest! {
             }
             let c = s.take_closed();
             (windows, granted) = (windows + c.windows, granted + c.granted_ns);
+            // Charged time never runs ahead of the budgets: it is what
+            // they allowed, however late the timer.
+            charged += c.charged_ns;
+            prop_assert!(charged <= granted, "charged {} of {} granted", charged, granted);
         }
         s.roll(now);
         let c = s.take_closed();
         (windows, granted) = (windows + c.windows, granted + c.granted_ns);
+        charged += c.charged_ns;
         let owed = s.debt_ns() + s.ran_ns(now);
         prop_assert!(s.debt_ns() < MAX_DEBT_NS);
         prop_assert_eq!(granted, windows * t_r);
         prop_assert_eq!(total_run, granted + owed);
+        // Every closed nanosecond is charged, or still owed.
+        prop_assert_eq!(charged + s.debt_ns(), total_run - s.ran_ns(now));
     }
 }
