@@ -350,7 +350,11 @@ impl Fabric {
             };
             g.threads = g.threads.saturating_add(1);
             let meter = &ch.meter.meter;
-            let bytes = meter.bytes(closed.run_ns, counted, path_capacity(components, ch));
+            let cap = path_capacity(components, ch);
+            let bytes = meter.bytes(closed.run_ns, counted, cap);
+            a.counted = a
+                .counted
+                .saturating_add(meter.left(closed.run_ns, counted, cap));
             g.windows = g.windows.saturating_add(closed.windows);
             g.run_ns = g.run_ns.saturating_add(closed.run_ns);
             g.granted_ns = g.granted_ns.saturating_add(closed.granted_ns);

@@ -53,6 +53,27 @@ impl Meter {
         }
     }
 
+    /// What of `counted` the cap in [`Meter::bytes`] held back, to count
+    /// in the next period: counters are read and reports arrive after the
+    /// running they count, often in a period the thread spent parked.
+    /// At most one second of the path's capacity is carried (an
+    /// over-reporting thread gains nothing from it: what it carries is
+    /// still capped by its running).
+    pub fn left(&self, run_ns: u64, counted: u64, path_capacity: u64) -> u64 {
+        let most = mul_div(path_capacity, run_ns, NS_PER_S);
+        match *self {
+            Meter::None | Meter::Emulated { .. } => 0,
+            Meter::Perf { bytes_per_event } => {
+                let per = bytes_per_event.max(1);
+                let used = counted.min(most.checked_div(per).unwrap_or(0));
+                counted
+                    .saturating_sub(used)
+                    .min(path_capacity.checked_div(per).unwrap_or(0))
+            }
+            Meter::Reported => counted.saturating_sub(most).min(path_capacity),
+        }
+    }
+
     /// The bytes that count towards a thread's rate (F), of the `moved`
     /// bytes that [`Meter::bytes`] gave for its demand: for the emulated
     /// meter, the bytes of the time charged to its budgets

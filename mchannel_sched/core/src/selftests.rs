@@ -357,6 +357,13 @@ pub fn meters_count_bytes_and_cap_what_they_are_told() -> Outcome {
         Meter::Reported.bytes(u64::MAX, u64::MAX, u64::MAX),
         u64::MAX
     );
+    // What the cap held back waits for the next period, up to a second.
+    check_eq!(perf.left(run, 1_000, path), 0);
+    check_eq!(perf.left(run, 20_000, path), 20_000 - MB / 64);
+    check_eq!(perf.left(0, u64::MAX, path), 1_000 * MB / 64);
+    check_eq!(Meter::Reported.left(run, 3 * MB, path), 2 * MB);
+    check_eq!(Meter::Reported.left(0, u64::MAX, path), 1_000 * MB);
+    check_eq!(Meter::Emulated { bytes_per_us: 100 }.left(run, 5, path), 0);
     // The rate counts the emulated meter's charged time, others' bytes.
     let emulated = Meter::Emulated { bytes_per_us: 100 };
     check_eq!(emulated.rate_bytes(100_000, 250_000), 25_000);

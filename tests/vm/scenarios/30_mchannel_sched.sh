@@ -86,6 +86,18 @@ wait_until 20 reads $sys/components/run-port/model_capacity = 40000000
 mchannel inject --component "$c" --ppm 0
 mchannel destroy "$(cat $sys/channels/gone/id)"
 test ! -e $sys/channels/gone
+# A channel's path from the CXL topology: the host bridge, switch and
+# endpoint on the way to a memory device, each a component named after its
+# port, registered by the first channel that needs it.
+mem=$(ls /sys/bus/cxl/devices | grep '^mem' | head -n 1)
+! mchannel create --name to-cxl --cxl "$mem" 2>/dev/null
+cx=$(mchannel create --name to-cxl --cxl "$mem" --capacity 100000000 --meter 10)
+ep=$(ls $sys/components | grep '^endpoint' | head -n 1)
+test "$(cat $sys/components/$ep/kind)" = 3
+test "$(cat $sys/components/port*/kind | sort | tr '\n' ' ')" = "1 2 "
+cx2=$(mchannel create --name to-cxl-2 --cxl "$mem" --meter 10)
+mchannel destroy "$cx2"
+mchannel destroy "$cx"
 # A group from the CLI, a channel under it, and the order they go in.
 g=$(mchannel create --name tenant-x --group --path "$c")
 x=$(mchannel create --name in-x --parent "$g" --meter 10)

@@ -204,6 +204,34 @@ impl Topology {
             .filter(move |d| d.parent.as_deref() == Some(name))
     }
 
+    /// The ports between the host and memory device `memdev`, host side
+    /// first: its host bridge, each switch, and its endpoint (what memory
+    /// traffic to it crosses; a fabric component each for mchannel_sched).
+    pub fn path_to(&self, memdev: &str) -> Result<Vec<&Device>> {
+        let Some(dev) = self.get(memdev).filter(|d| d.kind == Kind::Memdev) else {
+            bail!("no CXL memory device {memdev:?}");
+        };
+        let mut path = vec![];
+        let mut current = dev.parent.as_deref();
+        while let Some(name) = current {
+            let Some(d) = self.get(name) else {
+                bail!("{memdev}: its ancestor {name} is not in the topology");
+            };
+            if matches!(d.kind, Kind::HostBridge | Kind::Switch | Kind::Endpoint) {
+                path.push(d);
+            }
+            if path.len() > self.devices.len() {
+                bail!("{memdev}: the topology has a cycle");
+            }
+            current = d.parent.as_deref();
+        }
+        if !path.iter().any(|d| d.kind == Kind::Endpoint) {
+            bail!("{memdev} has no endpoint port (is cxl_port loaded?)");
+        }
+        path.reverse();
+        Ok(path)
+    }
+
     /// Whether `ancestor` is on the path from `name` to the root.
     pub fn is_below(&self, name: &str, ancestor: &str) -> bool {
         let mut current = self.get(name).and_then(|d| d.parent.clone());

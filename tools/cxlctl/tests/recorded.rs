@@ -75,6 +75,30 @@ fn switched_topology_is_recognised() {
 }
 
 #[test]
+fn the_path_to_a_memdev_crosses_host_bridge_switch_and_endpoint() {
+    let (_dir, sys) = before();
+    let topo = Topology::read(&sys).unwrap();
+    let names = |m: &str| -> Vec<(String, Kind)> {
+        topo.path_to(m)
+            .unwrap()
+            .iter()
+            .map(|d| (d.name.clone(), d.kind))
+            .collect()
+    };
+    assert_eq!(
+        names("mem0"),
+        [
+            ("port1".to_string(), Kind::HostBridge),
+            ("port2".to_string(), Kind::Switch),
+            ("endpoint4".to_string(), Kind::Endpoint)
+        ]
+    );
+    assert_eq!(names("mem1")[2].0, "endpoint3");
+    assert!(topo.path_to("mem9").is_err());
+    assert!(topo.path_to("port2").is_err(), "not a memdev");
+}
+
+#[test]
 fn table_shows_the_tree() {
     let (_dir, sys) = after();
     let table = Topology::read(&sys).unwrap().render_table();

@@ -52,6 +52,34 @@ pub fn name(name: &str) -> io::Result<[u8; abi::NAME_BYTES]> {
     })
 }
 
+/// The fabric components between this host and CXL memory device
+/// `memdev`, host side first, named after their CXL ports: the host
+/// bridge (a host port), each switch and the endpoint.
+pub fn cxl_components(
+    topo: &cxlctl::topology::Topology,
+    memdev: &str,
+) -> anyhow::Result<Vec<(String, u32)>> {
+    use cxlctl::topology::Kind;
+    let path = topo.path_to(memdev)?;
+    anyhow::ensure!(
+        path.len() <= abi::PATH_MAX,
+        "{memdev}: {} ports on its path, a channel crosses {} at most",
+        path.len(),
+        abi::PATH_MAX
+    );
+    Ok(path
+        .iter()
+        .map(|d| {
+            let kind = match d.kind {
+                Kind::HostBridge => abi::COMPONENT_HOST_PORT,
+                Kind::Switch => abi::COMPONENT_SWITCH,
+                _ => abi::COMPONENT_ENDPOINT,
+            };
+            (d.name.clone(), kind)
+        })
+        .collect())
+}
+
 /// Component kinds by name.
 pub fn kind_of(name: &str) -> Option<u32> {
     match name {
@@ -331,6 +359,28 @@ mod tests {
             };
             std::fs::write(d.join(a), format!("{v}\n")).unwrap();
         }
+    }
+
+    #[test]
+    fn a_memdev_path_maps_ports_to_component_kinds() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cxlctl/tests/data/qemu-switch-2x256M-before.json");
+        let snap: cxlctl::snapshot::Snapshot =
+            serde_json::from_str(&std::fs::read_to_string(data).unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        cxlctl::snapshot::materialize(&snap, dir.path()).unwrap();
+        let topo =
+            cxlctl::topology::Topology::read(&cxlctl::sysfs::Sysfs::new(dir.path())).unwrap();
+        let path = cxl_components(&topo, "mem0").unwrap();
+        assert_eq!(
+            path,
+            [
+                ("port1".to_string(), abi::COMPONENT_HOST_PORT),
+                ("port2".to_string(), abi::COMPONENT_SWITCH),
+                ("endpoint4".to_string(), abi::COMPONENT_ENDPOINT),
+            ]
+        );
+        assert!(cxl_components(&topo, "nosuch").is_err());
     }
 
     #[test]

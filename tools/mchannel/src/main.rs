@@ -3,12 +3,12 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use mchannel::{
-    channel_spec, kind_of, perf_event, sys_channels, sys_components, ChannelStat, Mchannel, Meter,
-    SysEntry, DEFAULT_DEVICE,
+    channel_spec, cxl_components, kind_of, perf_event, sys_channels, sys_components, ChannelStat,
+    Mchannel, Meter, SysEntry, DEFAULT_DEVICE,
 };
 use serde::Serialize;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
 #[command(about = "MemChannel run windows: components, channels, attached threads")]
@@ -34,6 +34,17 @@ struct ChannelOpts {
     /// Component ids on the channel's memory path, comma-separated.
     #[arg(long, value_delimiter = ',')]
     path: Vec<u32>,
+    /// The path to a CXL memory device instead (mem0): its host bridge,
+    /// switches and endpoint, each a component named after its port
+    /// (registered with --capacity if it is not yet).
+    #[arg(long, conflicts_with = "path")]
+    cxl: Option<String>,
+    /// Capacity, bytes per second, of components --cxl registers.
+    #[arg(long)]
+    capacity: Option<u64>,
+    /// The system's sysfs (where --cxl reads the CXL topology).
+    #[arg(long, default_value = "/sys")]
+    sys_root: PathBuf,
     /// Run window T_W in microseconds (0: the kernel's default, 100).
     #[arg(long, default_value_t = 0)]
     t_w_us: u64,
@@ -222,6 +233,11 @@ fn main() -> Result<()> {
             parent,
         } => {
             let mut spec = spec(name, opts)?;
+            if let Some(memdev) = &opts.cxl {
+                let path = cxl_path(&dev()?, &cli.sysfs, opts, memdev)?;
+                spec.path[..path.len()].copy_from_slice(&path);
+                spec.path_len = path.len() as u32;
+            }
             if *group {
                 spec.flags |= uapi::mchannel::CHANNEL_GROUP;
             }
@@ -230,6 +246,9 @@ fn main() -> Result<()> {
             print_id(cli.json, s.id);
         }
         Cmd::Set { id, opts } => {
+            if opts.cxl.is_some() || !opts.path.is_empty() {
+                bail!("a channel's path is fixed when it is created");
+            }
             let mut s = spec("x", opts)?;
             s.id = *id;
             dev()?.set_channel(&s).context("SET_CHANNEL")?;
@@ -293,6 +312,29 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The component ids on the way to `memdev`, registering those not yet
+/// known (by name: a component named after each CXL port).
+fn cxl_path(m: &Mchannel, sysfs: &Path, o: &ChannelOpts, memdev: &str) -> Result<Vec<u32>> {
+    let sys = cxlctl::sysfs::Sysfs::new(&o.sys_root);
+    let topo = cxlctl::topology::Topology::read(&sys)?;
+    let known = sys_components(sysfs)?;
+    let mut ids = vec![];
+    for (name, kind) in cxl_components(&topo, memdev)? {
+        let id = match known.iter().find(|c| c.name == name) {
+            Some(c) => c.get("id") as u32,
+            None => {
+                let Some(capacity) = o.capacity else {
+                    bail!("component {name} is not registered: give --capacity");
+                };
+                m.register_component(&name, kind, capacity)
+                    .with_context(|| format!("REGISTER_COMPONENT {name}"))?
+            }
+        };
+        ids.push(id);
+    }
+    Ok(ids)
 }
 
 const MB: f64 = 1e6;
