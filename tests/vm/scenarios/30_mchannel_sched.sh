@@ -98,6 +98,22 @@ test "$(cat $sys/components/port*/kind | sort | tr '\n' ' ')" = "1 2 "
 cx2=$(mchannel create --name to-cxl-2 --cxl "$mem" --meter 10)
 mchannel destroy "$cx2"
 mchannel destroy "$cx"
+# mchannel run with a channel of its own (numactl-like): a component for
+# a tenth of a stream holds the command's thread to about a tenth, the
+# channel goes when the command ends, and its exit status comes back. An
+# unattached thread beside it runs unaffected.
+side=$(mchannel component --name side-port --kind host-port --capacity 10000000)
+mchannel run --name side --path "$side" --meter 100 --t-w-us 1000 -- \
+	cxlf-selftest mchannel-stream --threads 1 --seconds 3 --at-most 0.2 &
+runner=$!
+wait_until 50 test -d $sys/channels/side
+cxlf-selftest mchannel-stream --threads 1 --seconds 2 --at-least 0.85
+wait $runner
+test ! -e $sys/channels/side
+rc=0
+mchannel run --name side --path "$side" -- sh -c 'exit 3' || rc=$?
+test $rc = 3
+test ! -e $sys/channels/side
 # A group from the CLI, a channel under it, and the order they go in.
 g=$(mchannel create --name tenant-x --group --path "$c")
 x=$(mchannel create --name in-x --parent "$g" --meter 10)

@@ -91,6 +91,13 @@ pub fn kind_of(name: &str) -> Option<u32> {
 }
 
 impl Mchannel {
+    /// Another handle on the same open file.
+    pub fn try_clone(&self) -> io::Result<Mchannel> {
+        Ok(Mchannel {
+            file: self.file.try_clone()?,
+        })
+    }
+
     pub fn open(path: impl AsRef<Path>) -> io::Result<Mchannel> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Mchannel { file })

@@ -145,9 +145,19 @@ enum Cmd {
     },
     /// Run a command attached to a channel (the process and every thread it
     /// creates), like numactl.
+    ///
+    /// With --channel it attaches to that channel and execs. Otherwise it
+    /// creates a channel from the options (named --name, or run-PID),
+    /// runs the command attached to it, and destroys it when the command
+    /// ends, exiting with the command's status.
     Run {
+        #[arg(long, conflicts_with = "name")]
+        channel: Option<u32>,
+        /// The channel to create for the command.
         #[arg(long)]
-        channel: u32,
+        name: Option<String>,
+        #[command(flatten)]
+        opts: ChannelOpts,
         #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
     },
@@ -303,15 +313,68 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Top { interval_ms, count } => top(&cli.sysfs, cli.json, *interval_ms, *count)?,
-        Cmd::Run { channel, command } => {
+        Cmd::Run {
+            channel: Some(channel),
+            command,
+            ..
+        } => {
             dev()?.attach(*channel, 0, true).context("ATTACH")?;
             let err = std::process::Command::new(&command[0])
                 .args(&command[1..])
                 .exec();
             bail!("exec {}: {err}", command[0]);
         }
+        Cmd::Run {
+            channel: None,
+            name,
+            opts,
+            command,
+        } => {
+            let m = dev()?;
+            let name = name
+                .clone()
+                .unwrap_or_else(|| format!("run-{}", std::process::id()));
+            let mut s = spec(&name, opts)?;
+            if let Some(memdev) = &opts.cxl {
+                let path = cxl_path(&m, &cli.sysfs, opts, memdev)?;
+                s.path[..path.len()].copy_from_slice(&path);
+                s.path_len = path.len() as u32;
+            }
+            let id = m.create_channel(&s).context("CREATE_CHANNEL")?.id;
+            let code = run_in(&m, id, command);
+            // Its threads left the channel as they exited; one that
+            // outlives it (a daemon) keeps the channel.
+            if let Err(e) = m.destroy_channel(id) {
+                eprintln!("mchannel: channel {name} ({id}) not destroyed: {e}");
+            }
+            std::process::exit(code?);
+        }
     }
     Ok(())
+}
+
+/// Runs `command` attached to channel `id` (attached between fork and
+/// exec, so nothing it does runs unattached); returns its exit code (128
+/// plus the signal that killed it).
+fn run_in(m: &Mchannel, id: u32, command: &[String]) -> Result<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    let m2 = m.try_clone()?;
+    // SAFETY: the closure only makes one ioctl on an open descriptor (no
+    // allocation, no lock), which is allowed between fork and exec.
+    unsafe { cmd.pre_exec(move || m2.attach(id, 0, true)) };
+    let mut child = cmd.spawn().with_context(|| format!("run {}", command[0]))?;
+    // Like system(3): a ^C is for the command; this waits to clean up.
+    for sig in [nix::sys::signal::SIGINT, nix::sys::signal::SIGQUIT] {
+        // SAFETY: ignoring a signal installs no handler: nothing can run
+        // in a signal context.
+        unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn) }?;
+    }
+    let status = child.wait()?;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 /// The component ids on the way to `memdev`, registering those not yet
