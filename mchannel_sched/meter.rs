@@ -18,6 +18,7 @@
 use crate::control::meter::Meter;
 use crate::fabric::Channel;
 use crate::pr_info_ratelimited;
+use crate::support::cred;
 use crate::support::kvec::VecExt;
 use crate::support::perf::{Counter, Event};
 use crate::support::uapi::mchannel as abi;
@@ -92,6 +93,14 @@ pub(crate) fn meter_of(spec: &abi::ChannelSpec) -> Result<ChannelMeter> {
         other => refuse!(EINVAL, "mchannel: unknown meter {}\n", other),
     };
     let event = if spec.meter == abi::METER_PERF {
+        // Its counts show in world-readable sysfs, for whatever threads
+        // get attached: perf's own rule for counting others' events.
+        if !cred::capable_perfmon() {
+            refuse!(
+                EPERM,
+                "mchannel: a perf meter needs CAP_PERFMON (or CAP_SYS_ADMIN)\n"
+            );
+        }
         check_perf_type(spec.perf_type)?;
         let event = Event {
             type_: spec.perf_type,

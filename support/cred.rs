@@ -23,6 +23,15 @@ pub(crate) fn capable_sys_nice() -> bool {
     unsafe { bindings::capable(bindings::CAP_SYS_NICE as c_int) }
 }
 
+/// Whether the calling task may monitor performance system-wide, as the
+/// kernel's `perfmon_capable()` (a static inline): `CAP_PERFMON` or
+/// `CAP_SYS_ADMIN`.
+pub(crate) fn capable_perfmon() -> bool {
+    // SAFETY: as in `capable_sys_admin`.
+    let perfmon = unsafe { bindings::capable(bindings::CAP_PERFMON as c_int) };
+    perfmon || capable_sys_admin()
+}
+
 /// The calling task's effective uid, as seen from the initial user
 /// namespace (the uid other hosts see in the pool).
 pub(crate) fn current_euid() -> u32 {

@@ -232,6 +232,7 @@ pub fn errnos(dev: &Path) -> Result<()> {
     expect_errno("destroy busy", m.destroy_channel(ch.id), Errno::EBUSY)?;
     ensure!(m.query(ch.id)?.threads == 1, "one thread attached");
     unprivileged(dev, ch.id, comp)?;
+    perf_needs_perfmon(dev, comp)?;
     m.detach(0, false).context("detach self")?;
     m.destroy_channel(ch.id).context("destroy")?;
     expect_errno("destroy twice", m.destroy_channel(ch.id), Errno::ENOENT)?;
@@ -302,6 +303,84 @@ fn groups(m: &Mchannel, comp: u32, channel: u32) -> Result<()> {
 }
 
 /// As uid 1000 in a child process.
+/// Drops capabilities `caps` from the calling thread's effective set.
+fn drop_effective(caps: &[u32]) -> Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: a version-3 header and two data words, as capget(2) wants.
+    let r = unsafe { nix::libc::syscall(nix::libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    ensure!(r == 0, "capget: {}", std::io::Error::last_os_error());
+    for &c in caps {
+        d[(c / 32) as usize].effective &= !(1 << (c % 32));
+    }
+    // SAFETY: as above, for capset(2).
+    let r = unsafe { nix::libc::syscall(nix::libc::SYS_capset, &mut h, d.as_ptr()) };
+    ensure!(r == 0, "capset: {}", std::io::Error::last_os_error());
+    Ok(())
+}
+
+/// A CAP_SYS_NICE caller without CAP_PERFMON and CAP_SYS_ADMIN may not
+/// make a perf meter (its counts are world-readable in sysfs), but may
+/// make any other.
+fn perf_needs_perfmon(dev: &Path, comp: u32) -> Result<()> {
+    use nix::sys::wait::{waitpid, WaitStatus};
+    use nix::unistd::{fork, ForkResult};
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_PERFMON: u32 = 38;
+    // SAFETY: the child runs only its checks and exits; this process has
+    // one thread here.
+    match unsafe { fork() }? {
+        ForkResult::Child => {
+            let r = (|| -> Result<()> {
+                drop_effective(&[CAP_SYS_ADMIN, CAP_PERFMON])?;
+                let m = Mchannel::open(dev)?;
+                let mut spec = channel_spec("no-perfmon", 1, &[comp], 0, 0, false)?;
+                Meter::Perf {
+                    type_: abi::PERF_TYPE_SOFTWARE,
+                    config: abi::PERF_COUNT_SW_TASK_CLOCK,
+                    bytes_per_event: 1,
+                }
+                .apply(&mut spec);
+                expect_errno(
+                    "perf meter without CAP_PERFMON",
+                    m.create_channel(&spec),
+                    Errno::EPERM,
+                )?;
+                Meter::Emulated(10).apply(&mut spec);
+                let ch = m
+                    .create_channel(&spec)
+                    .context("emulated meter with CAP_SYS_NICE")?;
+                m.destroy_channel(ch.id)?;
+                Ok(())
+            })();
+            if let Err(e) = &r {
+                eprintln!("without CAP_PERFMON: {e:#}");
+            }
+            std::process::exit(if r.is_ok() { 0 } else { 1 });
+        }
+        ForkResult::Parent { child } => match waitpid(child, None)? {
+            WaitStatus::Exited(_, 0) => Ok(()),
+            s => anyhow::bail!("CAP_PERFMON checks failed: {s:?}"),
+        },
+    }
+}
+
 fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
     use nix::sys::wait::{waitpid, WaitStatus};
     use nix::unistd::{fork, setuid, ForkResult, Uid};
