@@ -286,6 +286,16 @@ impl Device {
             refuse!(EINVAL, "mchannel: a group runs no threads: no meter\n");
         }
         ch.weight = spec.weight;
+        if ch.meter != meter {
+            // Counts in the old meter's units go; a perf counter for the
+            // old event is dropped next period and one made for the new.
+            self.shared.threads.for_each(|a| {
+                if a.channel == spec.id {
+                    a.counted = 0;
+                    a.has_counter = false;
+                }
+            });
+        }
         ch.meter = meter;
         ch.window = window;
         // The next control period recomputes T_R for the new window.

@@ -166,10 +166,13 @@ impl TaskWork for Park {
             let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
             let now = monotonic_ns();
             shared.threads.with(me, |a| {
-                // What the control loop has not counted yet.
-                let slept = now.saturating_sub(a.parked_since);
+                // What the control loop has not counted yet (none if it
+                // was detached, and attached again, while it slept).
+                if a.parked {
+                    let slept = now.saturating_sub(a.parked_since);
+                    a.parked_ns = a.parked_ns.saturating_add(slept);
+                }
                 a.parked = false;
-                a.parked_ns = a.parked_ns.saturating_add(slept);
                 if killed {
                     a.queued = false;
                 }

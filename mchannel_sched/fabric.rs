@@ -314,6 +314,12 @@ impl Fabric {
         Ok(id)
     }
 
+    /// Reads the perf meter's counters into their threads' counts (and
+    /// makes and drops counters), before a [`Fabric::step`].
+    pub(crate) fn collect_counters(&mut self, threads: &Threads) {
+        self.perf.collect(threads, &self.channels);
+    }
+
     /// One control period: fold each channel's closed windows into its
     /// estimator, update every component's load, capacity and share, and
     /// give each thread its channel's budget and window.
@@ -327,7 +333,6 @@ impl Fabric {
         for _ in 0..self.channels.len() {
             gathered.push(Gathered::default(), GFP_KERNEL)?;
         }
-        self.perf.collect(threads, &self.channels);
         let (channels, components) = (&self.channels, &self.components);
         threads.for_each(|a| {
             // A thread that keeps its CPU (no switch, no timer: a budget
@@ -505,7 +510,8 @@ fn path_capacity(components: &KVec<ComponentEntry>, ch: &Channel) -> u64 {
         .filter_map(|&c| components.get(c as usize))
         .map(|c| c.core.params().max_capacity)
         .min()
-        .unwrap_or(u64::MAX)
+        // Crossing nothing, it is not regulated: nothing to count.
+        .unwrap_or(0)
 }
 
 /// The tree of the groups and channels (in `order`, parents first) that

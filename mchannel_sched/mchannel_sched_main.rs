@@ -68,8 +68,12 @@ struct Control(Arc<Device>);
 
 impl PeriodicWork for Control {
     fn run(&self) -> u32 {
+        let threads = &self.0.shared.threads;
+        let mut fabric = self.0.fabric.lock();
+        // Reading counters may take a while: the period ends after it.
+        fabric.collect_counters(threads);
         let now = support::time::monotonic_ns();
-        if let Err(e) = self.0.fabric.lock().step(&self.0.shared.threads, now) {
+        if let Err(e) = fabric.step(threads, now) {
             pr_warn!("control step failed: {}\n", e.to_errno());
         }
         (fabric::K_NS / 1_000_000) as u32

@@ -173,7 +173,14 @@ impl PerfCounters {
             let wanted = event_of(channels, m.channel) == Some(m.event);
             let still = wanted && threads.with(&m.task, |a| a.channel == m.channel) == Some(true);
             if !still {
-                // Its thread left, or its channel changed meter.
+                // Its thread left, or its channel changed meter: if it is
+                // still on the channel, a counter for the new event is
+                // made below.
+                threads.with(&m.task, |a| {
+                    if a.channel == m.channel {
+                        a.has_counter = false;
+                    }
+                });
                 drop(self.list.swap_remove(i));
                 continue;
             }

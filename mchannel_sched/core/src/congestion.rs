@@ -53,7 +53,7 @@ fn model_signal(capacity: u64, rate: u64) -> Q32 {
     if rate <= knee {
         Q32::ZERO
     } else if span == 0 {
-        // No throughput at all (the module refuses a model of zero).
+        // No throughput at all (INJECT takes a model of zero for no model).
         Q32::ONE
     } else {
         Q32::ratio(rate.saturating_sub(knee), span).min(Q32::ONE)

@@ -52,9 +52,9 @@ struct ChannelOpts {
     /// (0: not metered, unless --perf or --reported).
     #[arg(long, default_value_t = 0)]
     meter: u64,
-    /// Perf meter: a per-thread event (llc-misses, task-clock, raw:0xCONFIG
-    /// or TYPE:CONFIG).
-    #[arg(long, conflicts_with_all = ["meter", "reported"])]
+    /// Perf meter: a per-thread event (llc-misses, the default;
+    /// task-clock, raw:0xCONFIG or TYPE:CONFIG).
+    #[arg(long, conflicts_with_all = ["meter", "reported"], num_args = 0..=1, default_missing_value = "llc-misses")]
     perf: Option<String>,
     /// Bytes one perf event stands for.
     #[arg(long, default_value_t = 64, requires = "perf")]
@@ -151,7 +151,7 @@ enum Cmd {
     /// runs the command attached to it, and destroys it when the command
     /// ends, exiting with the command's status.
     Run {
-        #[arg(long, conflicts_with = "name")]
+        #[arg(long, conflicts_with_all = ["name", "weight", "path", "cxl", "capacity", "t_w_us", "meter", "perf", "bytes_per_event", "reported", "best_effort"])]
         channel: Option<u32>,
         /// The channel to create for the command.
         #[arg(long)]
@@ -357,20 +357,31 @@ fn main() -> Result<()> {
 /// exec, so nothing it does runs unattached); returns its exit code (128
 /// plus the signal that killed it).
 fn run_in(m: &Mchannel, id: u32, command: &[String]) -> Result<i32> {
+    use nix::sys::signal::{signal, SigHandler, SIGINT, SIGQUIT};
     use std::os::unix::process::ExitStatusExt;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]);
     let m2 = m.try_clone()?;
-    // SAFETY: the closure only makes one ioctl on an open descriptor (no
-    // allocation, no lock), which is allowed between fork and exec.
-    unsafe { cmd.pre_exec(move || m2.attach(id, 0, true)) };
-    let mut child = cmd.spawn().with_context(|| format!("run {}", command[0]))?;
-    // Like system(3): a ^C is for the command; this waits to clean up.
-    for sig in [nix::sys::signal::SIGINT, nix::sys::signal::SIGQUIT] {
-        // SAFETY: ignoring a signal installs no handler: nothing can run
-        // in a signal context.
-        unsafe { nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigIgn) }?;
+    // SAFETY: the closure makes one ioctl on an open descriptor and resets
+    // two signal dispositions (no allocation, no lock): what is allowed
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for sig in [SIGINT, SIGQUIT] {
+                signal(sig, SigHandler::SigDfl)?;
+            }
+            m2.attach(id, 0, true)
+        })
+    };
+    // Like system(3): a ^C is for the command; this waits to clean up
+    // (ignored before the fork, so no ^C falls between the two; the
+    // command gets the defaults back).
+    for sig in [SIGINT, SIGQUIT] {
+        // SAFETY: ignoring a signal installs no handler: nothing runs in
+        // a signal context.
+        unsafe { signal(sig, SigHandler::SigIgn) }?;
     }
+    let mut child = cmd.spawn().with_context(|| format!("run {}", command[0]))?;
     let status = child.wait()?;
     Ok(status
         .code()
