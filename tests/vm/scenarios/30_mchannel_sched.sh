@@ -84,6 +84,17 @@ test "$(cat $sys/channels/gone/meter)" = 3
 mchannel inject --component "$c" --model-capacity 40000000
 wait_until 20 reads $sys/components/run-port/model_capacity = 40000000
 mchannel inject --component "$c" --ppm 0
+# A perf channel whose event changes keeps counting: its threads get
+# counters for the new event (on-CPU time, then CPU clock).
+pc=$(mchannel create --name perf-switch --path "$c" --perf task-clock --bytes-per-event 1)
+mchannel run --channel "$pc" -- cxlf-selftest mchannel-stream --threads 1 --seconds 4 >/dev/null &
+prun=$!
+wait_until 50 reads $sys/channels/perf-switch/rate -gt 1000000
+mchannel set "$pc" --perf 1:0 --bytes-per-event 1
+sleep 1
+test "$(cat $sys/channels/perf-switch/rate)" -gt 1000000
+wait $prun
+mchannel destroy "$pc"
 mchannel destroy "$(cat $sys/channels/gone/id)"
 test ! -e $sys/channels/gone
 # A channel's path from the CXL topology: the host bridge, switch and
