@@ -6,6 +6,8 @@
 //! suites its `suites!` lists.
 
 use kernel::prelude::*;
+use kernel::task::Task;
+use kernel::types::ARef;
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -30,6 +32,22 @@ use control::{component, congestion, estimator, fixed, meter, thread, tree, wind
 #[path = "../mchannel_sched/core/src/selftests.rs"]
 mod selftests;
 
+/// What `threads.rs` takes from the module's `enforce.rs`: the park item
+/// a thread keeps spare (the table only stores it; none is queued here).
+mod enforce {
+    pub(crate) struct Park;
+
+    impl crate::support::task_work::TaskWork for Park {
+        fn run(self) {}
+    }
+}
+
+// The module's table of attached threads, compiled in from the same file
+// (the tests use the bookkeeping, not every field the module reads).
+#[allow(dead_code)]
+#[path = "../mchannel_sched/threads.rs"]
+mod threads;
+
 module! {
     type: MchannelCoreKunit,
     name: "mchannel_core_kunit",
@@ -47,3 +65,101 @@ impl kernel::Module for MchannelCoreKunit {
 }
 
 selftests::suites!(shared_kunit_suite);
+
+/// An attached-thread state for channel `channel`.
+fn attached(task: &Task, channel: u32) -> threads::Attached {
+    threads::Attached {
+        task: task.into(),
+        channel,
+        follow_forks: false,
+        privileged: true,
+        run: thread::RunState::new(0, 100_000, 50_000),
+        queued: false,
+        spare: None,
+        parked: false,
+        parked_since: 0,
+        parked_ns: 0,
+        counted: 0,
+        has_counter: false,
+    }
+}
+
+/// Up to `n` distinct live tasks (kernel threads included: the table keys
+/// on the task only).
+fn some_tasks(n: usize) -> Result<KVec<ARef<Task>>> {
+    let mut out = KVec::new();
+    for pid in 1..100_000 {
+        if out.len() == n {
+            break;
+        }
+        if let Some(t) = support::task::get_by_vpid(pid) {
+            out.push(t, GFP_KERNEL)?;
+        }
+    }
+    Ok(out)
+}
+
+fn attach_then_detach_leaves_no_trace() -> Result {
+    let table = threads::Threads::new(16)?;
+    let me = kernel::current!();
+    kassert_eq!(table.live(), 0);
+    table.insert(me, || attached(me, 7))?;
+    kassert_eq!(table.live(), 1);
+    kassert_eq!(table.with(me, |a| a.channel), Some(7));
+    kassert!(table.insert(me, || attached(me, 8)) == Err(EEXIST));
+    // The first attach stays.
+    kassert_eq!(table.with(me, |a| a.channel), Some(7));
+    kassert_eq!(table.tasks(Some(7))?.len(), 1);
+    kassert_eq!(table.tasks(Some(8))?.len(), 0);
+    let gone = table.remove(me);
+    kassert!(gone.is_some_and(|a| a.channel == 7));
+    kassert_eq!(table.live(), 0);
+    kassert!(table.with(me, |a| a.channel).is_none());
+    kassert!(table.remove(me).is_none(), "removed once");
+    kassert!(table.find(me).is_none());
+    Ok(())
+}
+
+fn a_full_table_refuses_and_frees_its_slots() -> Result {
+    let table = threads::Threads::new(16)?;
+    let tasks = some_tasks(17)?;
+    kassert!(
+        tasks.len() == 17,
+        "only {} tasks to fill the table",
+        tasks.len()
+    );
+    for (i, t) in tasks.iter().take(16).enumerate() {
+        table.insert(t, || attached(t, i as u32))?;
+    }
+    let last = &tasks[16];
+    kassert!(table.insert(last, || attached(last, 16)) == Err(ENOSPC));
+    // Every one is found under its own key, with its own state.
+    for (i, t) in tasks.iter().take(16).enumerate() {
+        kassert_eq!(table.with(t, |a| a.channel), Some(i as u32));
+    }
+    // A freed slot (a tombstone in a probe chain) takes the next one, and
+    // the others are still found past it.
+    kassert!(table.remove(&tasks[3]).is_some());
+    table.insert(last, || attached(last, 16))?;
+    for (i, t) in tasks.iter().enumerate() {
+        let want = if i == 3 { None } else { Some(i as u32) };
+        kassert_eq!(table.with(t, |a| a.channel), want);
+    }
+    let mut seen = 0;
+    table.for_each(|_| seen += 1);
+    kassert_eq!(seen, 16);
+    for t in tasks.iter() {
+        drop(table.remove(t));
+    }
+    kassert_eq!(table.live(), 0);
+    kassert_eq!(table.tasks(None)?.len(), 0);
+    Ok(())
+}
+
+kunit_tests!(
+    mchannel_threads,
+    [
+        attach_then_detach_leaves_no_trace,
+        a_full_table_refuses_and_frees_its_slots,
+    ]
+);
