@@ -45,15 +45,25 @@ beluga_done() {
 	rmmod beluga_dax
 }
 
-# Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`.
+# Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`;
+# says what it waited for when it gives up.
 wait_until() { # tenths cmd...
 	limit=$1; shift
 	n=0
 	until "$@"; do
 		sleep 0.1
 		n=$((n + 1))
-		test $n -lt "$limit" || return 1
+		if [ $n -ge "$limit" ]; then
+			echo "gave up after $((limit / 10)) s waiting for: $*" >&2
+			return 1
+		fi
 	done
+}
+
+# Whether `cmd...` prints exactly `want` (for wait_until).
+prints() { # want cmd...
+	want=$1; shift
+	test "$("$@")" = "$want"
 }
 
 # Whether file $1 compares to $3 by test(1) operator $2, read anew on

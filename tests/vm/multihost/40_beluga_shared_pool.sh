@@ -37,13 +37,13 @@ test "$(sed -n "s/^$h //p" $sys/used_by_host)" -gt 0
 rm -f /tmp/hold.model
 if [ "$h" = 0 ]; then
 	cxlf-selftest beluga-share --name model.w --size $((6 << 20)) --seed 11 --hold /tmp/hold.model &
-	n=0; until test -e /tmp/hold.model; do sleep 0.1; n=$((n + 1)); test $n -lt 600; done
+	wait_until 600 test -e /tmp/hold.model
 	flag 5 shared
 	await 6 opened
 	beluga list --json | tr -d ' \n' | grep -q '"name":"model.w","size":6291456,[^}]*"holders":\[0,1\]'
 else
 	await 5 shared
 	cxlf-selftest beluga-share --name model.w --open --seed 11 --hold /tmp/hold.model &
-	n=0; until test -e /tmp/hold.model; do sleep 0.1; n=$((n + 1)); test $n -lt 600; done
+	wait_until 600 test -e /tmp/hold.model
 	flag 6 opened
 fi

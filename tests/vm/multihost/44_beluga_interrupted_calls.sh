@@ -29,10 +29,8 @@ if [ "$h" = 1 ]; then
 		beluga list --json | tr -d ' \n' | sed 's/},{/}\n{/g' |
 			grep '"name":""' | grep -q '"owner_host":1'
 	}
-	n=0
-	while unnamed_of_1; do
-		sleep 0.2; n=$((n + 1)); test $n -lt 100
-	done
+	none_of_1() { ! unnamed_of_1; }
+	wait_until 200 none_of_1
 fi
 flag $((12 + h)) interrupted-$h
 await $((13 - h)) interrupted-$((1 - h))

@@ -14,9 +14,7 @@ ch=$(mchannel create --name stream-$h --path "$c" --meter 100 --t-w-us 1000)
 flag $((14 + h)) mchannel-$h
 await $((15 - h)) mchannel-$((1 - h))
 # Each sees the other, and both agree on the owner.
-n=0; until [ "$(cat $mch/components/cxl-sw/peers)" = 1 ]; do
-	sleep 0.1; n=$((n + 1)); test $n -lt 100
-done
+wait_until 100 reads $mch/components/cxl-sw/peers = 1
 test "$(cat $mch/components/cxl-sw/owner)" = 0
 
 out=$(mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 6)

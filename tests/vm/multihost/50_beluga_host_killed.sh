@@ -32,28 +32,18 @@ ch=$(cat $mch/channels/stream-0/id)
 mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 60 >/dev/null &
 stream=$!
 half() { test "$(cat $mch/channels/stream-0/t_r_ns)" -lt $(($(cat $mch/channels/stream-0/t_w_ns) * 7 / 10)); }
-n=0; until half; do sleep 0.1; n=$((n + 1)); test $n -lt 100; done
+wait_until 100 half
 flag 19 shared-0
 await 7 dying
 # After host 1's lease, host 0 alone uses the switch: no peer, and its
 # channel's budget is the whole window again.
-n=0; until [ "$(cat $mch/components/cxl-sw/peers)" = 0 ]; do
-	sleep 0.1; n=$((n + 1)); test $n -lt 300
-done
-n=0; until [ "$(cat $mch/channels/stream-0/t_r_ns)" = "$(cat $mch/channels/stream-0/t_w_ns)" ]; do
-	sleep 0.1; n=$((n + 1)); test $n -lt 100
-done
+wait_until 300 reads $mch/components/cxl-sw/peers = 0
+wait_until 100 reads $mch/channels/stream-0/t_r_ns = "$(cat $mch/channels/stream-0/t_w_ns)"
 kill $stream; wait $stream || true
 rmmod mchannel_sched
 test "$(sed -n 's/^1 //p' $sys/used_by_host)" -gt 0
-n=0
-until grep -q '^1 expired$' $sys/lease_state; do
-	sleep 0.5; n=$((n + 1)); test $n -lt 120
-done
-n=0
-until [ "$(sed -n 's/^1 //p' $sys/used_by_host)" = 0 ]; do
-	sleep 0.5; n=$((n + 1)); test $n -lt 60
-done
+wait_until 600 grep -q '^1 expired$' $sys/lease_state
+wait_until 300 prints 0 sed -n 's/^1 //p' $sys/used_by_host
 dmesg | grep -q "beluga0.0: reclaimed [0-9]* objects of departed or expired hosts"
 # The shared object lives on, held by host 0 only, data intact.
 beluga list --json | tr -d ' \n' | grep -q '"name":"model.w",[^}]*"holders":\[0\]'
@@ -64,7 +54,8 @@ beluga reclaim 1 --json | grep -q '"reclaimed": 0'
 beluga free model.w
 beluga list | grep -q 'model.w.*unlinked'
 rm /tmp/hold.model
-n=0; while beluga list | grep -q model.w; do sleep 0.1; n=$((n + 1)); test $n -lt 50; done
+gone_from_list() { ! beluga list | grep -q "$1"; }
+wait_until 50 gone_from_list model.w
 test "$(cat $sys/objects)" = "$(beluga list --json | grep -c '"index"')"
 
 # A corrupted superblock is refused with the reason.
