@@ -7,6 +7,8 @@
 
 use std::sync::OnceLock;
 
+mod common;
+
 use beluga_pool::checksum::crc32c;
 use beluga_pool::engine::{self, Call, Engine, Errno, Memory, Peer, SliceMemory};
 use beluga_pool::layout::{Geometry, Superblock, SUPERBLOCK_BYTES};
@@ -20,26 +22,12 @@ const MIB: u64 = 1 << 20;
 const POOL: u64 = 32 * MIB;
 const HOSTS: u32 = 3;
 const OBJECTS: u32 = 16;
-const MS: u64 = 1_000_000;
-const LEASE_MS: u32 = 100;
 
-type Host = Engine<Vec<Slot>, Vec<u32>, Vec<Peer>>;
+use common::{try_attach, Host, LEASE_MS, MS};
 
 fn attach(pool: &SliceMemory<'_>, index: u32, boot: u8, now: u64) -> Option<Host> {
     let sb = engine::read_superblock(pool, POOL).ok()?;
-    let g = sb.geometry();
-    Engine::attach(
-        pool,
-        sb,
-        index,
-        [boot; 16],
-        LEASE_MS,
-        now,
-        vec![Slot::Free; g.max_objects as usize],
-        vec![0; g.section_count as usize],
-        vec![Peer::default(); g.max_hosts as usize],
-    )
-    .ok()
+    try_attach(pool, sb, index, boot, now).ok()
 }
 
 fn name(n: &str) -> Option<Name> {
@@ -191,6 +179,42 @@ fn a_name() -> impl Strategy<Value = Option<Name>> {
     ]
 }
 
+/// The parts an entry strategy draws: extent, owner, flags, (uid, mode),
+/// holders, (generation, serial, request sequence), name.
+type EntryParts = (
+    (u32, u32),
+    u32,
+    u32,
+    (u32, u32),
+    u64,
+    (u64, u64, u32),
+    Option<Name>,
+);
+
+fn entry_of(parts: EntryParts) -> ObjectEntry {
+    let (
+        (first, count),
+        owner_host,
+        flags,
+        (uid, mode),
+        holders,
+        (generation, serial, request_seq),
+        name,
+    ) = parts;
+    ObjectEntry {
+        extent: Extent { first, count },
+        owner_host,
+        flags,
+        uid,
+        mode,
+        holders,
+        generation,
+        serial,
+        request_seq,
+        name,
+    }
+}
+
 /// An entry that decodes (extent in the pool, known flags, valid owner,
 /// holders and mode) with extreme values where any value is valid.
 fn valid_entry() -> BoxedStrategy<ObjectEntry> {
@@ -204,30 +228,7 @@ fn valid_entry() -> BoxedStrategy<ObjectEntry> {
         (prop_oneof![Just(5u64), u64x()], u64x(), u32x()),
         prop_oneof![1 => a_name(), 3 => (0u8..8).prop_map(|n| name(&format!("v{n}")))],
     )
-        .prop_map(
-            |(
-                (first, count),
-                owner_host,
-                flags,
-                (uid, mode),
-                holders,
-                (generation, serial, request_seq),
-                name,
-            )| {
-                ObjectEntry {
-                    extent: Extent { first, count },
-                    owner_host,
-                    flags,
-                    uid,
-                    mode,
-                    holders,
-                    generation,
-                    serial,
-                    request_seq,
-                    name,
-                }
-            },
-        )
+        .prop_map(entry_of)
         .boxed()
 }
 
@@ -241,30 +242,7 @@ fn entry() -> BoxedStrategy<ObjectEntry> {
         (prop_oneof![Just(5u64), u64x()], u64x(), u32x()),
         a_name(),
     )
-        .prop_map(
-            |(
-                (first, count),
-                owner_host,
-                flags,
-                (uid, mode),
-                holders,
-                (generation, serial, request_seq),
-                name,
-            )| {
-                ObjectEntry {
-                    extent: Extent { first, count },
-                    owner_host,
-                    flags,
-                    uid,
-                    mode,
-                    holders,
-                    generation,
-                    serial,
-                    request_seq,
-                    name,
-                }
-            },
-        )
+        .prop_map(entry_of)
         .boxed()
 }
 

@@ -31,6 +31,17 @@ pub fn formatted(bytes: &mut [u8], max_hosts: u32, max_objects: u32) -> (Pool<'_
 }
 
 pub fn attach(pool: &Pool<'_>, sb: Superblock, index: u32, boot: u8, now: u64) -> Host {
+    try_attach(pool, sb, index, boot, now).unwrap()
+}
+
+/// Attaches host `index` (boot id all `boot`) with tables sized for `sb`.
+pub fn try_attach(
+    pool: &Pool<'_>,
+    sb: Superblock,
+    index: u32,
+    boot: u8,
+    now: u64,
+) -> Result<Host, Errno> {
     let g = sb.geometry();
     Engine::attach(
         pool,
@@ -43,7 +54,6 @@ pub fn attach(pool: &Pool<'_>, sb: Superblock, index: u32, boot: u8, now: u64) -
         vec![0; g.section_count as usize],
         vec![Peer::default(); g.max_hosts as usize],
     )
-    .unwrap()
 }
 
 /// Runs a call to completion, ticking every host (1 ms steps). An ALLOC
