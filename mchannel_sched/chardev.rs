@@ -45,14 +45,6 @@ pub(crate) struct Device {
     pub(crate) fabric: Mutex<Fabric>,
 }
 
-/// Refuses with `err`, saying why.
-macro_rules! refuse {
-    ($err:expr, $($arg:tt)+) => {{
-        pr_info_ratelimited!($($arg)+);
-        return Err($err);
-    }};
-}
-
 /// Logs why a new component or channel (`what`, at most `max` of them)
 /// was refused, if the caller caused it; returns the error.
 fn not_created(e: Error, what: &str, max: usize) -> Error {
@@ -521,7 +513,7 @@ impl Device {
                 "mchannel: REPORT from a thread that is not attached\n"
             );
         };
-        if fabric.channel(id).map(|c| c.meter.kind) != Some(abi::METER_REPORTED) {
+        if fabric.channel(id).map(|c| c.meter.kind()) != Some(abi::METER_REPORTED) {
             refuse!(
                 EINVAL,
                 "mchannel: REPORT to channel {}, whose meter is not reported\n",

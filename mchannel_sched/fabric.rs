@@ -107,7 +107,7 @@ impl Channel {
             id as u64,
             u64::from(self.weight),
             u64::from(self.parent),
-            u64::from(self.meter.kind),
+            u64::from(self.meter.kind()),
             self.threads,
             rate,
             demand,

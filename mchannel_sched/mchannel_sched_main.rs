@@ -19,6 +19,15 @@ use kernel::prelude::*;
 #[path = "../support/mod.rs"]
 mod support;
 
+/// Refuses with `err`, saying why (a rate-limited log line: any user can
+/// cause a refusal). For the modules below.
+macro_rules! refuse {
+    ($err:expr, $($arg:tt)+) => {{
+        $crate::pr_info_ratelimited!($($arg)+);
+        return Err($err);
+    }};
+}
+
 mod chardev;
 mod control;
 mod cross;

@@ -27,22 +27,24 @@ use kernel::prelude::*;
 use kernel::task::Task;
 use kernel::types::ARef;
 
-/// Refuses with `err`, saying why.
-macro_rules! refuse {
-    ($err:expr, $($arg:tt)+) => {{
-        pr_info_ratelimited!($($arg)+);
-        return Err($err);
-    }};
-}
-
 /// A channel's meter as configured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) struct ChannelMeter {
-    /// `abi::METER_*`.
-    pub(crate) kind: u32,
     pub(crate) meter: Meter,
     /// The perf meter's event.
     pub(crate) event: Option<Event>,
+}
+
+impl ChannelMeter {
+    /// Its `abi::METER_*`.
+    pub(crate) fn kind(&self) -> u32 {
+        match self.meter {
+            Meter::None => abi::METER_NONE,
+            Meter::Emulated { .. } => abi::METER_EMULATED,
+            Meter::Perf { .. } => abi::METER_PERF,
+            Meter::Reported => abi::METER_REPORTED,
+        }
+    }
 }
 
 fn check_perf_type(type_: u32) -> Result {
@@ -120,11 +122,7 @@ pub(crate) fn meter_of(spec: &abi::ChannelSpec) -> Result<ChannelMeter> {
     } else {
         None
     };
-    Ok(ChannelMeter {
-        kind: spec.meter,
-        meter,
-        event,
-    })
+    Ok(ChannelMeter { meter, event })
 }
 
 /// One thread's counter.

@@ -3,7 +3,7 @@
 //! (every bad argument gets its errno; unprivileged callers only what the
 //! renice rule allows).
 
-use crate::beluga_checks::expect_errno;
+use crate::beluga_checks::{expect_errno, in_child};
 use anyhow::{ensure, Context, Result};
 use mchannel::{channel_spec, Mchannel, Meter};
 use nix::errno::Errno;
@@ -339,93 +339,77 @@ fn drop_effective(caps: &[u32]) -> Result<()> {
 /// make a perf meter (its counts are world-readable in sysfs), but may
 /// make any other.
 fn perf_needs_perfmon(dev: &Path, comp: u32) -> Result<()> {
-    use nix::sys::wait::{waitpid, WaitStatus};
-    use nix::unistd::{fork, ForkResult};
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_PERFMON: u32 = 38;
-    // SAFETY: the child runs only its checks and exits; this process has
-    // one thread here.
-    match unsafe { fork() }? {
-        ForkResult::Child => {
-            let r = (|| -> Result<()> {
-                drop_effective(&[CAP_SYS_ADMIN, CAP_PERFMON])?;
-                let m = Mchannel::open(dev)?;
-                let mut spec = channel_spec("no-perfmon", 1, &[comp], 0, 0, false)?;
-                Meter::Perf {
-                    type_: abi::PERF_TYPE_SOFTWARE,
-                    config: abi::PERF_COUNT_SW_TASK_CLOCK,
-                    bytes_per_event: 1,
-                }
-                .apply(&mut spec);
-                expect_errno(
-                    "perf meter without CAP_PERFMON",
-                    m.create_channel(&spec),
-                    Errno::EPERM,
-                )?;
-                Meter::Emulated(10).apply(&mut spec);
-                let ch = m
-                    .create_channel(&spec)
-                    .context("emulated meter with CAP_SYS_NICE")?;
-                m.destroy_channel(ch.id)?;
-                Ok(())
-            })();
-            if let Err(e) = &r {
-                eprintln!("without CAP_PERFMON: {e:#}");
-            }
-            std::process::exit(if r.is_ok() { 0 } else { 1 });
+    checks_in_child("without CAP_PERFMON", || {
+        drop_effective(&[CAP_SYS_ADMIN, CAP_PERFMON])?;
+        let m = Mchannel::open(dev)?;
+        let mut spec = channel_spec("no-perfmon", 1, &[comp], 0, 0, false)?;
+        Meter::Perf {
+            type_: abi::PERF_TYPE_SOFTWARE,
+            config: abi::PERF_COUNT_SW_TASK_CLOCK,
+            bytes_per_event: 1,
         }
-        ForkResult::Parent { child } => match waitpid(child, None)? {
-            WaitStatus::Exited(_, 0) => Ok(()),
-            s => anyhow::bail!("CAP_PERFMON checks failed: {s:?}"),
-        },
-    }
+        .apply(&mut spec);
+        expect_errno(
+            "perf meter without CAP_PERFMON",
+            m.create_channel(&spec),
+            Errno::EPERM,
+        )?;
+        Meter::Emulated(10).apply(&mut spec);
+        let ch = m
+            .create_channel(&spec)
+            .context("emulated meter with CAP_SYS_NICE")?;
+        m.destroy_channel(ch.id)?;
+        Ok(())
+    })
 }
 
 fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
-    use nix::sys::wait::{waitpid, WaitStatus};
-    use nix::unistd::{fork, setuid, ForkResult, Uid};
+    use nix::unistd::{setuid, Uid};
     let root_tid = nix::unistd::gettid().as_raw();
-    // SAFETY: the child runs only async-signal-safe work until it exits
-    // (no locks held by other threads are needed: this process has one
-    // thread here).
-    match unsafe { fork() }? {
-        ForkResult::Child => {
-            let r = (|| -> Result<()> {
-                setuid(Uid::from_raw(1000)).context("setuid")?;
-                let m = Mchannel::open(dev)?;
-                expect_errno(
-                    "unprivileged register",
-                    m.register_component("u", abi::COMPONENT_SWITCH, 1),
-                    Errno::EPERM,
-                )?;
-                let spec = channel_spec("u", 1, &[comp], 0, 0, false)?;
-                expect_errno("unprivileged create", m.create_channel(&spec), Errno::EPERM)?;
-                expect_errno("unprivileged inject", m.inject(comp, 1), Errno::EPERM)?;
-                expect_errno("unprivileged destroy", m.destroy_channel(ch), Errno::EPERM)?;
-                expect_errno(
-                    "attach root's thread",
-                    m.attach(ch, root_tid, false),
-                    Errno::EPERM,
-                )?;
-                expect_errno(
-                    "detach root's thread",
-                    m.detach(root_tid, false),
-                    Errno::EPERM,
-                )?;
-                m.attach(ch, 0, false).context("attach own thread")?;
-                ensure!(m.query(ch)?.threads == 2, "two threads attached");
-                m.detach(0, false).context("detach own thread")?;
-                Ok(())
-            })();
-            if let Err(e) = &r {
-                eprintln!("unprivileged: {e:#}");
-            }
-            std::process::exit(if r.is_ok() { 0 } else { 1 });
+    checks_in_child("unprivileged", || {
+        setuid(Uid::from_raw(1000)).context("setuid")?;
+        let m = Mchannel::open(dev)?;
+        expect_errno(
+            "unprivileged register",
+            m.register_component("u", abi::COMPONENT_SWITCH, 1),
+            Errno::EPERM,
+        )?;
+        let spec = channel_spec("u", 1, &[comp], 0, 0, false)?;
+        expect_errno("unprivileged create", m.create_channel(&spec), Errno::EPERM)?;
+        expect_errno("unprivileged inject", m.inject(comp, 1), Errno::EPERM)?;
+        expect_errno("unprivileged destroy", m.destroy_channel(ch), Errno::EPERM)?;
+        expect_errno(
+            "attach root's thread",
+            m.attach(ch, root_tid, false),
+            Errno::EPERM,
+        )?;
+        expect_errno(
+            "detach root's thread",
+            m.detach(root_tid, false),
+            Errno::EPERM,
+        )?;
+        m.attach(ch, 0, false).context("attach own thread")?;
+        ensure!(m.query(ch)?.threads == 2, "two threads attached");
+        m.detach(0, false).context("detach own thread")?;
+        Ok(())
+    })
+}
+
+/// Runs `checks` in a forked child (one that changes its credentials
+/// without touching the caller's); fails with `what` if they fail.
+fn checks_in_child(what: &str, checks: impl FnOnce() -> Result<()>) -> Result<()> {
+    let status = in_child(|| match checks() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{what}: {e:#}");
+            1
         }
-        ForkResult::Parent { child } => match waitpid(child, None)? {
-            WaitStatus::Exited(_, 0) => Ok(()),
-            s => anyhow::bail!("unprivileged checks failed: {s:?}"),
-        },
+    })?;
+    match status {
+        nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
+        s => anyhow::bail!("{what}: checks failed: {s:?}"),
     }
 }
 

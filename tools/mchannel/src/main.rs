@@ -219,6 +219,23 @@ fn spec(name: &str, o: &ChannelOpts) -> Result<mchannel::ChannelSpec> {
     Ok(spec)
 }
 
+/// A new channel's spec, its path from `--cxl` if given (registering
+/// the components it lacks).
+fn new_spec(
+    m: &Mchannel,
+    sysfs: &Path,
+    name: &str,
+    o: &ChannelOpts,
+) -> Result<mchannel::ChannelSpec> {
+    let mut s = spec(name, o)?;
+    if let Some(memdev) = &o.cxl {
+        let path = cxl_path(m, sysfs, o, memdev)?;
+        s.path[..path.len()].copy_from_slice(&path);
+        s.path_len = path.len() as u32;
+    }
+    Ok(s)
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let dev = || Mchannel::open(&cli.dev).with_context(|| format!("open {}", cli.dev.display()));
@@ -242,12 +259,7 @@ fn main() -> Result<()> {
             group,
             parent,
         } => {
-            let mut spec = spec(name, opts)?;
-            if let Some(memdev) = &opts.cxl {
-                let path = cxl_path(&dev()?, &cli.sysfs, opts, memdev)?;
-                spec.path[..path.len()].copy_from_slice(&path);
-                spec.path_len = path.len() as u32;
-            }
+            let mut spec = new_spec(&dev()?, &cli.sysfs, name, opts)?;
             if *group {
                 spec.flags |= uapi::mchannel::CHANNEL_GROUP;
             }
@@ -334,12 +346,7 @@ fn main() -> Result<()> {
             let name = name
                 .clone()
                 .unwrap_or_else(|| format!("run-{}", std::process::id()));
-            let mut s = spec(&name, opts)?;
-            if let Some(memdev) = &opts.cxl {
-                let path = cxl_path(&m, &cli.sysfs, opts, memdev)?;
-                s.path[..path.len()].copy_from_slice(&path);
-                s.path_len = path.len() as u32;
-            }
+            let s = new_spec(&m, &cli.sysfs, &name, opts)?;
             let id = m.create_channel(&s).context("CREATE_CHANNEL")?.id;
             let code = run_in(&m, id, command);
             // Its threads left the channel as they exited; one that
