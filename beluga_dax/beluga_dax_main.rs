@@ -64,8 +64,20 @@ struct BelugaPool {
     _listed: Listed,
     _misc: Pin<KBox<MiscDeviceRegistration<PoolFile>>>,
     _reaper: Periodic<Reaper>,
+    _quiet: StopPolling,
     _tick: Periodic<PoolDevice>,
     dev: ShutDownOnDrop,
+}
+
+/// Ends the tick's polling between steps when dropped (just before
+/// `_tick`): stopping the tick waits for its work to return, which it
+/// would not do while another host keeps sending requests.
+struct StopPolling(Arc<PoolDevice>);
+
+impl Drop for StopPolling {
+    fn drop(&mut self) {
+        self.0.stop_polling();
+    }
 }
 
 /// The pool's entry in the registry, removed on drop.
@@ -125,6 +137,7 @@ impl DaxDriver for BelugaPool {
         // From here on, failing drops these in reverse: shutdown last.
         let shutdown = ShutDownOnDrop(dev.clone());
         let tick = Periodic::start(dev.clone(), 0)?;
+        let quiet = StopPolling(dev.clone());
         let reaper = Periodic::start(Arc::new(Reaper(dev.clone()), GFP_KERNEL)?, 0)?;
         let options = MiscDeviceOptions {
             name: dev.name(),
@@ -140,6 +153,7 @@ impl DaxDriver for BelugaPool {
                 _listed: listed,
                 _misc: misc,
                 _reaper: reaper,
+                _quiet: quiet,
                 _tick: tick,
                 dev: shutdown,
             },
@@ -159,8 +173,14 @@ struct BelugaDax {
 impl kernel::Module for BelugaDax {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let lease = lease_ms();
-        if !(100..=600_000).contains(&lease) {
-            pr_err!("lease_ms={} is outside 100..=600000\n", lease);
+        let range = pool::leases::LEASE_MS_RANGE;
+        if !range.contains(&lease) {
+            pr_err!(
+                "lease_ms={} is outside {}..={}\n",
+                lease,
+                range.start(),
+                range.end()
+            );
             return Err(EINVAL);
         }
         let registry = Registry::new()?;

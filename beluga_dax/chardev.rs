@@ -51,6 +51,7 @@ const ATTRIBUTES: &[&CStr] = &[
     c_str!("cleared_bytes"),
     c_str!("clear_ns"),
     c_str!("pinned_objects"),
+    c_str!("work_ns"),
 ];
 
 /// Sysfs `state`: the ABI's name of the `GET_INFO` state code, or "gone"
@@ -410,6 +411,7 @@ impl MiscDevice for PoolFile {
             10 => writeln!(out, "{}", dev.clear_stats().0),
             11 => writeln!(out, "{}", dev.clear_stats().1),
             12 => writeln!(out, "{}", dev.pinned_holdings()),
+            13 => writeln!(out, "{}", dev.work_ns()),
             _ => return Err(EINVAL),
         };
         r.map_err(|_| EINVAL)

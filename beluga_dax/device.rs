@@ -18,7 +18,7 @@
 
 use crate::mapping::{HoldRef, Holding};
 use crate::pool::engine::TickReport;
-use crate::pool::engine::{self, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
+use crate::pool::engine::{self, pace, Call, Engine, Errno, Fault, Handle, Memory, Peer, Stats};
 use crate::pool::layout::{Geometry, SUPERBLOCK_RESERVED};
 use crate::pool::layout::{LayoutError, Superblock};
 use crate::pool::leases::Liveness;
@@ -30,7 +30,7 @@ use crate::support::pagemap::DevicePages;
 use crate::support::sharedmem::{ClaimedRange, SharedMem};
 use crate::support::time;
 use crate::support::workqueue::PeriodicWork;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::alloc::KVVec;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -89,19 +89,12 @@ pub(crate) struct Inner {
     logged_manager: Option<u32>,
     /// Tick fast until then: requests were served recently.
     busy_until_ns: u64,
+    /// When this host last served a request as manager (0: never); the
+    /// tick polls the mailboxes between ticks for a while after it
+    /// (`engine::pace`).
+    last_served_ns: u64,
 }
 
-/// Ticks while idle, and for a while after serving a request.
-const IDLE_TICK_MS: u32 = 5;
-const BUSY_TICK_MS: u32 = 1;
-const BUSY_WINDOW_NS: u64 = 200_000_000;
-/// After serving a request, the manager keeps polling the mailboxes every
-/// `HOT_POLL_US` until `HOT_WINDOW_NS` pass without one: while requests
-/// arrive, a remote call waits tens of microseconds, not a tick; when
-/// they stop, the cost stops too (no cross-host interrupt exists on a
-/// CXL pool to wake the manager instead).
-const HOT_POLL_US: u32 = 20;
-const HOT_WINDOW_NS: u64 = 2_000_000;
 /// A caller polls its reply every `REPLY_POLL_US` at first, then every
 /// `REPLY_POLL_SLOW_US` once the call took longer than `REPLY_FAST_NS`.
 const REPLY_POLL_US: u32 = 10;
@@ -129,6 +122,12 @@ pub(crate) struct PoolDevice {
     /// it took (sysfs, for `bench`).
     cleared_bytes: AtomicU64,
     clear_ns: AtomicU64,
+    /// Time the periodic work (tick, hot serving, reaper) spent running,
+    /// sleeps excluded: what keeping the pool costs this host's CPU
+    /// (sysfs, for `bench`).
+    work_ns: AtomicU64,
+    /// Set before the tick is stopped: no more polling between steps.
+    stopping: AtomicBool,
     #[pin]
     calls: Mutex<()>,
     #[pin]
@@ -192,6 +191,8 @@ impl PoolDevice {
                 inode,
                 cleared_bytes: AtomicU64::new(0),
                 clear_ns: AtomicU64::new(0),
+                work_ns: AtomicU64::new(0),
+                stopping: AtomicBool::new(false),
                 calls <- new_mutex!((), "beluga:calls"),
                 inner <- new_mutex!(Inner {
                     status: Status::Unformatted,
@@ -202,6 +203,7 @@ impl PoolDevice {
                     claim: Some(claim),
                     logged_manager: None,
                     busy_until_ns: 0,
+                    last_served_ns: 0,
                 }, "beluga:inner"),
             }),
             GFP_KERNEL,
@@ -332,49 +334,92 @@ impl PoolDevice {
     }
 
     /// The periodic step: lease, watching, managing; and the reactions to
-    /// what it found.
+    /// what it found. While requests keep coming (`engine::pace`), it
+    /// polls the mailboxes between steps and takes a step every slice
+    /// itself, so no request waits for the workqueue.
     fn tick(&self) -> u32 {
+        loop {
+            let (next, last_served) = self.step_and_react();
+            if last_served == 0 || !self.serve_hot(last_served) {
+                return next;
+            }
+        }
+    }
+
+    /// Ends polling between steps (see `tick`), for good.
+    pub(crate) fn stop_polling(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+    }
+
+    /// One step and its reactions: when to tick next, and when this host
+    /// last served a request (0: never).
+    fn step_and_react(&self) -> (u32, u64) {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let now = time::boottime_ns();
         let Some(report) = Self::step(inner, now) else {
-            return IDLE_TICK_MS;
+            drop(guard);
+            self.worked_since(now);
+            return (self.idle_tick_ms(), 0);
         };
         self.log_report(inner, &report);
         self.react(inner, &report, now);
         if report.served > 0 {
-            inner.busy_until_ns = now.saturating_add(BUSY_WINDOW_NS);
+            inner.busy_until_ns = now.saturating_add(pace::BUSY_WINDOW_NS);
+            inner.last_served_ns = now;
         }
         let next = if now < inner.busy_until_ns {
-            BUSY_TICK_MS
+            pace::BUSY_TICK_MS
         } else {
-            IDLE_TICK_MS
+            self.idle_tick_ms()
         };
+        let last_served = inner.last_served_ns;
         drop(guard);
-        if report.served > 0 {
-            self.serve_hot();
-        }
-        next
+        self.worked_since(now);
+        (next, last_served)
     }
 
-    /// Keeps serving the mailboxes, between ticks, while requests arrive.
+    fn idle_tick_ms(&self) -> u32 {
+        pace::idle_tick_ms(self.config.lease_ms)
+    }
+
+    /// Counts the time since `start` as periodic work.
+    fn worked_since(&self, start: u64) {
+        self.work_ns
+            .fetch_add(time::boottime_ns().saturating_sub(start), Ordering::Relaxed);
+    }
+
+    /// Polls the mailboxes for one slice at the pace `engine::pace` sets
+    /// from the time since the last request (`last_served`). True if the
+    /// slice ended with the window still open: step, then poll again.
     /// `inner` is free during each sleep.
-    fn serve_hot(&self) {
-        let mut last_served = time::boottime_ns();
+    fn serve_hot(&self, mut last_served: u64) -> bool {
+        let start = time::boottime_ns();
         loop {
-            time::sleep_us(HOT_POLL_US);
             let now = time::boottime_ns();
-            if now.saturating_sub(last_served) > HOT_WINDOW_NS {
-                return;
+            if self.stopping.load(Ordering::Relaxed) {
+                return false;
             }
+            let Some(pause) = pace::hot_pause_us(now.saturating_sub(last_served)) else {
+                return false;
+            };
+            if now.saturating_sub(start) > pace::HOT_SLICE_NS {
+                return true;
+            }
+            time::sleep_us(pause);
+            let now = time::boottime_ns();
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
-                return;
+                return false;
             };
             if engine.serve_mailboxes(mem, now) > 0 {
                 last_served = now;
+                inner.last_served_ns = now;
+                inner.busy_until_ns = now.saturating_add(pace::BUSY_WINDOW_NS);
             }
+            drop(guard);
+            self.worked_since(now);
         }
     }
 
@@ -722,10 +767,15 @@ impl PoolDevice {
     pub(crate) fn reap(&self) -> ReapReport {
         let calls = self.calls.lock();
         let mut report = ReapReport::default();
+        // The scan is upkeep (`work_ns`); releases and reconciling are
+        // this host's own calls, and sleep while the manager answers.
+        let start = time::boottime_ns();
         let idle = {
             let mut guard = self.inner.lock();
             let inner = &mut *guard;
             let Some(mem) = inner.mem.as_ref() else {
+                drop(guard);
+                self.worked_since(start);
                 return report;
             };
             let mut idle = KVec::new();
@@ -750,6 +800,7 @@ impl PoolDevice {
             inner.held = keep;
             idle
         };
+        self.worked_since(start);
         for h in idle.iter() {
             // No user left, so no mapping to unmap; revoked so that a
             // stray lookup cannot revive it.
@@ -1003,6 +1054,11 @@ impl PoolDevice {
             self.cleared_bytes.load(Ordering::Relaxed),
             self.clear_ns.load(Ordering::Relaxed),
         )
+    }
+
+    /// Nanoseconds the periodic work has run (see `work_ns`).
+    pub(crate) fn work_ns(&self) -> u64 {
+        self.work_ns.load(Ordering::Relaxed)
     }
 
     /// Holdings this host keeps for objects nobody here uses because a

@@ -38,11 +38,21 @@ pub(crate) fn sleep_ms_interruptible(ms: u32) -> Result {
     interrupted()
 }
 
-/// Sleeps `us` to twice `us` microseconds (hrtimer based); `ERESTARTSYS`
+/// The latest a sleep of `us` may end: a quarter late at most, as
+/// upstream's `fsleep` allows since 6.13. An idle system has no other
+/// timer to end a sleep early, so a range's upper end is when it ends: a
+/// wider one (6.12's `fsleep` doubles) makes a poll loop that much slower.
+fn latest_us(us: u32) -> u32 {
+    us.saturating_add(us / 4)
+}
+
+/// Sleeps `us` to `us` + 25% microseconds (hrtimer based); `ERESTARTSYS`
 /// if a signal arrives.
 pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
     // SAFETY: as in `sleep_ms_interruptible`.
-    unsafe { bindings::usleep_range_state(us as _, (2 * us) as _, bindings::TASK_INTERRUPTIBLE) };
+    unsafe {
+        bindings::usleep_range_state(us as _, latest_us(us) as _, bindings::TASK_INTERRUPTIBLE)
+    };
     interrupted()
 }
 
@@ -52,16 +62,12 @@ pub(crate) fn sleep_ms(ms: u32) {
     unsafe { bindings::msleep(ms) };
 }
 
-/// Sleeps `us` to twice `us` microseconds (hrtimer based); signals do
+/// Sleeps `us` to `us` + 25% microseconds (hrtimer based); signals do
 /// not wake it.
 pub(crate) fn sleep_us(us: u32) {
     // SAFETY: as in `sleep_ms_interruptible`.
     unsafe {
-        bindings::usleep_range_state(
-            us as _,
-            us.saturating_mul(2) as _,
-            bindings::TASK_UNINTERRUPTIBLE,
-        )
+        bindings::usleep_range_state(us as _, latest_us(us) as _, bindings::TASK_UNINTERRUPTIBLE)
     };
 }
 

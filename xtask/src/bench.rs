@@ -18,7 +18,7 @@ pub struct Series {
 }
 
 /// Parses the `BENCH {json}` lines of one benchmark's output. Numeric
-/// fields whose name ends in `_per_s` or `_ns` are metrics.
+/// fields whose name ends in `_per_s`, `_ns` or `_pct` are metrics.
 pub fn parse_series(text: &str) -> Result<Vec<Series>> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -33,7 +33,7 @@ pub fn parse_series(text: &str) -> Result<Vec<Series>> {
             .to_string();
         let metrics = value
             .iter()
-            .filter(|(k, _)| k.ends_with("_per_s") || k.ends_with("_ns"))
+            .filter(|(k, _)| k.ends_with("_per_s") || k.ends_with("_ns") || k.ends_with("_pct"))
             .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
             .collect();
         out.push(Series { label, metrics });
@@ -65,18 +65,47 @@ fn human(value: f64, metric: &str) -> String {
         format!("{:.1} MB/s", value / 1e6)
     } else if metric.ends_with("_ns") {
         format!("{value:.0} ns")
+    } else if metric.ends_with("_pct") {
+        format!("{value:.3} %")
     } else {
         format!("{value:.0}/s")
     }
 }
 
-pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor) -> Result<()> {
+/// A `--only` filter: it goes on the guests' kernel command line, so one
+/// word of the characters benchmark names use.
+pub fn parse_only(s: &str) -> std::result::Result<String, String> {
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("letters, digits, '_' and '-' only".into())
+    }
+}
+
+pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<String>) -> Result<()> {
+    if let Some(o) = &only {
+        let dir = crate::util::repo_root().join("tests/vm/bench");
+        let mut any = false;
+        for entry in std::fs::read_dir(&dir)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            any |= name.ends_with(".sh") && name.contains(o.as_str());
+        }
+        if !any {
+            bail!(
+                "--only {o}: no benchmark in {} has that in its name",
+                dir.display()
+            );
+        }
+    }
     let mut phases = Phases::default();
     let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
     // Two hosts: the RPC and remote-allocation benchmarks need a peer.
-    let runs = phases.time("boot", || {
-        vm::boot(&tree, &initramfs, &VmOptions::new(Mode::Bench, 2, timeout))
-    })?;
+    let mut opts = VmOptions::new(Mode::Bench, 2, timeout);
+    opts.only = only;
+    let runs = phases.time("boot", || vm::boot(&tree, &initramfs, &opts))?;
     phases.summary();
     // A benchmark's series from every host, host 0 first: its first series
     // is the anchor.
@@ -164,11 +193,28 @@ mod tests {
     fn ratios_are_relative_to_the_first_series() {
         let text =
             "noise\nBENCH {\"label\":\"ram\",\"write_bytes_per_s\":1000,\"path\":\"anon\"}\n\
-                    BENCH {\"label\":\"cxl\",\"write_bytes_per_s\":10}\n";
+                    BENCH {\"label\":\"cxl\",\"write_bytes_per_s\":10,\"cpu_pct\":0.5,\"of_raw\":1}\n";
         let series = parse_series(text).unwrap();
         assert_eq!(series.len(), 2);
         assert_eq!(series[1].label, "cxl");
-        assert_eq!(ratios(&series), vec![vec![Some(1.0)], vec![Some(0.01)]]);
+        assert_eq!(
+            series[1].metrics.len(),
+            2,
+            "_pct is a metric, of_raw is not"
+        );
+        assert_eq!(
+            ratios(&series),
+            vec![vec![Some(1.0)], vec![None, Some(0.01)]]
+        );
+        assert_eq!(human(0.5, "cpu_pct"), "0.500 %");
+    }
+
+    #[test]
+    fn only_filters_are_one_word() {
+        assert_eq!(parse_only("22_kv").unwrap(), "22_kv");
+        assert!(parse_only("").is_err());
+        assert!(parse_only("kv panic=1").is_err());
+        assert!(parse_only("a;b").is_err());
     }
 
     #[test]

@@ -69,6 +69,10 @@ enum Cmd {
     Bench {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
+        /// Only the benchmarks whose names contain this (each sets up what
+        /// it needs, so any subset runs).
+        #[arg(long, value_parser = bench::parse_only)]
+        only: Option<String>,
     },
     /// The main job: boot the emulated CXL machine and show what it does.
     Demo {
@@ -126,7 +130,7 @@ fn main() -> Result<()> {
             timeout: Duration::from_secs(timeout),
             flavor,
         }),
-        Cmd::Bench { timeout } => bench::bench(Duration::from_secs(timeout), flavor),
+        Cmd::Bench { timeout, only } => bench::bench(Duration::from_secs(timeout), flavor, only),
         Cmd::Demo { hosts, timeout } => {
             demo::demo(hosts.into(), Duration::from_secs(timeout), flavor)
         }

@@ -44,6 +44,8 @@ pub struct VmOptions {
     pub mode: Mode,
     pub hosts: usize,
     pub timeout: Duration,
+    /// Bench mode: run only the benchmarks whose names contain this.
+    pub only: Option<String>,
 }
 
 impl VmOptions {
@@ -52,6 +54,7 @@ impl VmOptions {
             mode,
             hosts,
             timeout,
+            only: None,
         }
     }
 }
@@ -260,10 +263,14 @@ fn qemu_args(
     );
     push("-kernel", tree.bzimage().display().to_string());
     push("-initrd", initramfs.display().to_string());
+    let only = opts
+        .only
+        .as_ref()
+        .map_or(String::new(), |o| format!(" cxlfabric.only={o}"));
     push(
         "-append",
         format!(
-            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host} cxlfabric.hosts={}",
+            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host} cxlfabric.hosts={}{only}",
             opts.mode.name(),
             opts.hosts
         ),

@@ -2,9 +2,10 @@
 # line), the ivshmem BAR (RAM-backed shared region), and the CXL region
 # through QEMU's emulated fixed memory window. 8-byte volatile stores with
 # clflush write-back, and loads after clflush invalidation. Host 0 only
-# (both hosts create the region for the benchmarks after this one).
+# (both hosts create the region, which the later benchmarks use).
 set -e
-cxlctl create-region --ways 2 --size 512M > /dev/null
+. /lib/cxlfabric/lib.sh
+region > /dev/null
 [ "$CXLFABRIC_HOST" = 0 ] || exit 0
 daxio bench anon --len $((4 << 20)) --seconds 1 --label guest-ram
 daxio bench "$(daxio ivshmem)" --len $((4 << 20)) --seconds 1 --label ivshmem

@@ -3,12 +3,13 @@
 # same size (PMD mappings in both). The two alternate for $rounds rounds,
 # rebinding the device each time, so that drift in the emulator affects
 # both alike; each series is the median over the rounds, and every round's
-# own ratio is printed. Host 0 measures, then leaves the pool formatted for
-# the next benchmarks; host 1 joins it.
+# own ratio is printed. Host 0 measures, then leaves the pool formatted;
+# host 1 joins it.
 set -e
 . /bench/lib.inc
 rounds=5
-insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
+region > /dev/null
+beluga_load host_index=$h lease_ms=2000
 metric() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 if [ "$h" = 0 ]; then
@@ -34,10 +35,5 @@ if [ "$h" = 0 ]; then
 	done
 	echo "BENCH {\"label\":\"device-dax\",\"mapped_bytes_per_s\":$(median < /tmp/dax.txt)}"
 	echo "BENCH {\"label\":\"beluga\",\"mapped_bytes_per_s\":$(median < /tmp/bel.txt)}"
-	flag 0 pool-ready
-else
-	await 0 pool-ready
-	echo dax0.0 > $dax/device_dax/unbind
-	echo dax0.0 > $dax/beluga_dax/bind
-	beluga wait
 fi
+pool_up

@@ -4,6 +4,7 @@
 # RAM-backed shared memory (ivshmem).
 set -e
 . /bench/lib.inc
+pool_up
 n=10
 for t in tcp pool ivshmem; do
 	n=$((n + 1))

@@ -33,6 +33,10 @@ beluga free kv.a
 wait_until 50 pool_attr_is objects 0
 test "$(cat $sys/fragmentation_permille)" = 0
 test "$(cat $sys/cleared_bytes)" -gt 0
+# The periodic work is counted, and keeps being counted.
+w=$(cat $sys/work_ns)
+test "$w" -gt 0
+wait_until 50 reads $sys/work_ns -gt "$w"
 
 # Unbind under a live mapping: the mapping raises SIGBUS afterwards.
 rm -f /tmp/held

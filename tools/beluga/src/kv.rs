@@ -3,24 +3,31 @@
 //! key. One writer (the host that created the store) publishes blocks;
 //! any number of readers on any host get them.
 //!
-//! Layout (version 1, little-endian):
+//! Layout (version 2, little-endian):
 //!
 //! ```text
-//! 0        header, 64 bytes: magic "BKVSTORE", version, block size, slots
+//! 0        header, 64 bytes: magic "BKVSTORE" u64, version u64, block
+//!          size u64, slots u64, checksum u64 (0 none, 1 CRC-32)
 //! 64       slot table: `slots` entries of 64 bytes, one cache line each:
 //!            +0 seq u64   0 empty; odd while the writer updates the slot;
 //!                         even and non-zero when the block is published
-//!            +8 key u64, +16 len u32, +20 CRC-32 (IEEE) u32 of the
-//!            payload
+//!            +8 key u64, +16 len u32, +20 checksum u32 of the payload
+//!            (CRC-32, IEEE; 0 in a store without checksums)
 //! blocks   `slots` blocks of `block_size` bytes, block i for slot i
 //! ```
+//!
+//! Version 1 is version 2 without the checksum word, always CRC-32; `open`
+//! reads both.
 //!
 //! Publish protocol (single writer, payload visible before its flag): the
 //! writer marks the slot odd, writes the payload and its key, length and
 //! checksum, and only then stores the next even sequence number. A reader
 //! reads the sequence number, the record and the payload, then the sequence
 //! number again: a block is returned only if both reads show the same even
-//! value and the checksum matches; otherwise it reads again.
+//! value (and, in a store with checksums, the checksum matches); otherwise
+//! it reads again. The sequence numbers alone keep torn blocks out; the
+//! checksum also catches a payload damaged after it was published (a stray
+//! writer, a protocol bug), at the cost of one pass over the block.
 //! Slots are found by open addressing (linear probing from the key's hash);
 //! a put of an existing key overwrites its slot.
 
@@ -28,7 +35,7 @@ use crate::shared::Shared;
 use std::io;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"BKVSTORE");
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 const HEADER: usize = 64;
 const SLOT: usize = 64;
 /// How long a reader keeps trying a block the writer keeps changing.
@@ -50,6 +57,46 @@ impl Geometry {
     pub fn fitting(bytes: usize, block_size: usize) -> Geometry {
         let slots = bytes.saturating_sub(HEADER) / (SLOT + block_size);
         Geometry { block_size, slots }
+    }
+}
+
+/// What a store checks its blocks with, chosen when it is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksum {
+    /// The sequence numbers only.
+    None,
+    /// A CRC-32 of every block, written by the writer, checked by readers.
+    Crc32,
+}
+
+impl Checksum {
+    fn code(self) -> u64 {
+        match self {
+            Checksum::None => 0,
+            Checksum::Crc32 => 1,
+        }
+    }
+
+    fn of_code(code: u64) -> Option<Checksum> {
+        match code {
+            0 => Some(Checksum::None),
+            1 => Some(Checksum::Crc32),
+            _ => None,
+        }
+    }
+
+    fn sum(self, data: &[u8]) -> u32 {
+        match self {
+            Checksum::None => 0,
+            Checksum::Crc32 => crc32(data),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Checksum::None => "none",
+            Checksum::Crc32 => "crc32",
+        }
     }
 }
 
@@ -83,11 +130,18 @@ fn le32(b: &[u8]) -> u32 {
 pub struct KvStore<M: Shared> {
     mem: M,
     geometry: Geometry,
+    checksum: Checksum,
 }
 
 impl<M: Shared> KvStore<M> {
-    /// Initialises a store in `mem` (the writer, once).
+    /// Initialises a store in `mem` (the writer, once), with CRC-32
+    /// checksums.
     pub fn create(mem: M, block_size: usize) -> io::Result<KvStore<M>> {
+        KvStore::create_with(mem, block_size, Checksum::Crc32)
+    }
+
+    /// Initialises a store in `mem` (the writer, once).
+    pub fn create_with(mem: M, block_size: usize, checksum: Checksum) -> io::Result<KvStore<M>> {
         let geometry = Geometry::fitting(mem.len(), block_size);
         if block_size == 0 || geometry.slots == 0 || block_size > u32::MAX as usize {
             return Err(io::Error::new(
@@ -103,8 +157,13 @@ impl<M: Shared> KvStore<M> {
         mem.write_u64(8, VERSION)?;
         mem.write_u64(16, block_size as u64)?;
         mem.write_u64(24, geometry.slots as u64)?;
+        mem.write_u64(32, checksum.code())?;
         mem.write_u64(0, MAGIC)?;
-        Ok(KvStore { mem, geometry })
+        Ok(KvStore {
+            mem,
+            geometry,
+            checksum,
+        })
     }
 
     /// Opens a store another process or host created, validating the
@@ -113,9 +172,12 @@ impl<M: Shared> KvStore<M> {
         if mem.read_u64(0)? != MAGIC {
             return Err(invalid("not a KV store"));
         }
-        if mem.read_u64(8)? != VERSION {
-            return Err(invalid("unsupported KV store version"));
-        }
+        let checksum = match mem.read_u64(8)? {
+            1 => Checksum::Crc32,
+            VERSION => Checksum::of_code(mem.read_u64(32)?)
+                .ok_or_else(|| invalid("unknown KV store checksum"))?,
+            _ => return Err(invalid("unsupported KV store version")),
+        };
         let block_size = usize::try_from(mem.read_u64(16)?).map_err(|_| invalid("block size"))?;
         let slots = usize::try_from(mem.read_u64(24)?).map_err(|_| invalid("slots"))?;
         let geometry = Geometry { block_size, slots };
@@ -126,11 +188,19 @@ impl<M: Shared> KvStore<M> {
         if block_size == 0 || slots == 0 || !fits {
             return Err(invalid("KV store header does not fit its region"));
         }
-        Ok(KvStore { mem, geometry })
+        Ok(KvStore {
+            mem,
+            geometry,
+            checksum,
+        })
     }
 
     pub fn geometry(&self) -> Geometry {
         self.geometry
+    }
+
+    pub fn checksum(&self) -> Checksum {
+        self.checksum
     }
 
     fn slot_off(&self, slot: usize) -> usize {
@@ -168,7 +238,7 @@ impl<M: Shared> KvStore<M> {
             let mut record = [0u8; 16];
             record[..8].copy_from_slice(&key.to_le_bytes());
             record[8..12].copy_from_slice(&(data.len() as u32).to_le_bytes());
-            record[12..].copy_from_slice(&crc32(data).to_le_bytes());
+            record[12..].copy_from_slice(&self.checksum.sum(data).to_le_bytes());
             self.mem.write(at + 8, &record)?;
             self.mem.write_u64(at, (seq | 1) + 1)?;
             return Ok(());
@@ -179,6 +249,23 @@ impl<M: Shared> KvStore<M> {
     /// The block published under `key`, if any. Any host may call this
     /// while the writer publishes.
     pub fn get(&self, key: u64) -> io::Result<Option<Vec<u8>>> {
+        let mut out = vec![0u8; self.geometry.block_size];
+        let len = self.get_into(key, &mut out)?;
+        Ok(len.map(|len| {
+            out.truncate(len);
+            out
+        }))
+    }
+
+    /// As [`KvStore::get`], into `out` (at least one block long): the
+    /// block's length, if there is one. Nothing is allocated.
+    pub fn get_into(&self, key: u64, out: &mut [u8]) -> io::Result<Option<usize>> {
+        if out.len() < self.geometry.block_size {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "buffer smaller than a block",
+            ));
+        }
         let slots = self.geometry.slots;
         let start = (hash(key) % slots as u64) as usize;
         for probe in 0..slots {
@@ -208,16 +295,16 @@ impl<M: Shared> KvStore<M> {
                     // Torn or hostile record: read again.
                     continue;
                 }
-                let mut data = vec![0u8; len];
-                self.mem.read(self.block_off(slot), &mut data)?;
-                if self.mem.read_u64(at)? == seq && crc32(&data) == crc {
-                    return Ok(Some(data));
+                let data = &mut out[..len];
+                self.mem.read(self.block_off(slot), data)?;
+                if self.mem.read_u64(at)? == seq && self.checksum.sum(data) == crc {
+                    return Ok(Some(len));
                 }
             }
             if self.mem.read_u64(at + 8)? == key {
                 return Err(io::Error::new(
                     io::ErrorKind::WouldBlock,
-                    "block kept changing",
+                    "no consistent copy of the block within 1 s (kept changing, or damaged)",
                 ));
             }
         }
@@ -240,7 +327,14 @@ mod tests {
 
     #[test]
     fn put_get_overwrite_and_full() {
-        let store = KvStore::create(HeapRegion::new(64 + 8 * (64 + 256)), 256).unwrap();
+        for checksum in [Checksum::Crc32, Checksum::None] {
+            put_get_overwrite_and_full_with(checksum);
+        }
+    }
+
+    fn put_get_overwrite_and_full_with(checksum: Checksum) {
+        let mem = HeapRegion::new(64 + 8 * (64 + 256));
+        let store = KvStore::create_with(mem, 256, checksum).unwrap();
         assert_eq!(store.geometry().slots, 8);
         assert_eq!(store.get(1).unwrap(), None);
         for k in 0..8 {
@@ -260,19 +354,56 @@ mod tests {
             assert_eq!(store.get(k).unwrap(), Some(want));
         }
         assert!(store.put(1, &[0; 257]).is_err());
+        let mut out = [0u8; 256];
+        assert_eq!(store.get_into(3, &mut out).unwrap(), Some(256));
+        assert_eq!(out[..], block(3, 1, 256)[..]);
+        assert!(store.get_into(3, &mut out[..255]).is_err());
     }
 
     #[test]
     fn open_validates_the_header() {
         let mem = HeapRegion::new(4096);
         assert!(KvStore::open(&mem).is_err());
-        KvStore::create(&mem, 128).unwrap();
-        assert_eq!(KvStore::open(&mem).unwrap().geometry().block_size, 128);
+        KvStore::create_with(&mem, 128, Checksum::None).unwrap();
+        let store = KvStore::open(&mem).unwrap();
+        assert_eq!(store.geometry().block_size, 128);
+        assert_eq!(store.checksum(), Checksum::None);
+        mem.write_u64(32, 2).unwrap();
+        assert!(KvStore::open(&mem).is_err(), "an unknown checksum");
+        // Version 1 has no checksum word, and always CRC-32.
+        mem.write_u64(8, 1).unwrap();
+        assert_eq!(KvStore::open(&mem).unwrap().checksum(), Checksum::Crc32);
+        mem.write_u64(8, 3).unwrap();
+        assert!(KvStore::open(&mem).is_err(), "an unknown version");
+        mem.write_u64(8, VERSION).unwrap();
+        mem.write_u64(32, 0).unwrap();
         mem.write_u64(24, 1 << 40).unwrap();
         assert!(
             KvStore::open(&mem).is_err(),
             "a header larger than its region was accepted"
         );
+    }
+
+    /// A store with checksums refuses a block damaged after it was
+    /// published (the reader keeps trying, then says so); one without
+    /// returns it as it is.
+    #[test]
+    fn a_damaged_block_is_caught_by_the_checksum() {
+        for checksum in [Checksum::Crc32, Checksum::None] {
+            let mem = HeapRegion::new(64 + 2 * (64 + 64));
+            let store = KvStore::create_with(&mem, 64, checksum).unwrap();
+            store.put(5, &block(5, 0, 64)).unwrap();
+            let slot = (0..2)
+                .find(|s| mem.read_u64(64 + s * 64 + 8).unwrap() == 5)
+                .unwrap();
+            let at = 64 + 2 * 64 + slot * 64;
+            mem.write_u64(at, mem.read_u64(at).unwrap() ^ 1).unwrap();
+            let got = store.get(5);
+            match checksum {
+                Checksum::Crc32 => assert!(got.is_err(), "a damaged block was returned"),
+                Checksum::None => assert_ne!(got.unwrap().unwrap(), block(5, 0, 64)),
+            }
+        }
     }
 
     /// The checksum is the CRC-32 of format version 1, bit for bit.
@@ -295,28 +426,33 @@ mod tests {
         }
     }
 
-    /// A reader racing the writer never returns a torn or mixed block.
+    /// A reader racing the writer never returns a torn or mixed block,
+    /// with checksums or without (the sequence numbers alone).
     #[test]
     fn readers_never_see_a_partial_block() {
-        race(Arc::new(HeapRegion::new(64 + 4 * (64 + 512))));
+        for checksum in [Checksum::Crc32, Checksum::None] {
+            race(Arc::new(HeapRegion::new(64 + 4 * (64 + 512))), checksum);
+        }
     }
 
     /// The same through a real mapping, on the streaming and on the
-    /// fallback copy path: there the reader's 16-byte loads really do race
-    /// the writer's stores, and only the re-check and the checksum stand
-    /// between it and a torn block.
+    /// fallback copy path: there the reader's loads really do race the
+    /// writer's stores, and only the re-check (and the checksum, if the
+    /// store has one) stands between it and a torn block.
     #[test]
     fn readers_of_a_mapping_never_see_a_partial_block() {
         let best = crate::CopyPath::detected();
         for path in [best, crate::CopyPath::FALLBACK] {
-            let mut map = crate::Mapping::anonymous(64 + 4 * (64 + 512)).unwrap();
-            map.set_copy_path(path).unwrap();
-            race(Arc::new(map));
+            for checksum in [Checksum::Crc32, Checksum::None] {
+                let mut map = crate::Mapping::anonymous(64 + 4 * (64 + 512)).unwrap();
+                map.set_copy_path(path).unwrap();
+                race(Arc::new(map), checksum);
+            }
         }
     }
 
-    fn race<M: Shared + 'static>(mem: Arc<M>) {
-        let writer = KvStore::create(mem.clone(), 512).unwrap();
+    fn race<M: Shared + 'static>(mem: Arc<M>, checksum: Checksum) {
+        let writer = KvStore::create_with(mem.clone(), 512, checksum).unwrap();
         writer.put(7, &block(7, 0, 512)).unwrap();
         let reads = Arc::new(AtomicUsize::new(0));
         let reader = {

@@ -111,6 +111,23 @@ impl Pool {
         &self.path
     }
 
+    /// A counter of the pool's sysfs directory (`/sys/class/misc/<device
+    /// name>/<name>`), e.g. `clear_ns` or `work_ns`.
+    pub fn counter(&self, name: &str) -> io::Result<u64> {
+        let device = self
+            .path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no device name"))?;
+        let path = Path::new("/sys/class/misc").join(device).join(name);
+        let text = std::fs::read_to_string(&path)?;
+        text.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: not a counter", path.display()),
+            )
+        })
+    }
+
     pub fn info(&self) -> io::Result<PoolInfo> {
         // SAFETY: all-integer structure; zero is a valid value.
         let mut info: PoolInfo = unsafe { std::mem::zeroed() };
@@ -251,7 +268,7 @@ impl Mapping {
         Mapping {
             ptr,
             len,
-            path: CopyPath::detected(),
+            path: CopyPath::chosen(),
         }
     }
 
@@ -341,7 +358,7 @@ impl Mapping {
         }
     }
 
-    /// How this mapping copies (detected from the CPU unless set).
+    /// How this mapping copies ([`CopyPath::chosen`] unless set).
     pub fn copy_path(&self) -> CopyPath {
         self.path
     }
@@ -380,6 +397,27 @@ impl Mapping {
         self.check(offset, data.len())?;
         // SAFETY: as in `read`.
         unsafe { copy::write(self.at(offset), data, self.path) };
+        Ok(())
+    }
+
+    /// Writes back `len` bytes at `offset` and fences, for stores made
+    /// through [`Mapping::as_ptr`]: when this returns, other hosts can
+    /// read them.
+    pub fn write_back(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.check(offset, len)?;
+        // SAFETY: inside the mapping (checked); the path is supported
+        // (invariant). Flushing changes no contents.
+        unsafe { copy::write_back(self.at(offset), len, self.path) };
+        Ok(())
+    }
+
+    /// Invalidates `len` bytes at `offset` in this CPU's caches, for loads
+    /// made through [`Mapping::as_ptr`] afterwards: they see what other
+    /// hosts wrote back.
+    pub fn invalidate(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.check(offset, len)?;
+        // SAFETY: as in `write_back`.
+        unsafe { copy::invalidate(self.at(offset), len, self.path) };
         Ok(())
     }
 

@@ -814,10 +814,17 @@ pub fn pattern_check(dev: &Path, name: &str, len: usize) -> Result<()> {
 }
 
 /// KV block store across hosts: the writer creates a store in the shared
-/// object `name` and keeps publishing new versions of `keys` blocks; a
-/// reader on another host checks every block it gets is whole (its content
-/// is a function of key and version, and carries its own checksum).
-pub fn kv(dev: &Path, name: &str, writer: bool, keys: u64, seconds: u64) -> Result<()> {
+/// object `name` (with `checksum`) and keeps publishing new versions of
+/// `keys` blocks; a reader on another host checks every block it gets is
+/// whole (its content is a function of key and version).
+pub fn kv(
+    dev: &Path,
+    name: &str,
+    writer: bool,
+    keys: u64,
+    seconds: u64,
+    checksum: beluga::kv::Checksum,
+) -> Result<()> {
     use beluga::kv::KvStore;
     const BLOCK: usize = 4096;
     let pool = Pool::open(dev)?;
@@ -833,7 +840,7 @@ pub fn kv(dev: &Path, name: &str, writer: bool, keys: u64, seconds: u64) -> Resu
     let end = Instant::now() + Duration::from_secs(seconds);
     if writer {
         let h = pool.alloc(8 * MIB, Some(name), Sharing::Shared, 0o644)?;
-        let store = KvStore::create(pool.map(&h)?, BLOCK)?;
+        let store = KvStore::create_with(pool.map(&h)?, BLOCK, checksum)?;
         let mut version = 0;
         while Instant::now() < end {
             for key in 0..keys {
@@ -877,8 +884,9 @@ pub fn kv(dev: &Path, name: &str, writer: bool, keys: u64, seconds: u64) -> Resu
         }
         ensure!(reads > 0, "no block read");
         println!(
-            "reader: {reads} whole blocks read, {} distinct versions seen",
-            versions.len()
+            "reader: {reads} whole blocks read, {} distinct versions seen (checksum {})",
+            versions.len(),
+            store.checksum().name()
         );
     }
     Ok(())

@@ -104,6 +104,10 @@ enum Cmd {
         keys: u64,
         #[arg(long, default_value_t = 8)]
         seconds: u64,
+        /// The writer's store checksums its blocks (CRC-32); `--no-checksum`
+        /// leaves the sequence numbers alone to keep torn blocks out.
+        #[arg(long)]
+        no_checksum: bool,
     },
     /// beluga_dax: CXL-RPC across hosts (server or client).
     BelugaRpc {
@@ -581,7 +585,15 @@ fn main() -> Result<()> {
             writer,
             keys,
             seconds,
-        } => beluga_checks::kv(&dev, &name, writer, keys, seconds),
+            no_checksum,
+        } => {
+            let checksum = if no_checksum {
+                beluga::kv::Checksum::None
+            } else {
+                beluga::kv::Checksum::Crc32
+            };
+            beluga_checks::kv(&dev, &name, writer, keys, seconds, checksum)
+        }
         Cmd::BelugaRpc {
             dev,
             server,

@@ -17,7 +17,8 @@
 //! what it runs on), `format` (superblock and formatting), `lease` (own
 //! heartbeat, watching the others, the tick and manager eligibility),
 //! `client` (calls through this host's mailbox), `manager` (serving
-//! requests, reclaim) and `tables` (the object and section tables).
+//! requests, reclaim), `pace` (how often the manager polls between ticks)
+//! and `tables` (the object and section tables).
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -27,6 +28,7 @@ mod format;
 mod lease;
 mod manager;
 mod memory;
+pub mod pace;
 mod tables;
 
 // The public API, as it was when this was one file. In the kernel the

@@ -16,7 +16,10 @@ const MIB: u64 = 1 << 20;
 
 #[derive(Subcommand)]
 pub enum Bench {
-    /// Calls per second of a no-op ioctl (the anchor) and of allocate+free.
+    /// Allocate+free of one 2 MiB object, per call (label `local` on the
+    /// manager's host, `remote` elsewhere; `call_ns`, and
+    /// `noclear_call_ns` without the time this host spent clearing the
+    /// section, from sysfs `clear_ns`), then a no-op ioctl (`noop-ioctl`).
     AllocFree {
         #[arg(long, default_value_t = 3)]
         seconds: u64,
@@ -33,14 +36,20 @@ pub enum Bench {
         #[arg(long)]
         label: String,
     },
-    /// KV block store: put then get throughput for each block size, set
-    /// against the raw bulk bandwidth of the same mapping. Prints the raw
-    /// series first (label `raw`: bulk `Mapping::write`/`read` in 1 MiB
-    /// copies, the same flush discipline), then one series per block size
-    /// (`kv-4k`, ...). Each memory's metrics carry its name
+    /// KV block store: put then get throughput for each block size and
+    /// checksum, set against the raw bandwidth of the same mapping. Prints
+    /// the raw series first (label `raw`: 8-byte volatile stores of a
+    /// constant to every word of 1 MiB, then each line written back; each
+    /// line invalidated, then every word loaded: the method of
+    /// `daxio bench`, i.e. of benchmark 10_pool_throughput), then `copy`
+    /// (bulk `Mapping::write`/`read` in 1 MiB copies: what a copy costs over
+    /// raw), then one series per block size and checksum (`kv-16k-crc32`,
+    /// `kv-16k-none`, ...). Each memory's metrics carry its name
     /// (`ivshmem_put_bytes_per_s`, `cxl_get_bytes_per_s`, ...), so the
-    /// harness's ratio to the anchor is KV over raw on the same memory; the
-    /// KV lines also carry those ratios (`..._of_raw`).
+    /// harness's ratio to the anchor is over raw on the same memory. Raw is
+    /// measured again before every row (the raw line gives the median);
+    /// each row also carries its ratios to the raw measured just before it
+    /// (`..._of_raw`), which drift in the emulator's speed does not skew.
     Kv {
         /// The memories, in order: `anon` (shared anonymous memory; runs
         /// anywhere), `ivshmem` (the BAR, from 8 MiB), `cxl` (a beluga
@@ -50,6 +59,9 @@ pub enum Bench {
         /// Block sizes in bytes.
         #[arg(long, value_delimiter = ',', default_value = "4096,16384,262144")]
         blocks: Vec<usize>,
+        /// The stores' checksums (`crc32`, `none`).
+        #[arg(long, value_delimiter = ',', default_value = "crc32,none")]
+        checksums: Vec<KvChecksum>,
         /// Size of the store (and of the raw copies' range) in MiB.
         #[arg(long, default_value_t = 16)]
         mib: u64,
@@ -60,7 +72,7 @@ pub enum Bench {
     /// Bulk copy bandwidth of shared anonymous memory, `--block` bytes
     /// per copy over `--mib` MiB: the first version's byte-at-a-time copy
     /// with a clflush per line (the anchor), then every copy path this CPU
-    /// supports (the detected one first), then plain `memcpy` without cache
+    /// supports (the one mappings use first), then plain `memcpy` without cache
     /// maintenance (what the flushes cost). Host-runnable.
     Copy {
         #[arg(long, default_value_t = 16384)]
@@ -71,8 +83,9 @@ pub enum Bench {
         seconds: f64,
     },
     /// Checksum throughput on one block: the first version's bitwise
-    /// CRC-32 (the anchor), crc32fast (the KV checksum now), and the pool
-    /// core's bitwise CRC32C. Host-runnable.
+    /// CRC-32 (the anchor), crc32fast (the KV checksum now), the pool
+    /// core's bitwise CRC32C, and two candidates not chosen: the `crc32c`
+    /// crate (SSE4.2 `crc32`) and xxHash64. Host-runnable.
     Crc {
         #[arg(long, default_value_t = 16384)]
         block: usize,
@@ -118,6 +131,22 @@ impl Memory {
             Memory::Anon => "anon",
             Memory::Ivshmem => "ivshmem",
             Memory::Cxl => "cxl",
+        }
+    }
+}
+
+/// A KV store's checksum, as `bench kv --checksums` names it.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum KvChecksum {
+    Crc32,
+    None,
+}
+
+impl From<KvChecksum> for kv::Checksum {
+    fn from(c: KvChecksum) -> kv::Checksum {
+        match c {
+            KvChecksum::Crc32 => kv::Checksum::Crc32,
+            KvChecksum::None => kv::Checksum::None,
         }
     }
 }
@@ -184,6 +213,33 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
         Bench::AllocFree { seconds } => {
             let pool = open_pool()?;
             let span = Duration::from_secs(seconds);
+            let clear_before = pool.counter("clear_ns")?;
+            let (mut n, start, mut free_ns) = (0u64, Instant::now(), 0u128);
+            while start.elapsed() < span {
+                let h = pool.alloc(2 * MIB, None, Sharing::Private, 0o600)?;
+                let t = Instant::now();
+                pool.free(&h)?;
+                free_ns += t.elapsed().as_nanos();
+                n += 1;
+            }
+            let elapsed = start.elapsed();
+            let clear_ns = pool.counter("clear_ns")?.saturating_sub(clear_before) as f64;
+            let calls = 2.0 * n as f64;
+            let alloc_ns = elapsed.as_nanos() as f64 - free_ns as f64 - clear_ns;
+            let me = pool.info()?;
+            let label = if me.manager == me.host_index {
+                "local"
+            } else {
+                "remote"
+            };
+            println!(
+                "BENCH {{\"label\":\"{label}\",\"calls_per_s\":{:.1},\"call_ns\":{:.0},\"noclear_call_ns\":{:.0},\"noclear_alloc_ns\":{:.0},\"free_ns\":{:.0}}}",
+                calls / elapsed.as_secs_f64(),
+                elapsed.as_nanos() as f64 / calls,
+                (elapsed.as_nanos() as f64 - clear_ns) / calls,
+                alloc_ns / n as f64,
+                free_ns as f64 / n as f64
+            );
             let (mut n, start) = (0u64, Instant::now());
             while start.elapsed() < span {
                 pool.wait_ready()?;
@@ -193,24 +249,6 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
             println!(
                 "BENCH {{\"label\":\"noop-ioctl\",\"calls_per_s\":{noop:.1},\"call_ns\":{:.0}}}",
                 1e9 / noop
-            );
-            let (mut n, start) = (0u64, Instant::now());
-            while start.elapsed() < span {
-                let h = pool.alloc(2 * MIB, None, Sharing::Private, 0o600)?;
-                pool.free(&h)?;
-                n += 1;
-            }
-            let pairs = rate(n, start.elapsed());
-            let me = pool.info()?;
-            let label = if me.manager == me.host_index {
-                "alloc+free"
-            } else {
-                "alloc+free-remote"
-            };
-            println!(
-                "BENCH {{\"label\":\"{label}\",\"calls_per_s\":{:.1},\"call_ns\":{:.0}}}",
-                pairs * 2.0,
-                1e9 / (pairs * 2.0)
             );
         }
         Bench::Fault {
@@ -256,13 +294,24 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
         Bench::Kv {
             on,
             blocks,
+            checksums,
             mib,
             seconds,
         } => {
-            // Series (raw, then each block size) of (metric, value) pairs.
-            let mut series: Vec<(String, Vec<(String, f64)>)> = vec![("raw".into(), Vec::new())];
-            for b in &blocks {
-                series.push((format!("kv-{}", size_label(*b)), Vec::new()));
+            // Series (raw, copy, then each block size and checksum) of
+            // (metric, value) pairs.
+            let mut series: Vec<(String, Vec<(String, f64)>)> =
+                vec![("raw".into(), Vec::new()), ("copy".into(), Vec::new())];
+            let mut stores = Vec::new();
+            for &b in &blocks {
+                for &c in &checksums {
+                    let checksum = kv::Checksum::from(c);
+                    series.push((
+                        format!("kv-{}-{}", size_label(b), checksum.name()),
+                        Vec::new(),
+                    ));
+                    stores.push((b, checksum));
+                }
             }
             let mut copy = String::new();
             for memory in on {
@@ -282,21 +331,33 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
                 };
                 copy = mem.copy_path().name();
                 let name = memory.name();
-                let (raw_put, raw_get) = raw_bandwidth(&mem, seconds)?;
-                series[0]
-                    .1
-                    .push((format!("{name}_put_bytes_per_s"), raw_put));
-                series[0]
-                    .1
-                    .push((format!("{name}_get_bytes_per_s"), raw_get));
-                for (i, &block) in blocks.iter().enumerate() {
-                    let (put, get) = kv_bandwidth(&mem, block, seconds)?;
-                    let metrics = &mut series[i + 1].1;
+                // Raw is measured again just before each row, and the row's
+                // ratios are to that: the emulator's speed drifts over a run.
+                let mut raws = Vec::new();
+                for row in 0..=stores.len() {
+                    let (raw_put, raw_get) = raw_bandwidth(&mem, seconds / 2.0)?;
+                    raws.push((raw_put, raw_get));
+                    let (put, get) = match row.checked_sub(1) {
+                        None => copy_bandwidth(&mem, seconds)?,
+                        Some(i) => kv_bandwidth(&mem, stores[i].0, stores[i].1, seconds)?,
+                    };
+                    let metrics = &mut series[row + 1].1;
                     metrics.push((format!("{name}_put_bytes_per_s"), put));
                     metrics.push((format!("{name}_get_bytes_per_s"), get));
                     metrics.push((format!("{name}_put_of_raw"), put / raw_put));
                     metrics.push((format!("{name}_get_of_raw"), get / raw_get));
                 }
+                let median = |pick: fn(&(f64, f64)) -> f64| {
+                    let mut v: Vec<f64> = raws.iter().map(pick).collect();
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                };
+                series[0]
+                    .1
+                    .push((format!("{name}_put_bytes_per_s"), median(|r| r.0)));
+                series[0]
+                    .1
+                    .push((format!("{name}_get_bytes_per_s"), median(|r| r.1)));
                 drop(mem);
                 if let (Some(p), Some(h)) = (&pool, &object) {
                     p.free(h)?;
@@ -359,10 +420,12 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
         Bench::Crc { block, seconds } => {
             let data = pattern(block);
             type Checksum = fn(&[u8]) -> u32;
-            let sums: [(&str, Checksum); 3] = [
+            let sums: [(&str, Checksum); 5] = [
                 ("bitwise-crc32", old_copy::bitwise_crc32),
                 ("crc32fast", kv::crc32),
                 ("pool-crc32c", beluga_pool::checksum::crc32c),
+                ("crc32c-sse42", crc32c::crc32c),
+                ("xxh64", |d| xxhash_rust::xxh64::xxh64(d, 0) as u32),
             ];
             for (label, sum) in sums {
                 let bytes_per_s = throughput(seconds, |_| {
@@ -417,9 +480,45 @@ fn kv_lines(copy: &str, series: &[(String, Vec<(String, f64)>)]) -> Vec<String> 
         .collect()
 }
 
-/// Bulk write then read bandwidth of the whole mapping through
-/// `Mapping::write`/`read`, 1 MiB per copy: the raw anchor of `bench kv`.
+/// Write then read bandwidth of the mapping in 1 MiB ranges by the method
+/// of `daxio bench` (benchmark 10_pool_throughput), with the mapping's
+/// flush instructions (`daxio` uses `clflush`, which real CPUs run one line
+/// at a time): 8-byte volatile stores of a constant, then the lines written
+/// back; the lines invalidated, then 8-byte volatile loads. The anchor of
+/// `bench kv`: the memory's bandwidth with nothing to copy.
 fn raw_bandwidth(mem: &beluga::Mapping, seconds: f64) -> Result<(f64, f64)> {
+    let chunk = mem.len().min(MIB as usize);
+    let chunks = (mem.len() / chunk) as u64;
+    let words = chunk / 8;
+    let offset = |i: u64| (i % chunks) as usize * chunk;
+    let put = throughput(seconds, |i| {
+        let base = mem.as_ptr().wrapping_add(offset(i)).cast::<u64>();
+        for w in 0..words {
+            // SAFETY: word `w` of chunk `i % chunks` lies in the mapping,
+            // 8-byte aligned (mappings are page aligned); no reference
+            // covers it.
+            unsafe { base.add(w).write_volatile(i) };
+        }
+        mem.write_back(offset(i), chunk)?;
+        Ok(chunk as u64)
+    })?;
+    let get = throughput(seconds, |i| {
+        mem.invalidate(offset(i), chunk)?;
+        let base = mem.as_ptr().wrapping_add(offset(i)).cast::<u64>();
+        let mut sum = 0u64;
+        for w in 0..words {
+            // SAFETY: as above.
+            sum = sum.wrapping_add(unsafe { base.add(w).read_volatile() });
+        }
+        std::hint::black_box(sum);
+        Ok(chunk as u64)
+    })?;
+    Ok((put, get))
+}
+
+/// Bulk write then read bandwidth of the whole mapping through
+/// `Mapping::write`/`read`, 1 MiB per copy: what copying adds to raw.
+fn copy_bandwidth(mem: &beluga::Mapping, seconds: f64) -> Result<(f64, f64)> {
     let chunk = mem.len().min(MIB as usize);
     let chunks = (mem.len() / chunk) as u64;
     let data = pattern(chunk);
@@ -440,8 +539,13 @@ fn raw_bandwidth(mem: &beluga::Mapping, seconds: f64) -> Result<(f64, f64)> {
 /// would measure linear probing's long chains, each probe a flag read
 /// from memory, rather than the copies), gets through the keys the puts
 /// reached.
-fn kv_bandwidth(mem: &beluga::Mapping, block: usize, seconds: f64) -> Result<(f64, f64)> {
-    let store = kv::KvStore::create(mem, block)?;
+fn kv_bandwidth(
+    mem: &beluga::Mapping,
+    block: usize,
+    checksum: kv::Checksum,
+    seconds: f64,
+) -> Result<(f64, f64)> {
+    let store = kv::KvStore::create_with(mem, block, checksum)?;
     let slots = (store.geometry().slots as u64).div_ceil(2);
     let data = pattern(block);
     let mut puts = 0;
@@ -451,9 +555,10 @@ fn kv_bandwidth(mem: &beluga::Mapping, block: usize, seconds: f64) -> Result<(f6
         Ok(block as u64)
     })?;
     let written = puts.min(slots);
+    let mut out = vec![0u8; block];
     let get = throughput(seconds, |i| {
-        let got = store.get(i % written)?.context("block missing")?;
-        Ok(got.len() as u64)
+        let got = store.get_into(i % written, &mut out)?;
+        Ok(got.context("block missing")? as u64)
     })?;
     Ok((put, get))
 }
