@@ -122,9 +122,10 @@ pub(crate) struct PoolDevice {
     /// it took (sysfs, for `bench`).
     cleared_bytes: AtomicU64,
     clear_ns: AtomicU64,
-    /// Time the periodic work (tick, hot serving, reaper) spent running,
-    /// sleeps excluded: what keeping the pool costs this host's CPU
-    /// (sysfs, for `bench`).
+    /// Time the periodic work (tick, polling between ticks, the reaper's
+    /// scan) spent running, from each lock taken to its release: what
+    /// keeping the pool costs this host's CPU (sysfs, for `bench`). A
+    /// lower bound: the wakeups between polls are not in it.
     work_ns: AtomicU64,
     /// Set before the tick is stopped: no more polling between steps.
     stopping: AtomicBool,
@@ -407,8 +408,10 @@ impl PoolDevice {
                 return true;
             }
             time::sleep_us(pause);
-            let now = time::boottime_ns();
             let mut guard = self.inner.lock();
+            // After the lock: the lease check in `serve_mailboxes` must not
+            // see a time from before a wait for it.
+            let now = time::boottime_ns();
             let inner = &mut *guard;
             let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) else {
                 return false;
@@ -767,11 +770,12 @@ impl PoolDevice {
     pub(crate) fn reap(&self) -> ReapReport {
         let calls = self.calls.lock();
         let mut report = ReapReport::default();
-        // The scan is upkeep (`work_ns`); releases and reconciling are
-        // this host's own calls, and sleep while the manager answers.
-        let start = time::boottime_ns();
-        let idle = {
+        let (idle, start) = {
             let mut guard = self.inner.lock();
+            // The scan is upkeep (`work_ns`, from here: a wait for the
+            // lock is not work); releases and reconciling are this host's
+            // own calls, and sleep while the manager answers.
+            let start = time::boottime_ns();
             let inner = &mut *guard;
             let Some(mem) = inner.mem.as_ref() else {
                 drop(guard);
@@ -798,7 +802,7 @@ impl PoolDevice {
                 }
             }
             inner.held = keep;
-            idle
+            (idle, start)
         };
         self.worked_since(start);
         for h in idle.iter() {

@@ -11,6 +11,8 @@ use kernel::prelude::*;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ring;
+
 module! {
     type: CxlnicDrv,
     name: "cxlnic_drv",

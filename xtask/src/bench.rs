@@ -18,7 +18,8 @@ pub struct Series {
 }
 
 /// Parses the `BENCH {json}` lines of one benchmark's output. Numeric
-/// fields whose name ends in `_per_s`, `_ns` or `_pct` are metrics.
+/// fields whose name ends in `_per_s`, `_ns`, `_pct` or `_of_raw` (a
+/// ratio the benchmark computed itself) are metrics.
 pub fn parse_series(text: &str) -> Result<Vec<Series>> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -33,7 +34,11 @@ pub fn parse_series(text: &str) -> Result<Vec<Series>> {
             .to_string();
         let metrics = value
             .iter()
-            .filter(|(k, _)| k.ends_with("_per_s") || k.ends_with("_ns") || k.ends_with("_pct"))
+            .filter(|(k, _)| {
+                ["_per_s", "_ns", "_pct", "_of_raw"]
+                    .iter()
+                    .any(|suffix| k.ends_with(suffix))
+            })
             .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
             .collect();
         out.push(Series { label, metrics });
@@ -67,6 +72,8 @@ fn human(value: f64, metric: &str) -> String {
         format!("{value:.0} ns")
     } else if metric.ends_with("_pct") {
         format!("{value:.3} %")
+    } else if metric.ends_with("_of_raw") {
+        format!("{value:.3}x")
     } else {
         format!("{value:.0}/s")
     }
@@ -90,8 +97,11 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
         let dir = crate::util::repo_root().join("tests/vm/bench");
         let mut any = false;
         for entry in std::fs::read_dir(&dir)? {
-            let name = entry?.file_name().to_string_lossy().into_owned();
-            any |= name.ends_with(".sh") && name.contains(o.as_str());
+            let file = entry?.file_name().to_string_lossy().into_owned();
+            // As the guest matches: the name without `.sh`.
+            any |= file
+                .strip_suffix(".sh")
+                .is_some_and(|name| name.contains(o.as_str()));
         }
         if !any {
             bail!(
@@ -193,20 +203,17 @@ mod tests {
     fn ratios_are_relative_to_the_first_series() {
         let text =
             "noise\nBENCH {\"label\":\"ram\",\"write_bytes_per_s\":1000,\"path\":\"anon\"}\n\
-                    BENCH {\"label\":\"cxl\",\"write_bytes_per_s\":10,\"cpu_pct\":0.5,\"of_raw\":1}\n";
+                    BENCH {\"label\":\"cxl\",\"write_bytes_per_s\":10,\"cpu_pct\":0.5,\"ratio\":1}\n";
         let series = parse_series(text).unwrap();
         assert_eq!(series.len(), 2);
         assert_eq!(series[1].label, "cxl");
-        assert_eq!(
-            series[1].metrics.len(),
-            2,
-            "_pct is a metric, of_raw is not"
-        );
+        assert_eq!(series[1].metrics.len(), 2, "_pct is a metric, ratio is not");
         assert_eq!(
             ratios(&series),
             vec![vec![Some(1.0)], vec![None, Some(0.01)]]
         );
         assert_eq!(human(0.5, "cpu_pct"), "0.500 %");
+        assert_eq!(human(0.4181, "cxl_put_of_raw"), "0.418x");
     }
 
     #[test]

@@ -1,0 +1,30 @@
+//! The CXL-NIC queues (MICRO '25): descriptor and ring layout, and the
+//! ring protocol of both sides, the driver (`cxlnic_drv`) and the device
+//! model that plays the NIC (`tools/`).
+//!
+//! No MMIO doorbell on the data path: a producer stores descriptors and
+//! then either a tail word or, inline, each descriptor's ready tag; the
+//! consumer polls them in memory it shares coherently with the producer.
+//! Completions go back the same way: the device writes its progress
+//! (`head`) once per batch, and the driver polls it.
+//!
+//! Plain `no_std` Rust, no dependencies: the module compiles these files
+//! in, the device model links this crate, and the host tests run here.
+//! Files refer to each other only as `super::<file>`. Everything read from
+//! shared memory is validated here, before either side uses it: a buggy or
+//! hostile peer can make packets drop, never an index or a buffer
+//! reference go out of bounds.
+
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(clippy::arithmetic_side_effects)]
+
+// Shared with the other cores' test bodies; first, for its macros.
+#[macro_use]
+#[path = "../../../kunit/outcome.rs"]
+pub mod outcome;
+
+pub mod index;
+pub mod layout;
+pub mod queue;
+pub mod selftests;

@@ -1,0 +1,233 @@
+//! Test bodies of the ring core shared by the host tests and the KUnit
+//! suite `cxlnic_ring_kunit`: plain functions returning `Outcome` (see
+//! `kunit/outcome.rs`), listed once in `suites!` so that neither side can
+//! miss one. The property tests (both sides of a ring, hostile peers) are
+//! in `tests/ring_protocol.rs`.
+
+// Test arithmetic is on small constants; the kernel runs it with overflow
+// checks, so a slip is a failed case, not wrong memory.
+#![allow(clippy::arithmetic_side_effects)]
+#![allow(clippy::result_large_err)]
+
+use super::index::{distance, ready_tag, within, RingSize};
+use super::layout::{
+    DeviceLine, DriverLine, RxCompletion, RxDesc, TxDesc, FRAME_MAX, IRQ_RX, IRQ_TX,
+};
+use super::outcome::Outcome;
+use super::queue::{
+    check_completion, check_rx, check_tx, completion, Area, Consumer, Fault, Frame, Producer, Span,
+};
+
+/// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
+/// per suite.
+#[allow(unused_macros)]
+macro_rules! suites {
+    ($m:ident) => {
+        $m!(
+            cxlnic_ring_index,
+            [
+                sizes_are_powers_of_two_in_range,
+                slots_and_distances_wrap,
+                records_round_trip_little_endian,
+            ]
+        );
+        $m!(
+            cxlnic_ring_queue,
+            [
+                a_producer_fills_the_ring_and_no_more,
+                a_head_out_of_range_is_refused_and_changes_nothing,
+                a_batch_completes_at_once_across_the_wrap,
+                descriptors_are_checked_before_use,
+                a_consumer_reads_tails_and_tags,
+            ]
+        );
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use suites;
+
+fn size(n: u32) -> Result<RingSize, &'static str> {
+    RingSize::new(n).ok_or("not a ring size")
+}
+
+pub fn sizes_are_powers_of_two_in_range() -> Outcome {
+    check_eq!(RingSize::new(8).map(RingSize::get), Some(8));
+    check_eq!(RingSize::new(4096).map(RingSize::get), Some(4096));
+    for bad in [0, 1, 4, 12, 8192, u32::MAX] {
+        check!(RingSize::new(bad).is_none(), "{} accepted", bad);
+    }
+    Ok(())
+}
+
+pub fn slots_and_distances_wrap() -> Outcome {
+    let s = ok!(size(8));
+    check_eq!(s.slot(u32::MAX), 7);
+    check_eq!(s.slot(u32::MAX.wrapping_add(1)), 0);
+    check_eq!(distance(u32::MAX - 2, 3), 6);
+    check!(within(u32::MAX - 2, 1, 3));
+    check!(!within(u32::MAX - 2, 4, 3));
+    check!(!within(5, 4, 9), "progress never goes backwards");
+    check!(ready_tag(7) != ready_tag(7 + 8), "laps have different tags");
+    Ok(())
+}
+
+pub fn records_round_trip_little_endian() -> Outcome {
+    let d = TxDesc {
+        buf: 0x0102_0304_0506_0708,
+        len: 1514,
+        tag: 9,
+    };
+    let b = d.encode();
+    check_eq!(b[0], 0x08);
+    check_eq!(TxDesc::decode(&b), d);
+    let r = RxDesc {
+        buf: 4096,
+        cap: 2048,
+        tag: u32::MAX,
+    };
+    check_eq!(RxDesc::decode(&r.encode()), r);
+    let c = RxCompletion { len: 60, tag: 3 };
+    check_eq!(RxCompletion::decode(&c.encode()), c);
+    let l = DriverLine {
+        tx_tail: 1,
+        rx_tail: 2,
+        irq: IRQ_RX | IRQ_TX,
+    };
+    check_eq!(DriverLine::decode(&l.encode()), l);
+    let h = DeviceLine {
+        tx_head: 7,
+        rx_head: 8,
+    };
+    check_eq!(DeviceLine::decode(&h.encode()), h);
+    Ok(())
+}
+
+pub fn a_producer_fills_the_ring_and_no_more() -> Outcome {
+    let mut p = Producer::new(ok!(size(8)), u32::MAX - 3);
+    for _ in 0..8 {
+        check!(p.next().is_some());
+        p.commit();
+    }
+    check_eq!(p.free(), 0);
+    check!(p.next().is_none());
+    p.commit();
+    check_eq!(p.in_flight(), 8, "a commit without room is ignored");
+    let done = ok!(p.consumed(p.head().wrapping_add(5)));
+    check_eq!(done.count, 5);
+    check_eq!(p.free(), 5);
+    Ok(())
+}
+
+pub fn a_head_out_of_range_is_refused_and_changes_nothing() -> Outcome {
+    let mut p = Producer::new(ok!(size(8)), 10);
+    p.commit();
+    p.commit();
+    check_eq!(p.consumed(13), Err(Fault::Index));
+    check_eq!(p.consumed(9), Err(Fault::Index), "backwards");
+    check_eq!(p.head(), 10);
+    check_eq!(
+        p.consumed(12),
+        Ok(Span {
+            start: 10,
+            count: 2
+        })
+    );
+    Ok(())
+}
+
+/// A device completes a batch with one head store; the driver takes the
+/// whole batch, in order, across the `u32` wrap.
+pub fn a_batch_completes_at_once_across_the_wrap() -> Outcome {
+    let s = ok!(size(8));
+    let start = u32::MAX - 3;
+    let mut p = Producer::new(s, start);
+    let mut c = Consumer::new(s, start);
+    for _ in 0..6 {
+        p.commit();
+    }
+    for _ in 0..5 {
+        c.advance();
+    }
+    let done = ok!(p.consumed(c.head()));
+    check_eq!(done.count, 5);
+    let mut want = start;
+    for index in done.indices() {
+        check_eq!(index, want);
+        want = want.wrapping_add(1);
+    }
+    check_eq!(want, 1, "the batch crossed the wrap");
+    check_eq!(p.in_flight(), 1);
+    Ok(())
+}
+
+pub fn descriptors_are_checked_before_use() -> Outcome {
+    let area = Area { len: 4096 };
+    let c = Consumer::new(ok!(size(8)), 3);
+    let e = c.expected();
+    let good = TxDesc {
+        buf: 4096 - 60,
+        len: 60,
+        tag: e.tag,
+    };
+    check_eq!(check_tx(&good, e, area), Ok(Frame { buf: 4036, len: 60 }));
+    let stale = TxDesc {
+        tag: ready_tag(3 + 8),
+        ..good
+    };
+    check_eq!(check_tx(&stale, e, area), Err(Fault::Tag));
+    let long = TxDesc {
+        len: FRAME_MAX + 1,
+        ..good
+    };
+    check_eq!(check_tx(&long, e, area), Err(Fault::Length));
+    let out = TxDesc {
+        buf: u64::MAX,
+        ..good
+    };
+    check_eq!(check_tx(&out, e, area), Err(Fault::Buffer));
+    let rx = RxDesc {
+        buf: 0,
+        cap: 4097,
+        tag: e.tag,
+    };
+    check_eq!(check_rx(&rx, e, area), Err(Fault::Buffer));
+    let done = completion(e, 60);
+    check_eq!(check_completion(&done, 3, 2048), Ok(60));
+    check_eq!(check_completion(&done, 3, 59), Err(Fault::Length));
+    check_eq!(check_completion(&done, 11, 2048), Err(Fault::Tag));
+    Ok(())
+}
+
+pub fn a_consumer_reads_tails_and_tags() -> Outcome {
+    let mut c = Consumer::new(ok!(size(8)), u32::MAX);
+    check_eq!(c.posted(u32::MAX), Ok(false));
+    check_eq!(c.posted(3), Ok(true));
+    check_eq!(c.posted(8), Err(Fault::Index));
+    check!(c.ready(0));
+    c.advance();
+    check_eq!(c.head(), 0);
+    check!(c.ready(1) && !c.ready(0));
+    Ok(())
+}
+
+#[cfg(test)]
+mod host {
+    extern crate std;
+
+    macro_rules! host_tests {
+        ($suite:ident, [$($case:ident),+ $(,)?]) => {
+            mod $suite {
+                $(
+                    #[test]
+                    fn $case() {
+                        if let Err(failure) = super::super::$case() {
+                            panic!("{failure}");
+                        }
+                    }
+                )+
+            }
+        };
+    }
+
+    super::suites!(host_tests);
+}
