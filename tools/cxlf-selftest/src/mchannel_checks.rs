@@ -19,10 +19,23 @@ fn thread_cpu() -> Duration {
     Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
 }
 
+/// The calling thread's CPU time in the kernel (sampled at the timer
+/// tick: a diagnostic, not a measure to judge by).
+fn thread_system() -> Duration {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_THREAD)
+        .map(|u| {
+            let t = u.system_time();
+            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+        })
+        .unwrap_or_default()
+}
+
 /// One thread of the workload: what it ran and moved.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
     pub run_fraction: f64,
+    /// The part of `run_fraction` the thread spent in the kernel.
+    pub system_fraction: f64,
     pub bytes_per_s: f64,
 }
 
@@ -57,7 +70,7 @@ impl Stream {
 
     /// Streams while `go` says so, then reports.
     pub(crate) fn measure(&mut self, mut go: impl FnMut(Instant) -> bool) -> Progress {
-        let (t0, c0) = (Instant::now(), thread_cpu());
+        let (t0, c0, s0) = (Instant::now(), thread_cpu(), thread_system());
         let mut bytes = 0u64;
         while go(t0) {
             bytes += self.pass();
@@ -65,6 +78,7 @@ impl Stream {
         let wall = t0.elapsed().as_secs_f64();
         Progress {
             run_fraction: (thread_cpu() - c0).as_secs_f64() / wall,
+            system_fraction: thread_system().saturating_sub(s0).as_secs_f64() / wall,
             bytes_per_s: bytes as f64 / wall,
         }
     }
@@ -700,11 +714,12 @@ pub fn share(
     for (k, s) in stats.iter().enumerate() {
         let n = &nodes[leaves[k]];
         println!(
-            "channel {} (weight {}{}): run fraction {:.3} (computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
+            "channel {} (weight {}{}): run fraction {:.3} (in the kernel {:.3}; computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
             n.name,
             n.weight,
             n.parent.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
             attached[k].run_fraction,
+            attached[k].system_fraction,
             want[k],
             s.t_r_ns as f64 / s.t_w_ns as f64,
             attached[k].bytes_per_s / 1e6,
