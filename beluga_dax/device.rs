@@ -95,6 +95,14 @@ pub(crate) struct Inner {
     last_served_ns: u64,
 }
 
+impl Inner {
+    /// Notes a request served at `now`: tick fast, and poll between ticks.
+    fn served_at(&mut self, now: u64) {
+        self.busy_until_ns = now.saturating_add(pace::BUSY_WINDOW_NS);
+        self.last_served_ns = now;
+    }
+}
+
 /// A caller polls its reply every `REPLY_POLL_US` at first, then every
 /// `REPLY_POLL_SLOW_US` once the call took longer than `REPLY_FAST_NS`.
 const REPLY_POLL_US: u32 = 10;
@@ -366,8 +374,7 @@ impl PoolDevice {
         self.log_report(inner, &report);
         self.react(inner, &report, now);
         if report.served > 0 {
-            inner.busy_until_ns = now.saturating_add(pace::BUSY_WINDOW_NS);
-            inner.last_served_ns = now;
+            inner.served_at(now);
         }
         let next = if now < inner.busy_until_ns {
             pace::BUSY_TICK_MS
@@ -418,8 +425,7 @@ impl PoolDevice {
             };
             if engine.serve_mailboxes(mem, now) > 0 {
                 last_served = now;
-                inner.last_served_ns = now;
-                inner.busy_until_ns = now.saturating_add(pace::BUSY_WINDOW_NS);
+                inner.served_at(now);
             }
             drop(guard);
             self.worked_since(now);

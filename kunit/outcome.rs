@@ -140,3 +140,25 @@ impl<T> OkOrFail<T> for Option<T> {
         self.ok_or("None")
     }
 }
+
+/// The host side of a core's shared cases: each case of a
+/// `selftests::suites!` list becomes a `#[test]` (a `case(pool)` gets a
+/// zeroed buffer of `POOL_BYTES`). Invoked as `super::suites!(host_tests)`
+/// from a `#[cfg(test)] mod host` (with `extern crate std`) inside
+/// `selftests.rs`; the KUnit side is `kunit/shared_cases.rs`.
+#[allow(unused_macros)]
+macro_rules! host_tests {
+    ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
+        mod $suite {
+            $(
+                #[test]
+                fn $case() {
+                    $(let mut $pool = super::std::vec![0u8; super::super::POOL_BYTES];)?
+                    if let Err(failure) = super::super::$case($(&mut $pool)?) {
+                        panic!("{failure}");
+                    }
+                }
+            )+
+        }
+    };
+}

@@ -690,21 +690,5 @@ pub fn engine_serves_remote_requests_and_reclaims(pool: &mut [u8]) -> Outcome {
 mod host {
     extern crate std;
 
-    macro_rules! host_tests {
-        ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
-            mod $suite {
-                $(
-                    #[test]
-                    fn $case() {
-                        $(let mut $pool = super::std::vec![0u8; super::super::POOL_BYTES];)?
-                        if let Err(failure) = super::super::$case($(&mut $pool)?) {
-                            panic!("{failure}");
-                        }
-                    }
-                )+
-            }
-        };
-    }
-
     super::suites!(host_tests);
 }

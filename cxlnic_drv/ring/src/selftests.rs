@@ -214,20 +214,5 @@ pub fn a_consumer_reads_tails_and_tags() -> Outcome {
 mod host {
     extern crate std;
 
-    macro_rules! host_tests {
-        ($suite:ident, [$($case:ident),+ $(,)?]) => {
-            mod $suite {
-                $(
-                    #[test]
-                    fn $case() {
-                        if let Err(failure) = super::super::$case() {
-                            panic!("{failure}");
-                        }
-                    }
-                )+
-            }
-        };
-    }
-
     super::suites!(host_tests);
 }

@@ -576,20 +576,5 @@ pub fn after_a_long_sleep_the_next_window_starts_now() -> Outcome {
 mod host {
     extern crate std;
 
-    macro_rules! host_tests {
-        ($suite:ident, [$($case:ident),+ $(,)?]) => {
-            mod $suite {
-                $(
-                    #[test]
-                    fn $case() {
-                        if let Err(failure) = super::super::$case() {
-                            panic!("{failure}");
-                        }
-                    }
-                )+
-            }
-        };
-    }
-
     super::suites!(host_tests);
 }

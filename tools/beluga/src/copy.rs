@@ -417,15 +417,8 @@ mod x86 {
     /// As [`super::read`].
     pub(super) unsafe fn read(src: *const u8, out: &mut [u8], path: CopyPath) {
         let n = out.len();
-        // SAFETY: fences have no preconditions; the range and the path are
-        // the caller's. The first fence keeps the invalidations after the
-        // loads before them (a re-check must not see a line fetched
-        // early), the second keeps the loads below after the invalidations.
-        unsafe {
-            _mm_mfence();
-            flush_lines(src as usize, n, path.invalidate);
-            _mm_mfence();
-        }
+        // SAFETY: the range and the path are the caller's.
+        unsafe { invalidate(src, n, path) };
         let head = src.align_offset(WIDE).min(n);
         let body = head + (n - head) / WIDE * WIDE;
         // SAFETY: the head is the start of the caller's range.
@@ -460,39 +453,14 @@ mod x86 {
     ///
     /// As [`super::invalidate`].
     pub(super) unsafe fn invalidate(start: *const u8, len: usize, path: CopyPath) {
-        // SAFETY: as in `write_back`; the fences order the invalidations
-        // after earlier loads and before later ones, as in `read`.
+        // SAFETY: as in `write_back`. The first fence keeps the
+        // invalidations after the loads before them (a re-check must not
+        // see a line fetched early), the second keeps later loads after
+        // the invalidations.
         unsafe {
             _mm_mfence();
             flush_lines(start as usize, len, path.invalidate);
             _mm_mfence();
-        }
-    }
-
-    /// # Safety
-    ///
-    /// As [`super::write_u64`].
-    pub(super) unsafe fn write_u64(dst: *mut u64, value: u64, path: CopyPath) {
-        // SAFETY: aligned and inside a live writable mapping (caller); the
-        // fence has no preconditions.
-        unsafe {
-            dst.write_volatile(value);
-            flush_lines(dst as usize, 8, path.write_back);
-            _mm_sfence();
-        }
-    }
-
-    /// # Safety
-    ///
-    /// As [`super::read_u64`].
-    pub(super) unsafe fn read_u64(src: *const u64, path: CopyPath) -> u64 {
-        // SAFETY: aligned and inside a live mapping (caller); fences as in
-        // `read`.
-        unsafe {
-            _mm_mfence();
-            flush_lines(src as usize, 8, path.invalidate);
-            _mm_mfence();
-            src.read_volatile()
         }
     }
 }
@@ -526,18 +494,6 @@ mod portable {
 
     pub(super) unsafe fn invalidate(_: *const u8, _: usize, _: CopyPath) {
         fence(SeqCst);
-    }
-
-    pub(super) unsafe fn write_u64(dst: *mut u64, value: u64, _: CopyPath) {
-        // SAFETY: aligned and inside the mapping (caller).
-        unsafe { dst.write_volatile(value) };
-        fence(SeqCst);
-    }
-
-    pub(super) unsafe fn read_u64(src: *const u64, _: CopyPath) -> u64 {
-        fence(SeqCst);
-        // SAFETY: aligned and inside the mapping (caller).
-        unsafe { src.read_volatile() }
     }
 }
 
@@ -603,8 +559,12 @@ pub(crate) unsafe fn invalidate(start: *const u8, len: usize, path: CopyPath) {
 /// `dst` is 8-byte aligned in a live, writable mapping, and
 /// `path.is_supported()`.
 pub(crate) unsafe fn write_u64(dst: *mut u64, value: u64, path: CopyPath) {
-    // SAFETY: the caller's.
-    unsafe { arch::write_u64(dst, value, path) }
+    // SAFETY: `dst` is aligned in a live, writable mapping, and the path
+    // supported (the caller's).
+    unsafe {
+        dst.write_volatile(value);
+        write_back(dst.cast(), 8, path);
+    }
 }
 
 /// One aligned load, after invalidating its line.
@@ -613,8 +573,12 @@ pub(crate) unsafe fn write_u64(dst: *mut u64, value: u64, path: CopyPath) {
 ///
 /// `src` is 8-byte aligned in a live mapping, and `path.is_supported()`.
 pub(crate) unsafe fn read_u64(src: *const u64, path: CopyPath) -> u64 {
-    // SAFETY: the caller's.
-    unsafe { arch::read_u64(src, path) }
+    // SAFETY: `src` is aligned in a live mapping, and the path supported
+    // (the caller's).
+    unsafe {
+        invalidate(src.cast(), 8, path);
+        src.read_volatile()
+    }
 }
 
 #[cfg(test)]
