@@ -24,6 +24,7 @@
 #[path = "../../../kunit/outcome.rs"]
 pub mod outcome;
 
+pub mod device;
 pub mod index;
 pub mod layout;
 pub mod queue;

@@ -1,0 +1,369 @@
+//! The device model's run loop: one ivshmem server per port, the ports'
+//! devices, the link between them, and a control socket for the tests.
+//!
+//! One thread polls everything (the machine running it is small and
+//! also runs the VMs): it spins while there is work and backs off to at
+//! most [`IDLE_MAX`] between passes when there is none, so an idle NIC
+//! costs little and a busy one is served at once.
+
+use crate::ivshmem::{Guest, Server};
+use crate::mem::{GuestRam, Shared};
+use crate::port::{Inject, Port, PortSpec};
+use anyhow::{Context, Result};
+use cxlnic_ring::device::{self, HEARTBEAT_MS, VECTORS, VECTOR_CONFIG, VECTOR_QUEUE0};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The longest the loop sleeps when nothing happens.
+pub const IDLE_MAX: Duration = Duration::from_micros(500);
+/// Passes with no work before it sleeps at all.
+pub const SPIN_PASSES: u32 = 64;
+
+/// One port as given on the command line.
+#[derive(Debug, Clone)]
+pub struct PortOptions {
+    pub socket: PathBuf,
+    pub bar_bytes: usize,
+    pub ram: Option<PathBuf>,
+    pub spec: PortSpec,
+    /// The port its frames go to (itself for a loopback).
+    pub link: Option<usize>,
+}
+
+/// A port with its server and, once QEMU connected, its guest.
+struct Device {
+    server: Server,
+    guest: Option<Guest>,
+    port: Port,
+    link: Option<usize>,
+}
+
+/// A control command (one JSON object per line on the control socket).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Command {
+    /// Make port `port` commit a fault once.
+    Inject {
+        port: usize,
+        fault: Inject,
+    },
+    /// Stop serving (heartbeat, rings, config) as a crashed device does,
+    /// and start again from reset.
+    Stop,
+    Start,
+    /// Every port's counters.
+    Stats,
+}
+
+/// Each port's mode and per-queue counters (`stats`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PortStats {
+    pub mode: Option<u32>,
+    pub link: bool,
+    pub guest: bool,
+    pub queues: Vec<std::collections::BTreeMap<String, u64>>,
+}
+
+pub struct Model {
+    devices: Vec<Device>,
+    control: Option<UnixListener>,
+    running: bool,
+}
+
+fn device_memory(bytes: usize) -> Result<OwnedFd> {
+    anyhow::ensure!(
+        bytes.is_power_of_two(),
+        "device memory of {bytes} bytes: ivshmem wants a power of two"
+    );
+    let fd = nix::sys::memfd::memfd_create(
+        c"cxlnic-bar2",
+        nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+    )
+    .context("memfd_create")?;
+    nix::unistd::ftruncate(&fd, bytes as i64).context("ftruncate")?;
+    Ok(fd)
+}
+
+fn guest_ram(path: &Path) -> Result<GuestRam> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("guest RAM {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let mem = Shared::map(&file, 0, usize::try_from(len)?)?;
+    Ok(GuestRam::new(mem))
+}
+
+impl Model {
+    /// Creates every port's device memory and server, and the control
+    /// socket if asked; QEMU may connect from now on.
+    pub fn new(ports: &[PortOptions], control: Option<&Path>) -> Result<Model> {
+        let mut devices = vec![];
+        for (i, p) in ports.iter().enumerate() {
+            let fd = device_memory(p.bar_bytes)?;
+            let mem = Shared::map(&fd, 0, p.bar_bytes)?;
+            let ram = p.ram.as_deref().map(guest_ram).transpose()?;
+            let port = Port::new(mem, ram, p.spec.clone()).with_context(|| format!("port {i}"))?;
+            let server = Server::bind(&p.socket, fd, VECTORS)?;
+            server.listener().set_nonblocking(true)?;
+            devices.push(Device {
+                server,
+                guest: None,
+                port,
+                link: p.link,
+            });
+        }
+        let control = control
+            .map(|path| -> Result<UnixListener> {
+                if path.exists() {
+                    std::fs::remove_file(path)?;
+                }
+                let l =
+                    UnixListener::bind(path).with_context(|| format!("bind {}", path.display()))?;
+                l.set_nonblocking(true)?;
+                Ok(l)
+            })
+            .transpose()?;
+        Ok(Model {
+            devices,
+            control,
+            running: true,
+        })
+    }
+
+    /// Runs until `stop` says so.
+    pub fn run(&mut self, stop: impl Fn() -> bool) -> Result<()> {
+        let mut idle = 0u32;
+        let mut pause = Duration::from_micros(10);
+        let mut last_beat = Instant::now();
+        while !stop() {
+            let beat = last_beat.elapsed() >= Duration::from_millis(HEARTBEAT_MS.into());
+            if beat {
+                last_beat = Instant::now();
+            }
+            let work = self.tick(beat)?;
+            if work > 0 {
+                idle = 0;
+                pause = Duration::from_micros(10);
+            } else {
+                idle = idle.saturating_add(1);
+                if idle > SPIN_PASSES {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(IDLE_MAX);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Greets new guests, answers the control socket and, unless
+    /// stopped, makes one pass (bumping heartbeats if `beat`).
+    pub fn tick(&mut self, beat: bool) -> Result<u32> {
+        self.accept()?;
+        self.control()?;
+        if self.running {
+            self.pass(beat)
+        } else {
+            Ok(0)
+        }
+    }
+
+    /// One pass over every port; returns the work done.
+    /// Configs, then every port's TX, then the link, then every port's
+    /// RX: a frame sent is in its receiver's buffer by the pass's end.
+    pub fn pass(&mut self, beat: bool) -> Result<u32> {
+        let mut work = 0;
+        let mut carried: Vec<(usize, Vec<u8>)> = vec![];
+        let mut sent = vec![];
+        for d in &mut self.devices {
+            let (config, queues) = doorbells(d);
+            if d.port.poll_config()? || config {
+                ring(d, VECTOR_CONFIG);
+                work += 1;
+            }
+            if beat {
+                d.port.beat()?;
+            }
+            sent.push(d.port.transmit(&queues)?);
+            match d.link {
+                Some(to) => carried.extend(d.port.outbound.drain(..).map(|(_, f)| (to, f))),
+                None => d.port.outbound.clear(),
+            }
+        }
+        for (to, frame) in carried {
+            if let Some(d) = self.devices.get_mut(to) {
+                d.port.deliver(frame);
+            }
+        }
+        for (d, tx) in self.devices.iter_mut().zip(&sent) {
+            let (progress, irqs) = d.port.receive(tx)?;
+            work += progress.work;
+            for v in irqs {
+                ring(d, v);
+            }
+        }
+        self.update_links()?;
+        Ok(work)
+    }
+
+    /// Carrier is up on a configured port whose link partner is
+    /// configured too.
+    fn update_links(&mut self) -> Result<()> {
+        let configured: Vec<bool> = self
+            .devices
+            .iter()
+            .map(|d| d.port.mode().is_some())
+            .collect();
+        for d in &mut self.devices {
+            let partner = d
+                .link
+                .and_then(|l| configured.get(l).copied())
+                .unwrap_or(false);
+            let up = self.running && d.port.mode().is_some() && partner;
+            if up != d.port.link_up() {
+                d.port.set_link(up)?;
+                ring(d, VECTOR_CONFIG);
+            }
+        }
+        Ok(())
+    }
+
+    /// Greets every guest that connected since (a port takes one).
+    pub fn accept(&mut self) -> Result<()> {
+        for (i, d) in self.devices.iter_mut().enumerate() {
+            if d.guest.is_some() {
+                continue;
+            }
+            match d.server.accept(i as i64 + 1) {
+                Ok(g) => {
+                    eprintln!("cxlnic-model: port {i}: guest connected as peer {}", g.id);
+                    d.guest = Some(g);
+                }
+                Err(e) if is_would_block(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn control(&mut self) -> Result<()> {
+        let Some(l) = &self.control else {
+            return Ok(());
+        };
+        let stream = match l.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        let reply = match read_command(&stream) {
+            Ok(cmd) => self.command(cmd),
+            Err(e) => serde_json::json!({ "error": format!("{e:#}") }),
+        };
+        let mut w = &stream;
+        let _ = writeln!(w, "{reply}");
+        Ok(())
+    }
+
+    /// Carries out one control command; its JSON answer.
+    pub fn command(&mut self, cmd: Command) -> serde_json::Value {
+        match cmd {
+            Command::Inject { port, fault } => match self.devices.get_mut(port) {
+                Some(d) => {
+                    d.port.inject(fault);
+                    serde_json::json!({ "ok": true })
+                }
+                None => serde_json::json!({ "error": format!("no port {port}") }),
+            },
+            Command::Stop => {
+                self.running = false;
+                serde_json::json!({ "ok": true })
+            }
+            Command::Start => {
+                for d in &mut self.devices {
+                    if let Err(e) = d.port.reset() {
+                        return serde_json::json!({ "error": format!("{e:#}") });
+                    }
+                }
+                self.running = true;
+                serde_json::json!({ "ok": true })
+            }
+            Command::Stats => serde_json::to_value(self.stats()).unwrap_or_default(),
+        }
+    }
+
+    pub fn stats(&self) -> Vec<PortStats> {
+        self.devices
+            .iter()
+            .map(|d| PortStats {
+                mode: d.port.mode(),
+                link: d.port.link_up(),
+                guest: d.guest.is_some(),
+                queues: (0..d.port.queues())
+                    .filter_map(|q| d.port.stats(q))
+                    .map(|s| {
+                        device::QUEUE_STATS_NAMES
+                            .iter()
+                            .zip(s.values())
+                            .map(|(n, v)| (n.to_string(), v))
+                            .collect()
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Port `i` (the tests drive ports directly).
+    pub fn port_mut(&mut self, i: usize) -> Option<&mut Port> {
+        self.devices.get_mut(i).map(|d| &mut d.port)
+    }
+}
+
+fn is_would_block(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::WouldBlock)
+    })
+}
+
+/// Which doorbells the guest rang: the config vector, and each queue's.
+fn doorbells(d: &Device) -> (bool, Vec<bool>) {
+    let bells = d.server.doorbells();
+    let config = bells.take(VECTOR_CONFIG) > 0;
+    let queues = (0..device::QUEUES_MAX)
+        .map(|q| bells.take(VECTOR_QUEUE0 + q) > 0)
+        .collect();
+    (config, queues)
+}
+
+/// Interrupts the guest on vector `v` (nothing if none is connected).
+fn ring(d: &Device, v: u32) {
+    if let Some(g) = &d.guest {
+        let _ = g.irq.ring(v);
+    }
+}
+
+fn read_command(stream: &UnixStream) -> Result<Command> {
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
+    serde_json::from_str(line.trim()).context("a command")
+}
+
+/// Sends `cmd` to a model's control socket; its answer.
+pub fn send_command(path: &Path, cmd: &Command) -> Result<serde_json::Value> {
+    let mut s = UnixStream::connect(path).with_context(|| format!("connect {}", path.display()))?;
+    writeln!(s, "{}", serde_json::to_string(cmd)?)?;
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line)?;
+    let v: serde_json::Value = serde_json::from_str(line.trim()).context("answer")?;
+    if let Some(e) = v.get("error") {
+        anyhow::bail!("model: {e}");
+    }
+    Ok(v)
+}
