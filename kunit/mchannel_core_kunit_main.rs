@@ -81,6 +81,7 @@ fn attached(task: &Task, channel: u32) -> threads::Attached {
         parked_ns: 0,
         counted: 0,
         has_counter: false,
+        slice: None,
     }
 }
 

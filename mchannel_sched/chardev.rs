@@ -421,7 +421,10 @@ impl Device {
                     Shared::attached(th, args.channel, process, privileged, run, spare)
                 });
                 match added {
-                    Ok(()) => attached = attached.saturating_add(1),
+                    Ok(()) => {
+                        self.shared.settle(th);
+                        attached = attached.saturating_add(1);
+                    }
                     Err(e) if e == EEXIST && (process || pass == 1) => {}
                     Err(e) if e == EEXIST => {
                         refuse!(EBUSY, "mchannel: thread {} is attached already\n", args.pid)

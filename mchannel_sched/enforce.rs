@@ -8,7 +8,10 @@
 //! budget allows it to run: its window's end, or later while it pays back
 //! a late timer's overrun. The timer stays armed while an attached thread
 //! is on the CPU (every control period for a thread with a whole-window
-//! budget). Fork and exit follow threads in and out.
+//! budget). Fork and exit follow threads in and out. A slice counts what
+//! the scheduler charged the thread for it (`sum_exec_runtime`), where
+//! that exceeds the time between its switches: budgets hold the thread's
+//! own CPU clock.
 //!
 //! Contexts: `switch` runs under the runqueue lock with interrupts off;
 //! the timer in hard interrupt context; `fork` and `exit` with preemption
@@ -33,6 +36,10 @@ use kernel::task::Task;
 /// A parked thread may wake this much after its window's end (timer
 /// slack: lets the kernel batch wakeups).
 const PARK_SLACK_NS: u64 = 2_000;
+
+/// How long a newly attached thread sleeps so that the scheduler switches
+/// it in again (see [`Shared::settle`]).
+const SETTLE_NS: u64 = 10_000;
 
 /// A thread with a whole-window budget is checked this often while it
 /// keeps its CPU: the control loop may lower its budget, and a thread that
@@ -117,6 +124,42 @@ impl Shared {
             parked_ns: 0,
             counted: 0,
             has_counter: false,
+            slice: None,
+        }
+    }
+
+    /// Makes `task`, just attached, known to the switch probe: until the
+    /// scheduler next switches it in, nothing counts its time or arms a
+    /// budget timer for it, and a thread alone on its CPU may not be
+    /// switched for seconds. Its park item makes it sleep for
+    /// [`SETTLE_NS`] on its way back to user space. The item is queued
+    /// outside the thread's lock: signalling another task takes its
+    /// scheduler locks, which the switch probe holds while it takes ours.
+    pub(crate) fn settle(&self, task: &Task) {
+        let taken = self.threads.with(task, |a| {
+            if a.queued {
+                return None;
+            }
+            let item = a.spare.take()?;
+            a.queued = true;
+            Some(item)
+        });
+        let Some(Some(item)) = taken else {
+            return;
+        };
+        match item.queue(task, Notify::Signal) {
+            Ok(()) => bump(&self.counters.parks),
+            Err((_, item)) => {
+                // Exiting: nothing to settle; the item goes back (or, if
+                // it was detached meanwhile, is dropped here).
+                let _ = self.threads.with(task, |a| {
+                    a.queued = false;
+                    if a.spare.is_none() {
+                        a.spare = Some(item);
+                    }
+                });
+                bump(&self.counters.park_misses);
+            }
         }
     }
 
@@ -130,6 +173,11 @@ impl Shared {
                 }
                 let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
                 let now = monotonic_ns();
+                if !a.run.on_cpu() && !stop {
+                    // Running, but not switched in since it was attached:
+                    // a short sleep has the switch probe see it.
+                    return Some(now.saturating_add(SETTLE_NS));
+                }
                 match a.run.check(now) {
                     OnCpu::Park { until_ns } if !stop => {
                         a.parked = true;
@@ -292,17 +340,27 @@ impl Enforcer {
         self.timers.get(task::this_cpu() as usize)
     }
 
-    /// `prev` leaves the CPU; whether it is attached.
+    /// `prev` leaves the CPU; whether it is attached. What the scheduler
+    /// charged its slice beyond the slice's span counts too, so budgets
+    /// hold the thread's own CPU clock.
     fn leave(&self, prev: &Task, now: u64) -> bool {
         self.shared
             .threads
-            .with(prev, |a| a.run.switch_out(now))
+            .with(prev, |a| {
+                a.run.switch_out(now);
+                if let Some((since, exec_then)) = a.slice.take() {
+                    let charged = task::exec_runtime_ns(prev).saturating_sub(exec_then);
+                    a.run
+                        .charge(charged.saturating_sub(now.saturating_sub(since)));
+                }
+            })
             .is_some()
     }
 
     /// `next` comes on the CPU: what its budget says.
     fn enter(&self, next: &Task, now: u64) -> Option<OnCpu> {
         self.shared.threads.with(next, |a| {
+            a.slice = Some((now, task::exec_runtime_ns(next)));
             a.run.switch_in(now);
             a.run.check(now)
         })

@@ -58,6 +58,9 @@ pub(crate) struct Attached {
     pub(crate) counted: u64,
     /// A perf counter counts for it (`meter.rs`).
     pub(crate) has_counter: bool,
+    /// When its slice on a CPU began, and the scheduler's count of its
+    /// on-CPU time then (`enforce.rs` charges the difference).
+    pub(crate) slice: Option<(u64, u64)>,
 }
 
 /// A slot's state: `None` while free.

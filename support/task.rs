@@ -57,6 +57,18 @@ pub(crate) fn is_live_user(task: &Task) -> bool {
     unsafe { helpers::cxlf_task_is_user(raw(task)) }
 }
 
+/// The on-CPU time the scheduler has charged `task` (`se.sum_exec_runtime`,
+/// what `CLOCK_THREAD_CPUTIME_ID` reports, less a slice in progress). Up
+/// to date for the task leaving the CPU in a `sched_switch` probe: the
+/// scheduler charges it before the tracepoint.
+pub(crate) fn exec_runtime_ns(task: &Task) -> u64 {
+    // SAFETY: `task` is a live task, so its `se` field is valid to read;
+    // the scheduler updates it under the runqueue lock, and a racing read
+    // of an aligned u64 on a 64-bit machine is not torn (what `READ_ONCE`
+    // in C gives).
+    unsafe { core::ptr::addr_of!((*raw(task)).se.sum_exec_runtime).read_volatile() }
+}
+
 /// Whether `task` has started to exit.
 pub(crate) fn is_exiting(task: &Task) -> bool {
     // SAFETY: `task` is a live task.

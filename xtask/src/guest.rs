@@ -11,6 +11,9 @@
 //! @@ POKE <offset> <hex bytes>   (multi-host: the harness writes the
 //!                                 bytes into the shared pool at region
 //!                                 offset <offset>, from outside the VMs)
+//! @@ NIC stop|start|inject <port> <fault>
+//!                                (the harness tells the CXL-NIC device
+//!                                 model; see tools/cxlnic-model)
 //! ```
 
 use crate::ktap::Outcome;
@@ -41,6 +44,8 @@ pub struct GuestReport {
     /// Writes into the shared pool that scenarios ask the host to make
     /// (`@@ POKE`), in order: a peer or a fault damaging pool memory.
     pub pokes: Vec<Poke>,
+    /// Commands for the NIC device model (`@@ NIC`), in order.
+    pub nic: Vec<String>,
 }
 
 /// A write into the shared CXL pool, at an offset of the 2-way region.
@@ -110,6 +115,9 @@ impl GuestReport {
                 Some("HELLO") => report.hello = Some(command["HELLO ".len()..].to_string()),
                 Some("DONE") => report.done = true,
                 Some("KILL-ME") => report.kill_requested = true,
+                Some("NIC") => report
+                    .nic
+                    .push(command["NIC ".len().min(command.len())..].to_string()),
                 Some("POKE") => {
                     if let Some(p) = Poke::parse(
                         words.next().unwrap_or_default(),

@@ -8,6 +8,7 @@ mod guest;
 mod kernel;
 mod ktap;
 mod modules;
+mod nicmodel;
 mod setup;
 mod test;
 mod util;

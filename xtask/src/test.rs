@@ -457,6 +457,7 @@ pub fn test(opts: TestOptions) -> Result<()> {
     })?;
     if built {
         let initramfs = phases.time("initramfs", vm::build_initramfs)?;
+        phases.time("device model", crate::nicmodel::build)?;
         phases.time("vm: KUnit + scenarios", || {
             vm_tests(&mut tally, &tree, &initramfs, &opts)
         })?;

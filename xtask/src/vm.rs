@@ -5,6 +5,7 @@
 use crate::guest::GuestReport;
 use crate::kernel::KernelTree;
 use crate::modules::{self, ko_path};
+use crate::nicmodel::NicModel;
 use crate::util::{out_dir, repo_root, run};
 use anyhow::{bail, Context, Result};
 use std::fs;
@@ -100,6 +101,7 @@ pub fn prepare(
     let tree = phases.time("kernel", || crate::kernel::ensure(flavor))?;
     phases.time("module build", || crate::modules::build(&tree, false))?;
     let initramfs = phases.time("initramfs", build_initramfs)?;
+    phases.time("device model", crate::nicmodel::build)?;
     Ok((tree, initramfs))
 }
 
@@ -212,6 +214,7 @@ fn qemu_args(
     run_dir: &Path,
     opts: &VmOptions,
     host: usize,
+    nic: &NicModel,
 ) -> Vec<String> {
     let pool = |i: usize| {
         run_dir
@@ -230,7 +233,7 @@ fn qemu_args(
         "-M",
         "q35,cxl=on",
         "-m",
-        "1G",
+        crate::nicmodel::GUEST_RAM,
         "-smp",
         "2",
         "-nodefaults",
@@ -321,6 +324,12 @@ fn qemu_args(
         ),
     );
     push("-device", "ivshmem-plain,memdev=shm0,bus=pcie.0".into());
+    // RAM the NIC model reaches, and the NICs (ivshmem-doorbell).
+    args.extend(nic.qemu_args(run_dir, host));
+    let mut push = |a: &str, b: String| {
+        args.push(a.to_string());
+        args.push(b);
+    };
     // Hosts talk over a virtio-net link (unix datagram sockets: symmetric,
     // so neither VM has to start first). 10.0.0.<host + 1>/24 in the guest.
     if opts.hosts > 1 {
@@ -415,10 +424,12 @@ fn boot_once(
         sparse_file(&run_dir.join(format!("cxl-pool{i}.raw")), CXL_DEVICE_BYTES)?;
     }
     sparse_file(&run_dir.join("ivshmem.raw"), IVSHMEM_BYTES)?;
+    // Before QEMU: ivshmem-doorbell waits for its server at start.
+    let mut nic = NicModel::start(run_dir, opts.hosts)?;
 
     let mut children: Vec<(usize, Child)> = Vec::new();
     for host in 0..opts.hosts {
-        let args = qemu_args(tree, initramfs, run_dir, opts, host);
+        let args = qemu_args(tree, initramfs, run_dir, opts, host, &nic);
         fs::write(
             run_dir.join(format!("qemu{host}.cmd")),
             format!("qemu-system-x86_64 {}\n", args.join(" ")),
@@ -446,6 +457,7 @@ fn boot_once(
     let mut statuses: Vec<Option<std::process::ExitStatus>> = vec![None; children.len()];
     let mut killed = vec![false; children.len()];
     let mut poked = vec![0usize; children.len()];
+    let mut told = vec![0usize; children.len()];
     loop {
         for (i, (host, child)) in children.iter_mut().enumerate() {
             if statuses[i].is_none()
@@ -464,12 +476,30 @@ fn boot_once(
                 apply_poke(run_dir, poke)?;
             }
             poked[i] = pokes.len();
+            let nic_cmds = GuestReport::parse(&results_of(*host)).nic;
+            for c in nic_cmds.iter().skip(told[i]) {
+                if let Err(e) = nic.command(c) {
+                    eprintln!("vm: host {host}: {e:#}");
+                }
+            }
+            told[i] = nic_cmds.len();
             if statuses[i].is_none() {
                 statuses[i] = child.try_wait()?;
             }
         }
         if statuses.iter().all(Option::is_some) {
             break;
+        }
+        if !nic.alive() {
+            for (_, child) in &children {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+            }
+            bail!(
+                "the CXL-NIC device model died mid-run:\n{}",
+                fs::read_to_string(run_dir.join("cxlnic-model.log")).unwrap_or_default()
+            );
         }
         let stalled = children.iter().zip(&statuses).any(|((host, _), status)| {
             status.is_none() && GuestReport::parse(&results_of(*host)).hello.is_none()

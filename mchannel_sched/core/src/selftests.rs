@@ -65,6 +65,7 @@ macro_rules! suites {
                 a_slice_across_the_window_end_is_split,
                 after_a_long_sleep_the_next_window_starts_now,
                 a_late_timer_is_paid_back_by_later_windows,
+                time_the_scheduler_charged_counts_against_the_budget,
             ]
         );
     };
@@ -554,6 +555,23 @@ pub fn a_slice_across_the_window_end_is_split() -> Outcome {
     let mut t = RunState::new(0, 100 * US, 50 * US);
     t.switch_in(95 * US);
     check_eq!(t.check(95 * US), OnCpu::Budget(5 * US));
+    Ok(())
+}
+
+pub fn time_the_scheduler_charged_counts_against_the_budget() -> Outcome {
+    // T_W = 100 us, T_R = 30 us: a 20 us slice the scheduler charged 35.
+    let mut s = RunState::new(0, 100 * US, 30 * US);
+    s.switch_in(0);
+    s.switch_out(20 * US);
+    s.charge(15 * US);
+    s.switch_in(40 * US);
+    check_eq!(s.check(40 * US), OnCpu::Park { until_ns: 100 * US });
+    // What it ran over (the charge, and the microsecond before it left)
+    // is the next window's debt, and counts as run.
+    s.switch_out(41 * US);
+    s.roll(100 * US);
+    check_eq!(s.debt_ns(), 6 * US);
+    check_eq!(s.take_closed().run_ns, 36 * US);
     Ok(())
 }
 

@@ -283,6 +283,17 @@ impl RunState {
         }
     }
 
+    /// Adds on-CPU time the hooks did not see to the current window: the
+    /// scheduler charged the slice that just ended `extra_ns` more than
+    /// its switch times span (it stamps a slice's start before the switch
+    /// is traced; on a debug kernel the gap is tens of microseconds per
+    /// switch). Budgets then hold the time the thread's own CPU clock
+    /// counts.
+    pub fn charge(&mut self, extra_ns: u64) {
+        // INVARIANT: on-CPU time of this window, as `ran_ns` counts.
+        self.ran_ns = self.ran_ns.saturating_add(extra_ns);
+    }
+
     /// The thread leaves its CPU at `now_ns`: first closes the windows its
     /// slice ran past (their share of the slice goes to them).
     pub fn switch_out(&mut self, now_ns: u64) {

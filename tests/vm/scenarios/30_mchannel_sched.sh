@@ -121,6 +121,22 @@ wait_until 50 test -d $sys/channels/side
 cxlf-selftest mchannel-stream --threads 1 --seconds 2 --at-least 0.85
 wait $runner
 test ! -e $sys/channels/side
+# A thread attached from outside while it runs is held from then on, even
+# alone on its CPU, where no switch would make the scheduler probe see it.
+st=$(mchannel create --name settle --path "$side" --meter 100 --t-w-us 1000)
+taskset 2 cxlf-selftest mchannel-stream --threads 1 --seconds 4 >/dev/null &
+sp=$!
+sleep 0.5
+mchannel attach --channel "$st" --pid $sp --process
+sleep 0.5
+ticks() { awk '{ print $14 + $15 }' /proc/$sp/stat; }
+t0=$(ticks)
+sleep 1
+t1=$(ticks)
+echo "attached from outside: $((t1 - t0)) of 100 ticks in 1 s (its share: 10)"
+test $((t1 - t0)) -le 35
+wait $sp
+mchannel destroy "$st"
 rc=0
 mchannel run --name side --path "$side" -- sh -c 'exit 3' || rc=$?
 test $rc = 3

@@ -465,3 +465,18 @@ pub fn name_of(field: &[u8; abi::NAME_BYTES]) -> String {
 pub fn is_unlinked(info: &ObjectInfo) -> bool {
     info.flags & abi::FLAG_UNLINKED != 0
 }
+
+/// The shared-memory BAR (`resource2`) of the testbed's `ivshmem-plain`
+/// device, the RAM-backed pool. The CXL-NIC's `ivshmem-doorbell` devices
+/// carry the same PCI ids; they have an MSI-X BAR1, the plain one has not.
+pub fn ivshmem_pool_path() -> anyhow::Result<std::path::PathBuf> {
+    for entry in std::fs::read_dir("/sys/bus/pci/devices")? {
+        let dir = entry?.path();
+        let id = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        let ivshmem = id("vendor").trim() == "0x1af4" && id("device").trim() == "0x1110";
+        if ivshmem && !dir.join("resource1").exists() {
+            return Ok(dir.join("resource2"));
+        }
+    }
+    anyhow::bail!("no ivshmem-plain device (PCI 1af4:1110 without MSI-X)")
+}

@@ -8,7 +8,7 @@ use anyhow::{ensure, Context, Result};
 use mchannel::{channel_spec, Mchannel, Meter};
 use nix::errno::Errno;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use uapi::mchannel as abi;
 
@@ -512,6 +512,62 @@ fn meter_errnos(m: &Mchannel, good: &abi::ChannelSpec) -> Result<()> {
     Ok(())
 }
 
+/// Keeps the streaming threads of a share test in step: all measure over
+/// the same period, and none detaches before all have measured. (A
+/// thread parked across the end of its warmup, as a debug kernel's
+/// overruns make likely, would otherwise measure later than the others,
+/// partly after they detached and left it the whole component.)
+pub(crate) struct Lockstep {
+    /// The streaming threads and the caller, at the end of the warmup.
+    start: std::sync::Barrier,
+    done: AtomicUsize,
+    threads: usize,
+}
+
+impl Lockstep {
+    /// For `threads` streaming threads; the caller waits in
+    /// [`Lockstep::started`].
+    pub(crate) fn new(threads: usize) -> Lockstep {
+        Lockstep {
+            start: std::sync::Barrier::new(threads + 1),
+            done: AtomicUsize::new(0),
+            threads,
+        }
+    }
+
+    /// Returns when every thread has warmed up and starts measuring.
+    pub(crate) fn started(&self) {
+        self.start.wait();
+    }
+
+    /// Streams with `s`, calling `tick` after each pass: `warmup`, then
+    /// (in step with the others) `measure`, which it reports, then on
+    /// until every thread has measured.
+    pub(crate) fn run(
+        &self,
+        s: &mut Stream,
+        warmup: Duration,
+        measure: Duration,
+        mut tick: impl FnMut(),
+    ) -> Progress {
+        s.measure(|t| {
+            tick();
+            t.elapsed() < warmup
+        });
+        self.start.wait();
+        let p = s.measure(|t| {
+            tick();
+            t.elapsed() < measure
+        });
+        self.done.fetch_add(1, Ordering::AcqRel);
+        s.measure(|_| {
+            tick();
+            self.done.load(Ordering::Acquire) < self.threads
+        });
+        p
+    }
+}
+
 /// Streams on the calling thread: `warmup` first, then measures for
 /// `measure`.
 pub(crate) fn stream_for(warmup: Duration, measure: Duration) -> Progress {
@@ -671,18 +727,33 @@ pub fn share(
     let warmup = Duration::from_secs_f64(seconds / 2.0);
     let measure = Duration::from_secs_f64(seconds);
     let mut stats = vec![];
+    // What the kernel counted as run, over most of the measured period.
+    let mut counted = vec![];
+    let step = Lockstep::new(ids.len());
     let (attached, after) = std::thread::scope(|s| -> Result<_> {
+        let step = &step;
         let hs: Vec<_> = ids
             .iter()
             .zip(leaves.iter().map(|&i| nodes[i].meter))
             .map(|(&id, kind)| {
                 s.spawn(move || -> Result<(Progress, Progress)> {
-                    let m = Mchannel::open(dev)?;
-                    m.attach(id, 0, false).context("attach")?;
+                    let attached = Mchannel::open(dev).context("open").and_then(|m| {
+                        m.attach(id, 0, false).context("attach")?;
+                        Ok(m)
+                    });
+                    let m = match attached {
+                        Ok(m) => m,
+                        Err(e) => {
+                            // The others wait for this thread at the start.
+                            step.start.wait();
+                            step.done.fetch_add(1, Ordering::AcqRel);
+                            return Err(e);
+                        }
+                    };
                     let p = if kind == NodeMeter::Reported {
-                        stream_reporting(&m, meter, warmup, measure)?
+                        stream_reporting(&m, meter, step, warmup, measure)?
                     } else {
-                        stream_for(warmup, measure)
+                        step.run(&mut Stream::new(), warmup, measure, || {})
                     };
                     m.detach(0, false).context("detach")?;
                     let q = stream_for(
@@ -694,9 +765,18 @@ pub fn share(
             })
             .collect();
         // The kernel's view near the end of the measured phase.
-        std::thread::sleep(warmup + measure.mul_f64(0.9));
+        step.started();
+        let t0 = std::time::Instant::now();
+        let mut first = vec![];
         for &id in &ids {
-            stats.push(m.query(id)?);
+            first.push(m.query(id)?.run_ns);
+        }
+        std::thread::sleep(measure.mul_f64(0.9));
+        let span = t0.elapsed().as_nanos() as f64;
+        for (k, &id) in ids.iter().enumerate() {
+            let s = m.query(id)?;
+            counted.push(s.run_ns.saturating_sub(first[k]) as f64 / span);
+            stats.push(s);
         }
         let mut attached = vec![];
         let mut after = vec![];
@@ -714,12 +794,13 @@ pub fn share(
     for (k, s) in stats.iter().enumerate() {
         let n = &nodes[leaves[k]];
         println!(
-            "channel {} (weight {}{}): run fraction {:.3} (in the kernel {:.3}; computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
+            "channel {} (weight {}{}): run fraction {:.3} (in the kernel {:.3}, the kernel counted {:.3}; computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
             n.name,
             n.weight,
             n.parent.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
             attached[k].run_fraction,
             attached[k].system_fraction,
+            counted[k],
             want[k],
             s.t_r_ns as f64 / s.t_w_ns as f64,
             attached[k].bytes_per_s / 1e6,
@@ -760,6 +841,7 @@ pub fn share(
 fn stream_reporting(
     m: &Mchannel,
     bytes_per_us: u64,
+    step: &Lockstep,
     warmup: Duration,
     measure: Duration,
 ) -> Result<Progress> {
@@ -774,14 +856,7 @@ fn stream_reporting(
             failed.get_or_insert(e);
         }
     };
-    s.measure(|t| {
-        report();
-        t.elapsed() < warmup
-    });
-    let p = s.measure(|t| {
-        report();
-        t.elapsed() < measure
-    });
+    let p = step.run(&mut s, warmup, measure, &mut report);
     match failed {
         Some(e) => Err(e).context("REPORT"),
         None => Ok(p),

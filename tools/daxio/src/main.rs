@@ -64,7 +64,7 @@ enum Cmd {
         #[arg(long, default_value_t = 60)]
         timeout: u64,
     },
-    /// Print the resource2 file of the first ivshmem device.
+    /// Print the resource2 file of the ivshmem-plain pool device.
     Ivshmem,
     /// Sequential 8-byte store (with write-back) and load throughput over a
     /// range; `anon` measures anonymous guest RAM, the anchor. Prints one
@@ -83,22 +83,6 @@ enum Cmd {
         #[arg(long)]
         label: String,
     },
-}
-
-fn find_ivshmem() -> Result<String> {
-    for entry in std::fs::read_dir("/sys/bus/pci/devices")? {
-        let dir = entry?.path();
-        let id = |f: &str| {
-            std::fs::read_to_string(dir.join(f))
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        };
-        if id("vendor") == "0x1af4" && id("device") == "0x1110" {
-            return Ok(dir.join("resource2").display().to_string());
-        }
-    }
-    bail!("no ivshmem device (PCI 1af4:1110)")
 }
 
 fn main() -> Result<()> {
@@ -150,7 +134,7 @@ fn main() -> Result<()> {
                 start.elapsed().as_secs_f64()
             );
         }
-        Cmd::Ivshmem => println!("{}", find_ivshmem()?),
+        Cmd::Ivshmem => println!("{}", beluga::ivshmem_pool_path()?.display()),
         Cmd::Bench {
             path,
             offset,

@@ -319,7 +319,8 @@ pub fn run(dev: Option<PathBuf>, bench: Bench) -> Result<()> {
                 let (pool, object, mem) = match memory {
                     Memory::Anon => (None, None, beluga::Mapping::anonymous(len)?),
                     Memory::Ivshmem => {
-                        let mem = beluga::Mapping::map_file(ivshmem_path()?, 8 * MIB, len)?;
+                        let mem =
+                            beluga::Mapping::map_file(beluga::ivshmem_pool_path()?, 8 * MIB, len)?;
                         (None, None, mem)
                     }
                     Memory::Cxl => {
@@ -652,23 +653,12 @@ mod old_copy {
 /// The channel lives in the second MiB of the ivshmem BAR (the first is
 /// the scenarios' handshake area).
 fn ivshmem_channel() -> Result<beluga::Mapping> {
-    let path = ivshmem_path()?;
+    let path = beluga::ivshmem_pool_path()?;
     Ok(beluga::Mapping::map_file(
         &path,
         MIB,
         rpc::channel_bytes(SLOTS, MSG),
     )?)
-}
-
-fn ivshmem_path() -> Result<PathBuf> {
-    for entry in std::fs::read_dir("/sys/bus/pci/devices")? {
-        let dir = entry?.path();
-        let id = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
-        if id("vendor").trim() == "0x1af4" && id("device").trim() == "0x1110" {
-            return Ok(dir.join("resource2"));
-        }
-    }
-    bail!("no ivshmem device")
 }
 
 fn wait_object(pool: &Pool, name: &str) -> Result<beluga::abi::ObjectHandle> {
