@@ -26,7 +26,8 @@ use device::{Config, PoolDevice, Reaper};
 use kernel::str::CString;
 use kernel::sync::Arc;
 use region::Registry;
-use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
+use support::dax::{DaxBus, DaxDriverRegistration, DevDax};
+use support::driver::Driver;
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::module_param_uint;
 use support::region::provider::{export_beluga_regions, SourceCell};
@@ -112,8 +113,9 @@ impl Drop for ShutDownOnDrop {
     }
 }
 
-impl DaxDriver for BelugaPool {
+impl Driver<DaxBus> for BelugaPool {
     type RegistrationData = Arc<Registry>;
+    const IDS: () = ();
 
     fn probe(dax: &DevDax<'_>, registry: &Arc<Registry>) -> Result<Pin<KBox<Self>>> {
         let name = CString::try_from_fmt(kernel::fmt!("beluga{}.{}", dax.region_id(), dax.id()))?;

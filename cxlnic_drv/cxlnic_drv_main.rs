@@ -2,15 +2,15 @@
 
 //! CXL-NIC: net_device with descriptor rings in coherent memory
 //!
-//! Skeleton: this module loads, carries the shared support layer and unloads
-//! cleanly. Its function lands with its own issue; until then it registers
-//! nothing.
+//! Binds the CXL-NICs the device model serves (`nic.rs`); the net_device,
+//! its queues and modes follow (issue #11).
 
 use kernel::prelude::*;
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod nic;
 mod ring;
 
 module! {
@@ -21,17 +21,23 @@ module! {
     license: "GPL",
 }
 
-struct CxlnicDrv;
+struct CxlnicDrv {
+    _pci: Pin<KBox<support::pci::PciDriverRegistration<nic::Nic>>>,
+}
 
 impl kernel::Module for CxlnicDrv {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("loaded (skeleton: no function yet)\n");
-        Ok(CxlnicDrv)
+        let pci = KBox::pin_init(
+            support::pci::PciDriverRegistration::register(()),
+            GFP_KERNEL,
+        )?;
+        pr_info!("loaded\n");
+        Ok(CxlnicDrv { _pci: pci })
     }
 }
 
 impl Drop for CxlnicDrv {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

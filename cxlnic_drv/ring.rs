@@ -9,6 +9,9 @@
 // The core declares `pub` items for its host crate; here they are reached
 // only through this module.
 #[allow(unreachable_pub)]
+#[path = "ring/src/device.rs"]
+pub(crate) mod device;
+#[allow(unreachable_pub)]
 #[path = "ring/src/index.rs"]
 pub(crate) mod index;
 #[allow(unreachable_pub)]

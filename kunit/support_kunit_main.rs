@@ -21,7 +21,8 @@ use kernel::uaccess::UserSlice;
 #[path = "../support/mod.rs"]
 mod support;
 
-use support::dax::{DaxDriver, DaxDriverRegistration, DevDax};
+use support::dax::{DaxBus, DaxDriverRegistration, DevDax};
+use support::driver::Driver;
 use support::fs::File;
 use support::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerPointer, HrTimerRestart,
@@ -30,6 +31,7 @@ use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::page::alloc_filled_page;
+use support::pci::{PciBus, PciDriverRegistration};
 use support::perf::{Counter, Event};
 use support::ratelimit::{RateLimit, Verdict, BURST, INTERVAL_NS};
 use support::spinlock_irq::RawSpinLockIrq;
@@ -80,8 +82,9 @@ struct TestDaxBinding {
     state: Arc<DeviceState>,
 }
 
-impl DaxDriver for TestDaxBinding {
+impl Driver<DaxBus> for TestDaxBinding {
     type RegistrationData = Arc<DeviceState>;
+    const IDS: () = ();
 
     fn probe(dev: &DevDax<'_>, state: &Arc<DeviceState>) -> Result<Pin<KBox<Self>>> {
         let first = dev.range(0)?;
@@ -606,6 +609,34 @@ fn sched_switch_probe_sees_the_sleeping_task_leave_and_return() -> Result {
     Ok(())
 }
 
+/// Probes of [`NoDevice`].
+static NO_DEVICE_PROBES: AtomicU64 = AtomicU64::new(0);
+
+/// A PCI driver for an id no device has.
+struct NoDevice;
+
+impl Driver<PciBus> for NoDevice {
+    type RegistrationData = ();
+    const IDS: (u16, u16) = (0x1af4, 0xfffe);
+
+    fn probe(_dev: &support::pci::Device<'_>, (): &()) -> Result<Pin<KBox<Self>>> {
+        NO_DEVICE_PROBES.fetch_add(1, Ordering::Relaxed);
+        Err(ENODEV)
+    }
+}
+
+fn pci_driver_takes_the_module_name_until_dropped() -> Result {
+    let register = || KBox::pin_init(PciDriverRegistration::<NoDevice>::register(()), GFP_KERNEL);
+    let first = register()?;
+    // `/sys/bus/pci/drivers/<module>` is taken: a second is refused.
+    kassert!(register().is_err());
+    drop(first);
+    // Unregistered on drop: the name is free again.
+    drop(register()?);
+    kassert_eq!(NO_DEVICE_PROBES.load(Ordering::Relaxed), 0);
+    Ok(())
+}
+
 /// How many `Shown` values were dropped.
 static SHOWN_DROPS: AtomicU64 = AtomicU64::new(0);
 
@@ -779,6 +810,11 @@ kunit_tests!(
         hrtimer_dropping_the_handle_cancels,
         hrtimer_idle_handle_runs_only_when_restarted,
     ]
+);
+
+kunit_tests!(
+    cxlfabric_support_pci,
+    [pci_driver_takes_the_module_name_until_dropped]
 );
 
 kunit_tests!(

@@ -421,6 +421,11 @@ impl Device {
                     Shared::attached(th, args.channel, process, privileged, run, spare)
                 });
                 match added {
+                    Ok(()) if task::is_exiting(th) => {
+                        // Its exit probe may have run already and would
+                        // never remove it: PF_EXITING is set before it.
+                        drop(self.shared.threads.remove(th));
+                    }
                     Ok(()) => {
                         self.shared.settle(th);
                         attached = attached.saturating_add(1);

@@ -10,8 +10,8 @@
 //! is on the CPU (every control period for a thread with a whole-window
 //! budget). Fork and exit follow threads in and out. A slice counts what
 //! the scheduler charged the thread for it (`sum_exec_runtime`), where
-//! that exceeds the time between its switches: budgets hold the thread's
-//! own CPU clock.
+//! that exceeds the time between its switches, net of slices it charged
+//! less: budgets hold the thread's own CPU clock.
 //!
 //! Contexts: `switch` runs under the runqueue lock with interrupts off;
 //! the timer in hard interrupt context; `fork` and `exit` with preemption
@@ -136,6 +136,12 @@ impl Shared {
     /// outside the thread's lock: signalling another task takes its
     /// scheduler locks, which the switch probe holds while it takes ours.
     pub(crate) fn settle(&self, task: &Task) {
+        // One that is not running is seen when it next comes on a CPU;
+        // signalling it would only cut its sleep short (EINTR from some
+        // calls) or wait, queued, while it is stopped.
+        if !task::is_on_cpu(task) {
+            return;
+        }
         let taken = self.threads.with(task, |a| {
             if a.queued {
                 return None;
@@ -350,8 +356,7 @@ impl Enforcer {
                 a.run.switch_out(now);
                 if let Some((since, exec_then)) = a.slice.take() {
                     let charged = task::exec_runtime_ns(prev).saturating_sub(exec_then);
-                    a.run
-                        .charge(charged.saturating_sub(now.saturating_sub(since)));
+                    a.run.reconcile(now.saturating_sub(since), charged);
                 }
             })
             .is_some()

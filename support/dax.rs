@@ -12,14 +12,14 @@
 //! `echo daxX.Y > /sys/bus/dax/drivers/<module>/bind`: the dax bus names
 //! each driver after its module, so a module registers at most one.
 
+use super::driver::{Bus, Registration};
 use super::fs::InodeRef;
 use super::helpers::{self, RawDevDax};
-use core::marker::{PhantomData, PhantomPinned};
+use core::marker::PhantomData;
 use kernel::bindings;
-use kernel::error::{from_result, to_result};
+use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-use kernel::types::ForeignOwnable;
 
 /// One physical range of a dax instance, in bytes (`end` inclusive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,139 +118,50 @@ impl DevDax<'_> {
             .map(|r| r.len())
             .sum()
     }
-
-    fn device(&self) -> *mut bindings::device {
-        // SAFETY: `raw` is live (invariant).
-        unsafe { helpers::cxlf_dev_dax_device(self.raw) }
-    }
-
-    /// The device's drvdata: while bound, our per-device object.
-    fn drvdata(&self) -> *mut c_void {
-        // SAFETY: the device is live (invariant); the driver core reads and
-        // writes `driver_data` only through the bound driver, which is ours
-        // (`dev_get_drvdata()` is this field read).
-        unsafe { (*self.device()).driver_data }
-    }
-
-    /// Sets the drvdata (`dev_set_drvdata()`).
-    fn set_drvdata(&self, data: *mut c_void) {
-        // SAFETY: as in `drvdata`: `probe` and `remove`, where this runs,
-        // are the bound driver's.
-        unsafe { (*self.device()).driver_data = data };
-    }
 }
 
-/// A driver for dax instances.
-pub(crate) trait DaxDriver: Sized + Send + Sync + 'static {
-    /// Per-driver state, visible to `probe`.
-    type RegistrationData: Send + Sync;
+/// The dax bus, for [`super::driver::Registration`]: device-mode dax
+/// instances, bound only when unbound (no ids).
+pub(crate) struct DaxBus;
 
-    /// Binds an instance; the returned object lives until it is unbound.
-    fn probe(dev: &DevDax<'_>, data: &Self::RegistrationData) -> Result<Pin<KBox<Self>>>;
+impl Bus for DaxBus {
+    type Raw = RawDevDax;
+    type Handle = helpers::CxlfDaxDriver;
+    type Ids = ();
+    type Device<'a> = DevDax<'a>;
+    const WHAT: &'static str = "the dax driver";
 
-    /// Called at unbind, just before the per-device object is dropped.
-    fn remove(self: Pin<&Self>, _dev: &DevDax<'_>) {}
-}
-
-/// A registered dax driver; unregistered (unbinding its devices) on drop.
-///
-/// # Invariants
-///
-/// `raw` is a live registration from `cxlf_dax_driver_register` whose data
-/// pointer is the address of this (pinned) value.
-#[pin_data(PinnedDrop)]
-pub(crate) struct DaxDriverRegistration<T: DaxDriver> {
-    data: T::RegistrationData,
-    raw: *mut helpers::CxlfDaxDriver,
-    #[pin]
-    _pin: PhantomPinned,
-    _t: PhantomData<T>,
-}
-
-// SAFETY: a handle; `data` is `Send + Sync`; unregistering works from any
-// thread.
-unsafe impl<T: DaxDriver> Send for DaxDriverRegistration<T> {}
-// SAFETY: `&self` gives shared access to `data` only, which is `Sync`.
-unsafe impl<T: DaxDriver> Sync for DaxDriverRegistration<T> {}
-
-impl<T: DaxDriver> DaxDriverRegistration<T> {
-    /// Registers the driver `/sys/bus/dax/drivers/<this module's name>`.
-    pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
-        // INVARIANT: `raw` is the registration just made, whose data pointer
-        // is `this`, the value's final (pinned) address.
-        try_pin_init!(&this in Self {
-            data,
-            // `data` is initialised above: registering may probe at once.
-            raw: helpers::register_err_ptr(
-                "the dax driver",
-                // SAFETY: `this` is the final, pinned address of the value
-                // being initialised, which outlives the registration
-                // (unregistered in `drop`); the callbacks expect a
-                // registration for `T`, which it is.
-                unsafe {
-                    helpers::cxlf_dax_driver_register(
-                        probe_callback::<T>,
-                        remove_callback::<T>,
-                        this.as_ptr().cast::<c_void>(),
-                    )
-                },
-            )?,
-            _pin: PhantomPinned,
-            _t: PhantomData,
-        })
+    unsafe fn register(
+        (): (),
+        probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
+        remove: unsafe extern "C" fn(*mut RawDevDax),
+        data: *mut c_void,
+    ) -> *mut helpers::CxlfDaxDriver {
+        // SAFETY: the caller keeps `data` valid until `unregister`.
+        unsafe { helpers::cxlf_dax_driver_register(probe, remove, data) }
     }
 
-    pub(crate) fn data(&self) -> &T::RegistrationData {
-        &self.data
+    unsafe fn unregister(handle: *mut helpers::CxlfDaxDriver) {
+        // SAFETY: from `register`, once (function contract).
+        unsafe { helpers::cxlf_dax_driver_unregister(handle) }
+    }
+
+    unsafe fn registration_data(raw: *mut RawDevDax) -> *mut c_void {
+        // SAFETY: bound (or being bound) to a driver `register` made.
+        unsafe { helpers::cxlf_dev_dax_driver_data(raw) }
+    }
+
+    unsafe fn as_device(raw: *mut RawDevDax) -> *mut bindings::device {
+        // SAFETY: a live instance (function contract).
+        unsafe { helpers::cxlf_dev_dax_device(raw) }
+    }
+
+    unsafe fn device<'a>(raw: *mut RawDevDax) -> DevDax<'a> {
+        // SAFETY: being bound or unbound for as long as it is used
+        // (function contract).
+        unsafe { DevDax::from_raw(raw) }
     }
 }
 
-#[pinned_drop]
-impl<T: DaxDriver> PinnedDrop for DaxDriverRegistration<T> {
-    fn drop(self: Pin<&mut Self>) {
-        // Unregistering unbinds every device first (running `remove`), while
-        // `data` is still alive.
-        // SAFETY: `raw` is a live registration (invariant), unregistered
-        // exactly once, here.
-        unsafe { helpers::cxlf_dax_driver_unregister(self.raw) };
-    }
-}
-
-/// # Safety
-///
-/// Called by the dax bus with a live `dev_dax` being bound to a driver
-/// registered by [`DaxDriverRegistration::register`] for `T`.
-unsafe extern "C" fn probe_callback<T: DaxDriver>(raw: *mut RawDevDax) -> c_int {
-    // SAFETY: the device is being bound to our driver (function contract),
-    // whose data pointer is the live registration for `T` (unregistering
-    // waits for probes).
-    let reg =
-        unsafe { &*helpers::cxlf_dev_dax_driver_data(raw).cast::<DaxDriverRegistration<T>>() };
-    // SAFETY: the device is being bound to our driver for this call
-    // (function contract).
-    let dev = unsafe { DevDax::from_raw(raw) };
-    from_result(|| {
-        let object = T::probe(&dev, &reg.data)?;
-        // `remove_callback` takes it back.
-        dev.set_drvdata(object.into_foreign().cast_mut());
-        Ok(0)
-    })
-}
-
-/// # Safety
-///
-/// Called by the dax bus once per successful probe, when unbinding, with a
-/// live `dev_dax` bound to a driver registered for `T`.
-unsafe extern "C" fn remove_callback<T: DaxDriver>(raw: *mut RawDevDax) {
-    // SAFETY: the device is being unbound from our driver during this call
-    // (function contract).
-    let dev = unsafe { DevDax::from_raw(raw) };
-    // SAFETY: drvdata holds what `probe_callback` stored with
-    // `into_foreign`, and remove runs once per successful probe (function
-    // contract).
-    let object = unsafe { Pin::<KBox<T>>::from_foreign(dev.drvdata()) };
-    object.as_ref().remove(&dev);
-    drop(object);
-    // Clear the stale pointer.
-    dev.set_drvdata(core::ptr::null_mut());
-}
+/// A registered dax driver (`/sys/bus/dax/drivers/<module>`).
+pub(crate) type DaxDriverRegistration<T> = Registration<DaxBus, T>;

@@ -155,4 +155,20 @@ struct perf_event *cxlf_perf_counter_create(struct task_struct *task,
 u64 cxlf_perf_counter_read(struct perf_event *event);
 void cxlf_perf_counter_release(struct perf_event *event);
 
+/* PCI drivers and devices (struct pci_driver, pci_dev are opaque to Rust). */
+struct pci_dev;
+struct cxlf_pci_driver;
+struct cxlf_pci_driver *cxlf_pci_driver_register(u16 vendor, u16 device,
+						 int (*probe)(struct pci_dev *),
+						 void (*remove)(struct pci_dev *),
+						 void *data);
+void cxlf_pci_driver_unregister(struct cxlf_pci_driver *d);
+void *cxlf_pci_driver_data(struct pci_dev *pdev);
+struct device *cxlf_pci_device(struct pci_dev *pdev);
+u16 cxlf_pci_vendor(struct pci_dev *pdev);
+u16 cxlf_pci_device_id(struct pci_dev *pdev);
+int cxlf_pci_resource(struct pci_dev *pdev, int bar, u64 *start, u64 *len,
+		      bool *mem);
+int cxlf_pci_alloc_msix(struct pci_dev *pdev, unsigned int n);
+
 #endif

@@ -37,6 +37,12 @@ pub(crate) struct CxlfMisc {
     _opaque: [u8; 0],
 }
 
+/// `struct cxlf_pci_driver`: a PCI driver and its id table, owned by C.
+#[repr(C)]
+pub(crate) struct CxlfPciDriver {
+    _opaque: [u8; 0],
+}
+
 /// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
 #[repr(C)]
 pub(crate) struct CxlfDaxDriver {
@@ -178,6 +184,26 @@ extern "C" {
         data: *mut c_void,
     ) -> *mut CxlfDaxDriver;
     pub(crate) fn cxlf_dax_driver_unregister(drv: *mut CxlfDaxDriver);
+    pub(crate) fn cxlf_pci_driver_register(
+        vendor: u16,
+        device: u16,
+        probe: unsafe extern "C" fn(*mut bindings::pci_dev) -> c_int,
+        remove: unsafe extern "C" fn(*mut bindings::pci_dev),
+        data: *mut c_void,
+    ) -> *mut CxlfPciDriver;
+    pub(crate) fn cxlf_pci_driver_unregister(drv: *mut CxlfPciDriver);
+    pub(crate) fn cxlf_pci_driver_data(pdev: *mut bindings::pci_dev) -> *mut c_void;
+    pub(crate) fn cxlf_pci_device(pdev: *mut bindings::pci_dev) -> *mut bindings::device;
+    pub(crate) fn cxlf_pci_vendor(pdev: *mut bindings::pci_dev) -> u16;
+    pub(crate) fn cxlf_pci_device_id(pdev: *mut bindings::pci_dev) -> u16;
+    pub(crate) fn cxlf_pci_resource(
+        pdev: *mut bindings::pci_dev,
+        bar: c_int,
+        start: *mut u64,
+        len: *mut u64,
+        mem: *mut bool,
+    ) -> c_int;
+    pub(crate) fn cxlf_pci_alloc_msix(pdev: *mut bindings::pci_dev, n: c_uint) -> c_int;
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
     pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
     pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;

@@ -15,7 +15,10 @@
 //! | [`miscdevice`]   | `kernel::miscdevice` (6.13)                              |
 //! | [`fs`]           | `kernel::fs::File` (6.13), `ARef<Inode>`                 |
 //! | [`mm`]           | `mm::virt::{VmaRef, VmaNew}` (6.16); faults: none        |
-//! | [`dax`]          | none; shaped like `kernel::platform`                     |
+//! | [`driver`]       | `kernel::driver::Registration` (6.13)                    |
+//! | [`dax`]          | none; a [`driver`] bus like `kernel::platform`           |
+//! | [`pci`]          | `kernel::pci` (6.14-6.17): driver, BARs, MSI-X vectors   |
+//! | [`coherent`]     | `io::mem::IoMem` (6.16) maps uncached; WB atomics: none  |
 //! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
 //! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
 //! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
@@ -46,8 +49,10 @@
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]
 
+pub(crate) mod coherent;
 pub(crate) mod cred;
 pub(crate) mod dax;
+pub(crate) mod driver;
 pub(crate) mod error;
 pub(crate) mod fs;
 mod helpers;
@@ -59,6 +64,7 @@ pub(crate) mod mm;
 pub(crate) mod page;
 pub(crate) mod pagemap;
 pub(crate) mod params;
+pub(crate) mod pci;
 pub(crate) mod perf;
 pub(crate) mod ratelimit;
 pub(crate) mod region;

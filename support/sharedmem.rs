@@ -78,29 +78,30 @@ impl Drop for ClaimedRange {
 }
 
 /// A write-back kernel mapping of memory that is not System RAM (part of
-/// a [`ClaimedRange`]). On x86 it also reserves the write-back memory type
-/// for the range, so no other mapping of it may use another type.
+/// a [`ClaimedRange`], or a device's BAR). On x86 it also reserves the
+/// write-back memory type for the range, so no other mapping of it may
+/// use another type. The accessors are its users': [`SharedMem`] here,
+/// [`super::coherent::DeviceMem`] for coherent device memory.
 ///
 /// # Invariants
 ///
-/// `ptr` maps `len` bytes of physical `[start, start + len)` write-back,
-/// owned by this value (unmapped on drop).
-pub(crate) struct SharedMem {
+/// `ptr` maps `len` bytes (`len > 0`) of physical `[start, start + len)`
+/// write-back, owned by this value (unmapped on drop).
+pub(crate) struct WbMap {
     start: u64,
     len: usize,
     ptr: *mut u8,
 }
 
-// SAFETY: the mapping is plain memory; every access is a bounds-checked
-// volatile copy, and concurrent users coordinate through the pool protocol
-// exactly as other hosts do.
-unsafe impl Send for SharedMem {}
-// SAFETY: as above; `&self` methods only do volatile copies.
-unsafe impl Sync for SharedMem {}
+// SAFETY: the mapping is plain memory; its users' accessors say how
+// concurrent access is coordinated.
+unsafe impl Send for WbMap {}
+// SAFETY: as above; `&self` gives out only checked pointers.
+unsafe impl Sync for WbMap {}
 
-impl SharedMem {
+impl WbMap {
     /// Maps `[start, start + len)`, which the caller has claimed.
-    pub(crate) fn map(start: u64, len: usize) -> Result<SharedMem> {
+    pub(crate) fn map(start: u64, len: usize) -> Result<WbMap> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -115,7 +116,7 @@ impl SharedMem {
         }
         // INVARIANT: `memremap` mapped `len` bytes at `start` write-back;
         // this value owns the mapping.
-        Ok(SharedMem {
+        Ok(WbMap {
             start,
             len,
             ptr: ptr.cast(),
@@ -130,28 +131,29 @@ impl SharedMem {
         self.len
     }
 
-    fn check(&self, offset: usize, count: usize) -> Result {
+    /// The address of `count` bytes at `offset`, if inside the mapping
+    /// (and `count` fits a C `unsigned int`, for the cache calls).
+    pub(crate) fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
         match offset.checked_add(count) {
-            Some(end) if end <= self.len && count <= c_uint::MAX as usize => Ok(()),
+            Some(end) if end <= self.len && count <= c_uint::MAX as usize => {
+                // SAFETY: `offset + count <= len` (checked): inside the
+                // mapping (invariant).
+                Ok(unsafe { self.ptr.add(offset) })
+            }
             _ => Err(EINVAL),
         }
     }
+}
 
-    /// Reads `out.len()` bytes at `offset`, after invalidating those lines.
-    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
-        self.check(offset, out.len())?;
-        // SAFETY: `offset + out.len() <= len` (checked), inside the mapping
-        // (invariant).
-        let src = unsafe { self.ptr.add(offset) };
-        // SAFETY: `[src, src + out.len())` is mapped (invariant, checked
-        // bounds); flushing has no other precondition, and the call fences
-        // before and after.
-        unsafe { bindings::clflush_cache_range(src.cast::<c_void>(), out.len() as c_uint) };
-        // Word accesses where aligned: on an emulated window every access
-        // is a trap, so fewer, wider ones matter.
+impl WbMap {
+    /// Copies `out.len()` bytes from `offset` with volatile loads (the
+    /// memory changes under us): 8 bytes at a time where aligned, since
+    /// on an emulated window every access is a trap.
+    pub(crate) fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
+        let src = self.range(offset, out.len())?;
         let mut i = 0;
         while i < out.len() {
-            // SAFETY: `i < out.len()`, inside the checked range.
+            // SAFETY: `i < out.len()`, inside the range `range` checked.
             let at = unsafe { src.add(i) };
             if at as usize % 8 == 0 && out.len() - i >= 8 {
                 // SAFETY: aligned, and 8 bytes remain in the checked range.
@@ -167,14 +169,12 @@ impl SharedMem {
         Ok(())
     }
 
-    /// Writes `data` at `offset`, then writes the lines back and fences.
-    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
-        self.check(offset, data.len())?;
-        // SAFETY: as in `read`.
-        let dst = unsafe { self.ptr.add(offset) };
+    /// Copies `data` to `offset` with volatile stores, as `load_bytes`.
+    pub(crate) fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
+        let dst = self.range(offset, data.len())?;
         let mut i = 0;
         while i < data.len() {
-            // SAFETY: `i < data.len()`, inside the checked range.
+            // SAFETY: `i < data.len()`, inside the range `range` checked.
             let at = unsafe { dst.add(i) };
             if at as usize % 8 == 0 && data.len() - i >= 8 {
                 let mut word = [0u8; 8];
@@ -188,18 +188,58 @@ impl SharedMem {
                 i += 1;
             }
         }
-        // SAFETY: as in `read`: `[dst, dst + data.len())` is mapped; the
-        // trailing fence orders the write-back.
-        unsafe { bindings::clflush_cache_range(dst.cast::<c_void>(), data.len() as c_uint) };
         Ok(())
     }
 }
 
-impl Drop for SharedMem {
+impl Drop for WbMap {
     fn drop(&mut self) {
         // SAFETY: the mapping is this value's own (invariant), undone once,
         // here.
         unsafe { bindings::memunmap(self.ptr.cast()) };
+    }
+}
+
+/// Memory shared with other hosts, through a [`WbMap`]: reads invalidate
+/// first, writes write back after (no coherence across hosts).
+pub(crate) struct SharedMem {
+    map: WbMap,
+}
+
+impl SharedMem {
+    /// Maps `[start, start + len)`, which the caller has claimed.
+    pub(crate) fn map(start: u64, len: usize) -> Result<SharedMem> {
+        Ok(SharedMem {
+            map: WbMap::map(start, len)?,
+        })
+    }
+
+    pub(crate) fn start(&self) -> u64 {
+        self.map.start()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Reads `out.len()` bytes at `offset`, after invalidating those lines.
+    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+        let src = self.map.range(offset, out.len())?;
+        // SAFETY: `[src, src + out.len())` is mapped (checked by `range`);
+        // flushing has no other precondition, and the call fences before
+        // and after.
+        unsafe { bindings::clflush_cache_range(src.cast::<c_void>(), out.len() as c_uint) };
+        self.map.load_bytes(offset, out)
+    }
+
+    /// Writes `data` at `offset`, then writes the lines back and fences.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
+        self.map.store_bytes(offset, data)?;
+        let dst = self.map.range(offset, data.len())?;
+        // SAFETY: `[dst, dst + data.len())` is mapped (checked by `range`);
+        // the trailing fence orders the write-back.
+        unsafe { bindings::clflush_cache_range(dst.cast::<c_void>(), data.len() as c_uint) };
+        Ok(())
     }
 }
 

@@ -69,6 +69,15 @@ pub(crate) fn exec_runtime_ns(task: &Task) -> u64 {
     unsafe { core::ptr::addr_of!((*raw(task)).se.sum_exec_runtime).read_volatile() }
 }
 
+/// Whether `task` is on a CPU now (`task_struct::on_cpu`: a snapshot,
+/// true from its switch-in to its switch-out).
+pub(crate) fn is_on_cpu(task: &Task) -> bool {
+    // SAFETY: `task` is a live task, so its `on_cpu` field is valid to
+    // read; the scheduler writes it with `WRITE_ONCE`/release, and an
+    // aligned int read is not torn.
+    unsafe { core::ptr::addr_of!((*raw(task)).on_cpu).read_volatile() != 0 }
+}
+
 /// Whether `task` has started to exit.
 pub(crate) fn is_exiting(task: &Task) -> bool {
     // SAFETY: `task` is a live task.

@@ -373,6 +373,17 @@ pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec
     let run_dir = out_dir().join(format!("vm-{}", opts.mode.name()));
     for attempt in 1..=2 {
         match boot_once(tree, initramfs, opts, &run_dir)? {
+            Some(runs) if attempt == 1 && runs.iter().any(tcg_patch_fault) => {
+                let kept = run_dir.with_extension("tcg-int3");
+                let _ = fs::remove_dir_all(&kept);
+                let _ = fs::rename(&run_dir, &kept);
+                eprintln!(
+                    "vm: a guest died of an int3 while the kernel patched its code (a TCG \
+                     fault under cross-vCPU code patching, seen at boot and at module \
+                     unload; console kept in {}); booting again",
+                    kept.display()
+                );
+            }
             Some(runs) => return Ok(runs),
             None if attempt == 1 => eprintln!(
                 "vm: a guest did not reach init within {} s (early-boot stall); booting again",
@@ -385,6 +396,16 @@ pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec
         "guests stalled in early boot twice (console: {})",
         run_dir.join("console0.log").display()
     )
+}
+
+/// Whether `run` died of TCG's cross-modifying-code fault: the guest
+/// executed a breakpoint the kernel's code patching (`text_poke_bp`, for
+/// jump labels and static calls) had already removed, which it only
+/// survives on real CPUs. Nothing else in the guest uses int3.
+fn tcg_patch_fault(run: &HostRun) -> bool {
+    !run.finished()
+        && fs::read_to_string(&run.console)
+            .is_ok_and(|c| c.contains("Oops: int3") && c.contains("Fatal exception"))
 }
 
 /// One boot; `None` if a guest stalled before init and the boot was killed.

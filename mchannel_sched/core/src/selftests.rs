@@ -563,7 +563,7 @@ pub fn time_the_scheduler_charged_counts_against_the_budget() -> Outcome {
     let mut s = RunState::new(0, 100 * US, 30 * US);
     s.switch_in(0);
     s.switch_out(20 * US);
-    s.charge(15 * US);
+    s.reconcile(20 * US, 35 * US);
     s.switch_in(40 * US);
     check_eq!(s.check(40 * US), OnCpu::Park { until_ns: 100 * US });
     // What it ran over (the charge, and the microsecond before it left)
@@ -572,6 +572,19 @@ pub fn time_the_scheduler_charged_counts_against_the_budget() -> Outcome {
     s.roll(100 * US);
     check_eq!(s.debt_ns(), 6 * US);
     check_eq!(s.take_closed().run_ns, 36 * US);
+    // A slice charged less is credit against the next one charged more.
+    let mut t = RunState::new(0, 100 * US, 30 * US);
+    t.switch_in(0);
+    t.switch_out(10 * US);
+    t.reconcile(10 * US, 4 * US);
+    t.switch_in(20 * US);
+    t.switch_out(30 * US);
+    t.reconcile(10 * US, 15 * US);
+    check_eq!(t.ran_ns(30 * US), 20 * US, "5 us over, 6 us credit");
+    t.switch_in(40 * US);
+    t.switch_out(45 * US);
+    t.reconcile(5 * US, 8 * US);
+    check_eq!(t.ran_ns(45 * US), 27 * US, "3 over, 1 of credit left");
     Ok(())
 }
 

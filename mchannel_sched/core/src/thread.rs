@@ -96,6 +96,9 @@ pub struct RunState {
     closed: Closed,
     /// The debt at the last `take_closed`.
     taken_debt_ns: u64,
+    /// What the scheduler charged less than the switch times spanned, not
+    /// yet set against slices it charged more (see [`RunState::reconcile`]).
+    credit_ns: u64,
 }
 
 impl RunState {
@@ -115,6 +118,7 @@ impl RunState {
             next_t_w_ns: t_w_ns,
             closed: Closed::default(),
             taken_debt_ns: 0,
+            credit_ns: 0,
         }
     }
 
@@ -283,15 +287,26 @@ impl RunState {
         }
     }
 
-    /// Adds on-CPU time the hooks did not see to the current window: the
-    /// scheduler charged the slice that just ended `extra_ns` more than
-    /// its switch times span (it stamps a slice's start before the switch
-    /// is traced; on a debug kernel the gap is tens of microseconds per
-    /// switch). Budgets then hold the time the thread's own CPU clock
-    /// counts.
-    pub fn charge(&mut self, extra_ns: u64) {
-        // INVARIANT: on-CPU time of this window, as `ran_ns` counts.
-        self.ran_ns = self.ran_ns.saturating_add(extra_ns);
+    /// Sets the slice that just ended, `span_ns` between its switches,
+    /// against what the scheduler charged the thread for it,
+    /// `charged_ns`: the scheduler stamps both ends earlier than the
+    /// switch is traced (at its clock update), by amounts that differ
+    /// per switch (tens of microseconds on a debug kernel). What it
+    /// charged beyond the spans, summed over slices, is added to the
+    /// current window's on-CPU time, so budgets hold the thread's own CPU
+    /// clock; what it charged less is kept as credit against later excess
+    /// rather than dropped (dropping it would bias the sum up).
+    pub fn reconcile(&mut self, span_ns: u64, charged_ns: u64) {
+        if charged_ns >= span_ns {
+            let extra = charged_ns.saturating_sub(span_ns);
+            let offset = extra.min(self.credit_ns);
+            self.credit_ns = self.credit_ns.saturating_sub(offset);
+            // INVARIANT: on-CPU time of this window, as `ran_ns` counts.
+            self.ran_ns = self.ran_ns.saturating_add(extra.saturating_sub(offset));
+        } else {
+            let less = span_ns.saturating_sub(charged_ns);
+            self.credit_ns = self.credit_ns.saturating_add(less);
+        }
     }
 
     /// The thread leaves its CPU at `now_ns`: first closes the windows its

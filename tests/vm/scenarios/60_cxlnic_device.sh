@@ -15,3 +15,18 @@ for d in /sys/bus/pci/devices/*; do
 done
 test $n = 2
 
+# cxlnic_drv binds both NICs and declines the pool; unloading unbinds.
+insmod /lib/cxlfabric/cxlnic_drv.ko
+drv=/sys/bus/pci/drivers/cxlnic_drv
+test "$(ls $drv | grep -c '^0000:')" = 2
+pool=$(dirname "$(daxio ivshmem)")
+test ! -e $pool/driver
+test "$(dmesg | grep -c 'CXL-NIC v1, 8 queue pairs')" -ge 2
+# Unbound and bound again by hand, as an operator would.
+nic=$(ls $drv | grep '^0000:' | head -n 1)
+echo $nic > $drv/unbind
+test ! -e $drv/$nic
+echo $nic > $drv/bind
+test -e $drv/$nic
+rmmod cxlnic_drv
+test ! -e $drv

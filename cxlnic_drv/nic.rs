@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Binding a CXL-NIC: an ivshmem-doorbell PCI function (1af4:1110 with an
+//! MSI-X BAR1) whose device memory (BAR2) starts with the CXL-NIC header
+//! in a layout version this driver speaks. Anything else with those ids
+//! (the testbed's ivshmem-plain pool, a foreign doorbell device) is
+//! declined with `ENODEV` and left alone.
+//!
+//! Teardown is by drop order of [`Nic`]'s fields: interrupt vectors, then
+//! the mappings, then the claimed BARs, then the enabled device.
+
+use crate::ring::device::{DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS};
+use crate::ring::layout::VERSION;
+use crate::support::coherent::DeviceMem;
+use crate::support::driver::Driver;
+use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
+use kernel::c_str;
+use kernel::prelude::*;
+
+/// ivshmem's PCI ids (QEMU's `ivshmem-doorbell`).
+const IVSHMEM_VENDOR: u16 = 0x1af4;
+const IVSHMEM_DEVICE: u16 = 0x1110;
+/// BARs: registers (doorbell), MSI-X table, device memory.
+const BAR_REGS: u32 = 0;
+const BAR_MSIX: u32 = 1;
+const BAR_MEM: u32 = 2;
+
+/// One bound CXL-NIC.
+pub(crate) struct Nic {
+    vectors: IrqVectors,
+    regs: IoMem,
+    mem: DeviceMem,
+    _regs_region: Region,
+    _mem_region: Region,
+    _enabled: Enabled,
+    header: DeviceHeader,
+}
+
+impl Nic {
+    /// The header at the start of device memory, if it is a CXL-NIC's
+    /// in a version this driver speaks; `ENODEV` otherwise.
+    fn header(dev: &Device<'_>, mem: &DeviceMem) -> Result<DeviceHeader> {
+        let mut raw = [0u8; HEADER_BYTES];
+        mem.read(HEADER_OFFSET as usize, &mut raw)?;
+        let h = DeviceHeader::decode(&raw);
+        if h.signature != crate::ring::layout::SIGNATURE {
+            // Not ours: an ivshmem device for something else.
+            return Err(ENODEV);
+        }
+        if h.version != VERSION {
+            dev_info(
+                dev,
+                format_args!(
+                    "CXL-NIC layout version {}, this driver speaks {}: left alone\n",
+                    h.version, VERSION
+                ),
+            );
+            return Err(ENODEV);
+        }
+        Ok(h)
+    }
+}
+
+fn dev_info(dev: &Device<'_>, args: core::fmt::Arguments<'_>) {
+    pr_info!("{}: {}", dev.name(), args);
+}
+
+impl Driver<PciBus> for Nic {
+    type RegistrationData = ();
+    const IDS: (u16, u16) = (IVSHMEM_VENDOR, IVSHMEM_DEVICE);
+
+    fn probe(dev: &Device<'_>, (): &()) -> Result<Pin<KBox<Self>>> {
+        // `new_id` can point a driver at any device: check what this is.
+        if (dev.vendor_id(), dev.device_id()) != Self::IDS {
+            return Err(ENODEV);
+        }
+        // The doorbell variant has MSI-X in BAR1; the plain one has none.
+        if dev.resource(BAR_MSIX).is_err() {
+            return Err(ENODEV);
+        }
+        let res = dev.resource(BAR_MEM)?;
+        if !res.mem {
+            return Err(ENODEV);
+        }
+        let enabled = dev.enable_device_mem()?;
+        let mem_region = dev.request_region(BAR_MEM, c_str!("cxlnic_drv"))?;
+        let mem = DeviceMem::map(&mem_region)?;
+        let len = mem.len();
+        let header = Self::header(dev, &mem)?;
+        let regs_region = dev.request_region(BAR_REGS, c_str!("cxlnic_drv"))?;
+        let regs = IoMem::map(dev, BAR_REGS)?;
+        dev.set_master();
+        let vectors = dev.alloc_msix(VECTORS)?;
+        let m = header.mac;
+        dev_info(
+            dev,
+            format_args!(
+                "CXL-NIC v{}, {} queue pairs (of {} here), {} MiB device memory, modes {:#x}, MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {} vectors\n",
+                header.version,
+                header.queues_max,
+                QUEUES_MAX,
+                len >> 20,
+                header.modes,
+                m[0], m[1], m[2], m[3], m[4], m[5],
+                vectors.len()
+            ),
+        );
+        Ok(KBox::pin(
+            Nic {
+                vectors,
+                regs,
+                mem,
+                _regs_region: regs_region,
+                _mem_region: mem_region,
+                _enabled: enabled,
+                header,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn remove(self: Pin<&Self>, dev: &Device<'_>) {
+        let _ = (&self.vectors, &self.regs, &self.mem, &self.header);
+        dev_info(dev, format_args!("CXL-NIC unbound\n"));
+    }
+}
