@@ -11,6 +11,7 @@ use kernel::prelude::*;
 mod support;
 
 mod nic;
+mod port;
 mod ring;
 
 module! {

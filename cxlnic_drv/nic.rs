@@ -9,10 +9,12 @@
 //! Teardown is by drop order of [`Nic`]'s fields: interrupt vectors, then
 //! the mappings, then the claimed BARs, then the enabled device.
 
+use crate::port::Port;
 use crate::ring::device::{DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS};
 use crate::ring::layout::VERSION;
 use crate::support::coherent::DeviceMem;
 use crate::support::driver::Driver;
+use crate::support::netdev::{self, Placement};
 use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -27,13 +29,15 @@ const BAR_MEM: u32 = 2;
 
 /// One bound CXL-NIC.
 pub(crate) struct Nic {
-    vectors: IrqVectors,
-    regs: IoMem,
-    mem: DeviceMem,
+    // First to go: the stack stops using the port before the device does.
+    port: netdev::Registration<Port>,
+    // Held for the queues (next): vectors, doorbell, device memory.
+    _vectors: IrqVectors,
+    _regs: IoMem,
+    _mem: DeviceMem,
     _regs_region: Region,
     _mem_region: Region,
     _enabled: Enabled,
-    header: DeviceHeader,
 }
 
 impl Nic {
@@ -105,22 +109,28 @@ impl Driver<PciBus> for Nic {
                 vectors.len()
             ),
         );
+        let (min_mtu, max_mtu) = Port::mtu_range();
+        let queues = header.queues_max.clamp(1, QUEUES_MAX);
+        let at = Placement::under(dev, [m[0], m[1], m[2], m[3], m[4], m[5]])
+            .queues(queues, queues)
+            .mtu_range(min_mtu, max_mtu);
+        let port = netdev::Registration::register(Port::new()?, &at)?;
+        dev_info(dev, format_args!("{}: MTU {}\n", port.name(), port.mtu()));
         Ok(KBox::pin(
             Nic {
-                vectors,
-                regs,
-                mem,
+                port,
+                _vectors: vectors,
+                _regs: regs,
+                _mem: mem,
                 _regs_region: regs_region,
                 _mem_region: mem_region,
                 _enabled: enabled,
-                header,
             },
             GFP_KERNEL,
         )?)
     }
 
     fn remove(self: Pin<&Self>, dev: &Device<'_>) {
-        let _ = (&self.vectors, &self.regs, &self.mem, &self.header);
-        dev_info(dev, format_args!("CXL-NIC unbound\n"));
+        dev_info(dev, format_args!("{}: CXL-NIC unbound\n", self.port.name()));
     }
 }

@@ -9,9 +9,12 @@
 #include <asm/cacheflush.h>
 #include <linux/cred.h>
 #include <linux/dax.h>
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
 #include <linux/hrtimer.h>
 #include <linux/kobject.h>
 #include <linux/memremap.h>
+#include <linux/netdevice.h>
 #include <linux/perf_event.h>
 #include <linux/pci.h>
 #include <linux/pid.h>
@@ -923,4 +926,163 @@ int cxlf_pci_alloc_msix(struct pci_dev *pdev, unsigned int n)
 	int got = pci_alloc_irq_vectors(pdev, n, n, PCI_IRQ_MSIX);
 
 	return got < 0 ? got : 0;
+}
+
+/*
+ * Network devices. In C: struct net_device is opaque to 6.12's Rust
+ * bindings (netdevice.h is not in bindings_helper.h), the driver core
+ * calls net_device_ops and ethtool_ops with its own signatures, and
+ * netdev_priv, the carrier and queue calls are static inlines. The
+ * private area holds the Rust side's callbacks and data pointer; every
+ * trampoline passes that pointer on.
+ */
+struct cxlf_netdev_priv {
+	const struct cxlf_netdev_ops *ops;
+	void *data;
+};
+
+static void *cxlf_nd_data(struct net_device *dev)
+{
+	return ((struct cxlf_netdev_priv *)netdev_priv(dev))->data;
+}
+
+static const struct cxlf_netdev_ops *cxlf_nd_ops(struct net_device *dev)
+{
+	return ((struct cxlf_netdev_priv *)netdev_priv(dev))->ops;
+}
+
+static int cxlf_nd_open(struct net_device *dev)
+{
+	return cxlf_nd_ops(dev)->open(cxlf_nd_data(dev));
+}
+
+static int cxlf_nd_stop(struct net_device *dev)
+{
+	return cxlf_nd_ops(dev)->stop(cxlf_nd_data(dev));
+}
+
+static netdev_tx_t cxlf_nd_xmit(struct sk_buff *skb, struct net_device *dev)
+{
+	return cxlf_nd_ops(dev)->xmit(cxlf_nd_data(dev), skb,
+				       skb_get_queue_mapping(skb)) ?
+		       NETDEV_TX_BUSY : NETDEV_TX_OK;
+}
+
+static void cxlf_nd_stats(struct net_device *dev, struct rtnl_link_stats64 *s)
+{
+	struct cxlf_netdev_stats st = {};
+
+	cxlf_nd_ops(dev)->stats(cxlf_nd_data(dev), &st);
+	s->rx_packets = st.rx_packets;
+	s->tx_packets = st.tx_packets;
+	s->rx_bytes = st.rx_bytes;
+	s->tx_bytes = st.tx_bytes;
+	s->rx_errors = st.rx_errors;
+	s->tx_errors = st.tx_errors;
+	s->rx_dropped = st.rx_dropped;
+	s->tx_dropped = st.tx_dropped;
+}
+
+static int cxlf_nd_change_mtu(struct net_device *dev, int mtu)
+{
+	int err = cxlf_nd_ops(dev)->change_mtu(cxlf_nd_data(dev), mtu);
+
+	if (!err)
+		WRITE_ONCE(dev->mtu, mtu);
+	return err;
+}
+
+static const struct net_device_ops cxlf_netdev_ops = {
+	.ndo_open = cxlf_nd_open,
+	.ndo_stop = cxlf_nd_stop,
+	.ndo_start_xmit = cxlf_nd_xmit,
+	.ndo_get_stats64 = cxlf_nd_stats,
+	.ndo_change_mtu = cxlf_nd_change_mtu,
+	.ndo_validate_addr = eth_validate_addr,
+	.ndo_set_mac_address = eth_mac_addr,
+};
+
+static void cxlf_et_drvinfo(struct net_device *dev, struct ethtool_drvinfo *info)
+{
+	strscpy(info->driver, KBUILD_MODNAME, sizeof(info->driver));
+	if (dev->dev.parent)
+		strscpy(info->bus_info, dev_name(dev->dev.parent),
+			sizeof(info->bus_info));
+	cxlf_nd_ops(dev)->drvinfo(cxlf_nd_data(dev), info);
+}
+
+static const struct ethtool_ops cxlf_ethtool_ops = {
+	.get_drvinfo = cxlf_et_drvinfo,
+	.get_link = ethtool_op_get_link,
+};
+
+/*
+ * An Ethernet device with `txqs`/`rxqs` queues whose callbacks are `ops`
+ * with `data`; not registered yet. NULL without memory.
+ */
+struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
+				     const struct cxlf_netdev_ops *ops,
+				     void *data)
+{
+	struct net_device *dev =
+		alloc_etherdev_mqs(sizeof(struct cxlf_netdev_priv), txqs, rxqs);
+	struct cxlf_netdev_priv *p;
+
+	if (!dev)
+		return NULL;
+	p = netdev_priv(dev);
+	p->ops = ops;
+	p->data = data;
+	dev->netdev_ops = &cxlf_netdev_ops;
+	dev->ethtool_ops = &cxlf_ethtool_ops;
+	return dev;
+}
+
+/* Registers `dev` under `parent` with `mac` and an MTU range. */
+int cxlf_netdev_register(struct net_device *dev, struct device *parent,
+			 const u8 *mac, unsigned int min_mtu,
+			 unsigned int max_mtu)
+{
+	SET_NETDEV_DEV(dev, parent);
+	eth_hw_addr_set(dev, mac);
+	dev->min_mtu = min_mtu;
+	dev->max_mtu = max_mtu;
+	netif_carrier_off(dev);
+	return register_netdev(dev);
+}
+
+/* In C: netif_carrier_on/off take the opaque struct. */
+void cxlf_netdev_set_carrier(struct net_device *dev, bool on)
+{
+	if (on)
+		netif_carrier_on(dev);
+	else
+		netif_carrier_off(dev);
+}
+
+/* In C: the name is a field of the opaque struct. */
+const char *cxlf_netdev_name(struct net_device *dev)
+{
+	return dev->name;
+}
+
+/* In C: mtu is a field of the opaque struct. */
+unsigned int cxlf_netdev_mtu(struct net_device *dev)
+{
+	return READ_ONCE(dev->mtu);
+}
+
+/* In C: netif_tx_{start,stop}_all_queues are static inlines. */
+void cxlf_netdev_tx_all(struct net_device *dev, bool start)
+{
+	if (start)
+		netif_tx_start_all_queues(dev);
+	else
+		netif_tx_stop_all_queues(dev);
+}
+
+/* In C: dev_kfree_skb_any is a static inline. */
+void cxlf_skb_free(struct sk_buff *skb)
+{
+	dev_kfree_skb_any(skb);
 }

@@ -171,4 +171,33 @@ int cxlf_pci_resource(struct pci_dev *pdev, int bar, u64 *start, u64 *len,
 		      bool *mem);
 int cxlf_pci_alloc_msix(struct pci_dev *pdev, unsigned int n);
 
+/* Network devices (struct net_device is opaque to Rust). */
+struct net_device;
+struct sk_buff;
+struct ethtool_drvinfo;
+struct cxlf_netdev_stats {
+	u64 rx_packets, tx_packets, rx_bytes, tx_bytes;
+	u64 rx_errors, tx_errors, rx_dropped, tx_dropped;
+};
+struct cxlf_netdev_ops {
+	int (*open)(void *data);
+	int (*stop)(void *data);
+	/* 0: taken (sent or dropped); nonzero: busy, keep it queued. */
+	int (*xmit)(void *data, struct sk_buff *skb, u16 queue);
+	void (*stats)(void *data, struct cxlf_netdev_stats *stats);
+	int (*change_mtu)(void *data, int mtu);
+	void (*drvinfo)(void *data, struct ethtool_drvinfo *info);
+};
+struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
+				     const struct cxlf_netdev_ops *ops,
+				     void *data);
+int cxlf_netdev_register(struct net_device *dev, struct device *parent,
+			 const u8 *mac, unsigned int min_mtu,
+			 unsigned int max_mtu);
+void cxlf_netdev_set_carrier(struct net_device *dev, bool on);
+const char *cxlf_netdev_name(struct net_device *dev);
+unsigned int cxlf_netdev_mtu(struct net_device *dev);
+void cxlf_netdev_tx_all(struct net_device *dev, bool start);
+void cxlf_skb_free(struct sk_buff *skb);
+
 #endif

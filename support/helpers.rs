@@ -43,6 +43,34 @@ pub(crate) struct CxlfPciDriver {
     _opaque: [u8; 0],
 }
 
+/// `struct cxlf_netdev_stats`: the counters a driver fills for
+/// `ndo_get_stats64`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct CxlfNetdevStats {
+    pub(crate) rx_packets: u64,
+    pub(crate) tx_packets: u64,
+    pub(crate) rx_bytes: u64,
+    pub(crate) tx_bytes: u64,
+    pub(crate) rx_errors: u64,
+    pub(crate) tx_errors: u64,
+    pub(crate) rx_dropped: u64,
+    pub(crate) tx_dropped: u64,
+}
+
+/// `struct cxlf_netdev_ops`: a network driver's callbacks, each with the
+/// driver's data pointer.
+#[repr(C)]
+pub(crate) struct CxlfNetdevOps {
+    pub(crate) open: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    pub(crate) stop: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    pub(crate) xmit:
+        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::sk_buff, u16) -> c_int>,
+    pub(crate) stats: Option<unsafe extern "C" fn(*mut c_void, *mut CxlfNetdevStats)>,
+    pub(crate) change_mtu: Option<unsafe extern "C" fn(*mut c_void, c_int) -> c_int>,
+    pub(crate) drvinfo: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::ethtool_drvinfo)>,
+}
+
 /// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
 #[repr(C)]
 pub(crate) struct CxlfDaxDriver {
@@ -204,6 +232,24 @@ extern "C" {
         mem: *mut bool,
     ) -> c_int;
     pub(crate) fn cxlf_pci_alloc_msix(pdev: *mut bindings::pci_dev, n: c_uint) -> c_int;
+    pub(crate) fn cxlf_netdev_alloc(
+        txqs: c_uint,
+        rxqs: c_uint,
+        ops: *const CxlfNetdevOps,
+        data: *mut c_void,
+    ) -> *mut bindings::net_device;
+    pub(crate) fn cxlf_netdev_register(
+        dev: *mut bindings::net_device,
+        parent: *mut bindings::device,
+        mac: *const u8,
+        min_mtu: c_uint,
+        max_mtu: c_uint,
+    ) -> c_int;
+    pub(crate) fn cxlf_netdev_set_carrier(dev: *mut bindings::net_device, on: bool);
+    pub(crate) fn cxlf_netdev_name(dev: *mut bindings::net_device) -> *const c_char;
+    pub(crate) fn cxlf_netdev_mtu(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_tx_all(dev: *mut bindings::net_device, start: bool);
+    pub(crate) fn cxlf_skb_free(skb: *mut bindings::sk_buff);
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
     pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
     pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;

@@ -18,6 +18,7 @@
 //! | [`driver`]       | `kernel::driver::Registration` (6.13)                    |
 //! | [`dax`]          | none; a [`driver`] bus like `kernel::platform`           |
 //! | [`pci`]          | `kernel::pci` (6.14-6.17): driver, BARs, MSI-X vectors   |
+//! | [`netdev`]       | none (2023 RFC `kernel::net::Device`): Ethernet devices |
 //! | [`coherent`]     | `io::mem::IoMem` (6.16) maps uncached; WB atomics: none  |
 //! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
 //! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
@@ -61,6 +62,7 @@ pub(crate) mod kunit;
 pub(crate) mod kvec;
 pub(crate) mod miscdevice;
 pub(crate) mod mm;
+pub(crate) mod netdev;
 pub(crate) mod page;
 pub(crate) mod pagemap;
 pub(crate) mod params;

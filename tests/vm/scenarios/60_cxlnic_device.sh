@@ -30,3 +30,21 @@ echo $nic > $drv/bind
 test -e $drv/$nic
 rmmod cxlnic_drv
 test ! -e $drv
+
+# Each NIC is a network interface with the device's MAC, an MTU range up
+# to 9000, no carrier until the device's link is up, and goes at unbind.
+insmod /lib/cxlfabric/cxlnic_drv.ko
+ifs=$(for d in $drv/0000:*; do ls $d/net; done)
+test "$(echo $ifs | wc -w)" = 2
+for i in $ifs; do
+	grep -q '^52:54:00:c1:00:0[12]$' /sys/class/net/$i/address
+	test "$(cat /sys/class/net/$i/mtu)" = 1500
+	ip link set $i mtu 9000
+	test "$(cat /sys/class/net/$i/mtu)" = 9000
+	! ip link set $i mtu 9001 2>/dev/null
+	ip link set $i up
+	test "$(cat /sys/class/net/$i/carrier)" = 0
+	ip link set $i down
+done
+rmmod cxlnic_drv
+for i in $ifs; do test ! -e /sys/class/net/$i; done

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ethernet network devices. Upstream has no `net_device` abstraction
+//! (6.12-6.17; the 2023 RFC series proposed `kernel::net::Device`, a
+//! `Registration` and a `DeviceOperations` trait, which this follows):
+//! a [`NetDevice`] implementation is the driver's per-interface object,
+//! shared ([`Arc`]) with the callbacks; a [`Registration`] allocates and
+//! registers the interface and unregisters and frees it on drop, after
+//! which no callback runs.
+//!
+//! `struct net_device` is opaque to 6.12's bindings: the ops tables and
+//! the static inlines are in `helpers.c`.
+
+use super::helpers;
+use kernel::bindings;
+use kernel::error::{from_result, to_result};
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+use kernel::types::ForeignOwnable;
+
+// Exported by the net core; `netdevice.h` is not in 6.12's bindings.
+extern "C" {
+    fn unregister_netdev(dev: *mut bindings::net_device);
+    fn free_netdev(dev: *mut bindings::net_device);
+}
+
+/// The interface counters `ip -s link` shows.
+pub(crate) use helpers::CxlfNetdevStats as Stats;
+
+/// What a driver's interface does when the stack calls it.
+pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
+    /// `ip link set up`.
+    fn open(this: &Arc<Self>) -> Result;
+    /// `ip link set down`.
+    fn stop(this: &Arc<Self>) -> Result;
+    /// Sends (or drops, counting it) `skb` on TX queue `queue`; `Err`
+    /// gives it back to the stack to retry (the queue is full).
+    fn start_xmit(this: &Arc<Self>, skb: SkBuff, queue: u16) -> core::result::Result<(), SkBuff>;
+    /// The counters.
+    fn stats(this: &Arc<Self>, stats: &mut Stats);
+    /// A new MTU (in the range given at registration), while down or up.
+    fn change_mtu(this: &Arc<Self>, mtu: u32) -> Result;
+    /// Fills `ethtool -i` beyond the driver and bus names.
+    fn drvinfo(_this: &Arc<Self>, _info: &mut bindings::ethtool_drvinfo) {}
+}
+
+/// A packet the stack gave the driver; freed on drop unless sent.
+///
+/// # Invariants
+///
+/// `raw` is an `sk_buff` this value owns.
+pub(crate) struct SkBuff {
+    raw: *mut bindings::sk_buff,
+}
+
+// SAFETY: an owned buffer may be freed or read from any context
+// (`dev_kfree_skb_any`).
+unsafe impl Send for SkBuff {}
+
+impl SkBuff {
+    /// Bytes of the packet (head and fragments).
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: `raw` is owned (invariant); `len` is a plain field.
+        unsafe { (*self.raw).len }
+    }
+
+    /// Copies the packet into `out` (its first `len()` bytes), fragments
+    /// included.
+    pub(crate) fn copy_to(&self, out: &mut [u8]) -> Result {
+        let len = self.len() as usize;
+        if out.len() < len {
+            return Err(EINVAL);
+        }
+        let n = c_int::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: `raw` is owned (invariant); `out` has room for `len`
+        // bytes, which the packet has.
+        to_result(unsafe { bindings::skb_copy_bits(self.raw, 0, out.as_mut_ptr().cast(), n) })
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: owned (invariant), freed once, here.
+        unsafe { helpers::cxlf_skb_free(self.raw) };
+    }
+}
+
+/// A registered Ethernet interface; unregistered and freed on drop.
+///
+/// # Invariants
+///
+/// `raw` is a registered `net_device` from `cxlf_netdev_alloc` whose
+/// callbacks get `data`, the foreign form of an `Arc<T>` this value owns.
+pub(crate) struct Registration<T: NetDevice> {
+    raw: *mut bindings::net_device,
+    data: *const c_void,
+    _t: core::marker::PhantomData<Arc<T>>,
+}
+
+// SAFETY: the interface is reached through the net core's own locking;
+// `T` is `Send + Sync`.
+unsafe impl<T: NetDevice> Send for Registration<T> {}
+// SAFETY: as above.
+unsafe impl<T: NetDevice> Sync for Registration<T> {}
+
+/// The net core's view of a driver's callbacks.
+struct Ops<T>(core::marker::PhantomData<T>);
+
+impl<T: NetDevice> Ops<T> {
+    const TABLE: helpers::CxlfNetdevOps = helpers::CxlfNetdevOps {
+        open: Some(open_callback::<T>),
+        stop: Some(stop_callback::<T>),
+        xmit: Some(xmit_callback::<T>),
+        stats: Some(stats_callback::<T>),
+        change_mtu: Some(change_mtu_callback::<T>),
+        drvinfo: Some(drvinfo_callback::<T>),
+    };
+}
+
+/// Where registration places an interface: under a device the caller
+/// has borrowed (a PCI device in its driver's `probe`).
+///
+/// # Invariants
+///
+/// `parent` is a live device for `'a`.
+pub(crate) struct Placement<'a> {
+    parent: *mut bindings::device,
+    mac: [u8; 6],
+    tx_queues: u32,
+    rx_queues: u32,
+    min_mtu: u32,
+    max_mtu: u32,
+    _life: core::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Placement<'a> {
+    /// Under `dev`, with one queue pair and a standard MTU.
+    pub(crate) fn under(dev: &'a super::pci::Device<'a>, mac: [u8; 6]) -> Placement<'a> {
+        // INVARIANT: `dev` is borrowed, so live, for 'a.
+        Placement {
+            parent: dev.as_raw_device(),
+            mac,
+            tx_queues: 1,
+            rx_queues: 1,
+            min_mtu: 68,
+            max_mtu: 1500,
+            _life: core::marker::PhantomData,
+        }
+    }
+
+    /// With `tx` TX and `rx` RX queues.
+    pub(crate) fn queues(self, tx: u32, rx: u32) -> Self {
+        Placement {
+            tx_queues: tx,
+            rx_queues: rx,
+            ..self
+        }
+    }
+
+    /// With MTUs from `min` to `max`.
+    pub(crate) fn mtu_range(self, min: u32, max: u32) -> Self {
+        Placement {
+            min_mtu: min,
+            max_mtu: max,
+            ..self
+        }
+    }
+}
+
+impl<T: NetDevice> Registration<T> {
+    /// Registers an interface for `this` (named `eth%d`); registering
+    /// takes a reference on the parent device, so it may outlive the
+    /// borrow.
+    pub(crate) fn register(this: Arc<T>, at: &Placement<'_>) -> Result<Self> {
+        let data = this.into_foreign();
+        // SAFETY: the ops table is 'static; `data` is released by this
+        // value's drop, after unregistering, or below on failure.
+        let raw = unsafe {
+            helpers::cxlf_netdev_alloc(
+                at.tx_queues,
+                at.rx_queues,
+                &Ops::<T>::TABLE,
+                data.cast_mut(),
+            )
+        };
+        if raw.is_null() {
+            // SAFETY: `data` came from `into_foreign` just above.
+            drop(unsafe { Arc::<T>::from_foreign(data) });
+            return Err(ENOMEM);
+        }
+        // SAFETY: `raw` is a fresh device; `parent` is live (`Placement`
+        // invariant); `mac` has 6 bytes.
+        let err = unsafe {
+            helpers::cxlf_netdev_register(raw, at.parent, at.mac.as_ptr(), at.min_mtu, at.max_mtu)
+        };
+        if err != 0 {
+            // SAFETY: never registered: freeing is all that is left; no
+            // callback ran, so `data` is ours again.
+            unsafe { free_netdev(raw) };
+            // SAFETY: `data` came from `into_foreign` above.
+            drop(unsafe { Arc::<T>::from_foreign(data) });
+            return Err(Error::from_errno(err));
+        }
+        // INVARIANT: registered, its callbacks get `data`.
+        Ok(Registration {
+            raw,
+            data,
+            _t: core::marker::PhantomData,
+        })
+    }
+
+    /// Carrier on or off (`ip link` shows `NO-CARRIER` while off).
+    pub(crate) fn set_carrier(&self, on: bool) {
+        // SAFETY: registered (invariant).
+        unsafe { helpers::cxlf_netdev_set_carrier(self.raw, on) };
+    }
+
+    /// Lets the stack send on every TX queue, or stops it.
+    pub(crate) fn set_tx(&self, start: bool) {
+        // SAFETY: registered (invariant).
+        unsafe { helpers::cxlf_netdev_tx_all(self.raw, start) };
+    }
+
+    /// The interface's name (`eth0`).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: registered (invariant): the name is NUL-terminated and
+        // lives in the device.
+        unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
+    }
+
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: registered (invariant).
+        unsafe { helpers::cxlf_netdev_mtu(self.raw) }
+    }
+}
+
+impl<T: NetDevice> Drop for Registration<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered (invariant); unregistering stops the device
+        // and waits out every callback; then it is freed, once.
+        unsafe {
+            unregister_netdev(self.raw);
+            free_netdev(self.raw);
+        }
+        // SAFETY: no callback can use `data` any more; it came from
+        // `into_foreign` in `register`.
+        drop(unsafe { Arc::<T>::from_foreign(self.data) });
+    }
+}
+
+/// # Safety
+///
+/// `data` is the foreign form of a live `Arc<T>` (a registered
+/// interface's), borrowed for the call.
+unsafe fn borrow<'a, T: NetDevice>(data: *mut c_void) -> ArcRef<'a, T> {
+    // SAFETY: the caller guarantees `data` is a live `Arc<T>`'s foreign
+    // form; `ManuallyDrop` keeps this borrow from releasing it.
+    ArcRef(
+        core::mem::ManuallyDrop::new(unsafe { Arc::<T>::from_foreign(data) }),
+        core::marker::PhantomData,
+    )
+}
+
+/// A borrowed `Arc<T>` (does not drop the reference).
+struct ArcRef<'a, T>(
+    core::mem::ManuallyDrop<Arc<T>>,
+    core::marker::PhantomData<&'a ()>,
+);
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn open_callback<T: NetDevice>(data: *mut c_void) -> c_int {
+    // SAFETY: the net core calls this for a registered interface, whose
+    // data is a live `Arc<T>`.
+    let this = unsafe { borrow::<T>(data) };
+    from_result(|| T::open(&this.0).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn stop_callback<T: NetDevice>(data: *mut c_void) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    from_result(|| T::stop(&this.0).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn xmit_callback<T: NetDevice>(
+    data: *mut c_void,
+    skb: *mut bindings::sk_buff,
+    queue: u16,
+) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // INVARIANT: the stack hands the driver `skb` to send or free.
+    let skb = SkBuff { raw: skb };
+    match T::start_xmit(&this.0, skb, queue) {
+        Ok(()) => 0,
+        Err(back) => {
+            // NETDEV_TX_BUSY: the stack keeps the buffer and retries.
+            core::mem::forget(back);
+            1
+        }
+    }
+}
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn stats_callback<T: NetDevice>(data: *mut c_void, out: *mut Stats) {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the C trampoline passes its own zeroed stack struct.
+    T::stats(&this.0, unsafe { &mut *out });
+}
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn change_mtu_callback<T: NetDevice>(data: *mut c_void, mtu: c_int) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    from_result(|| {
+        let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
+        T::change_mtu(&this.0, mtu).map(|()| 0)
+    })
+}
+
+/// # Safety
+///
+/// Called by the net core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn drvinfo_callback<T: NetDevice>(
+    data: *mut c_void,
+    info: *mut bindings::ethtool_drvinfo,
+) {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the ethtool core passes its own struct for the call.
+    T::drvinfo(&this.0, unsafe { &mut *info });
+}
