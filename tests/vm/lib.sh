@@ -3,7 +3,12 @@
 # Every scenario starts from the state a fresh boot leaves (region may
 # exist, modules not loaded) and returns to it.
 dax=/sys/bus/dax/drivers
+
 sys=/sys/class/misc/beluga0.0
+
+# iproute2's ip, not busybox's applet: busybox's shell runs its own applets
+# before looking in PATH, but a function comes first.
+ip() { /usr/sbin/ip "$@"; }
 
 # The product modules in load order (the harness writes the list from
 # its one module table; dependencies come first).

@@ -31,6 +31,10 @@ const APT_PACKAGES: &[&str] = &[
     "python3",
     // /bin/kill: the harness stops QEMU process groups.
     "procps",
+    // The guest's `ip` and `ethtool` (copied with their libraries): the
+    // real tools operators use, not busybox look-alikes.
+    "iproute2",
+    "ethtool",
 ];
 
 fn is_installed(pkg: &str) -> bool {

@@ -122,6 +122,40 @@ fn build_guest_tools() -> Result<Vec<PathBuf>> {
         .collect())
 }
 
+/// Debian's networking tools in the guest, with the libraries they link
+/// (`/usr/sbin` comes first in the guest's PATH, before busybox's
+/// applets of the same names).
+const GUEST_DYNAMIC_TOOLS: &[&str] = &["/usr/sbin/ip", "/usr/sbin/ethtool"];
+
+/// Copies a dynamically linked `binary` to the same path under `stage`,
+/// with every library `ldd` lists and the loader, at their paths.
+fn copy_dynamic(binary: &Path, stage: &Path) -> Result<()> {
+    if !binary.exists() {
+        bail!("{} is missing: run `cargo xtask setup`", binary.display());
+    }
+    let libs = crate::util::output(Command::new("ldd").arg(binary))?;
+    let mut files = vec![binary.to_path_buf()];
+    for line in libs.lines() {
+        // "libx.so.1 => /lib/.../libx.so.1 (0x...)" or "/lib64/ld-... (0x...)"
+        let path = line
+            .split("=>")
+            .last()
+            .and_then(|r| r.split_whitespace().next())
+            .filter(|p| p.starts_with('/'));
+        if let Some(p) = path {
+            files.push(PathBuf::from(p));
+        }
+    }
+    for f in files {
+        let rel = f.strip_prefix("/").unwrap_or(&f);
+        let dest = stage.join(rel);
+        fs::create_dir_all(dest.parent().unwrap())?;
+        // Follow symlinks: the guest gets the file under the name asked for.
+        fs::copy(&f, &dest).with_context(|| format!("copy {}", f.display()))?;
+    }
+    Ok(())
+}
+
 fn copy_into(src: &Path, dir: &Path) -> Result<()> {
     fs::create_dir_all(dir)?;
     let dest = dir.join(src.file_name().unwrap());
@@ -185,6 +219,9 @@ pub fn build_initramfs() -> Result<PathBuf> {
     )?;
     for tool in tools {
         copy_into(&tool, &stage.join("bin"))?;
+    }
+    for tool in GUEST_DYNAMIC_TOOLS {
+        copy_dynamic(Path::new(tool), &stage)?;
     }
     run(Command::new("chmod").args(["-R", "a+rX"]).arg(&stage))?;
     run(Command::new("chmod").arg("755").arg(stage.join("init")))?;

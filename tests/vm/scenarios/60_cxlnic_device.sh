@@ -48,3 +48,14 @@ for i in $ifs; do
 done
 rmmod cxlnic_drv
 for i in $ifs; do test ! -e /sys/class/net/$i; done
+
+# The operator's tools: iproute2 and ethtool (not busybox applets).
+ip -V | grep -q iproute2
+insmod /lib/cxlfabric/cxlnic_drv.ko
+for d in $drv/0000:*; do
+	i=$(ls $d/net)
+	ethtool -i $i | grep -q '^driver: cxlnic_drv$'
+	ethtool -i $i | grep -q "^bus-info: $(basename $d)\$"
+	ip -d link show $i | grep -q 'maxmtu 9000'
+done
+rmmod cxlnic_drv
