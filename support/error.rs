@@ -16,3 +16,8 @@ pub(crate) fn eopnotsupp() -> Error {
 pub(crate) fn etimedout() -> Error {
     Error::from_errno(-(bindings::ETIMEDOUT as i32))
 }
+
+/// `ENOBUFS`: no buffer space (a queue dropped the packet).
+pub(crate) fn enobufs() -> Error {
+    Error::from_errno(-(bindings::ENOBUFS as i32))
+}

@@ -17,6 +17,7 @@
 #include <linux/netdevice.h>
 #include <linux/perf_event.h>
 #include <linux/pci.h>
+#include <linux/rtnetlink.h>
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
@@ -1085,4 +1086,82 @@ void cxlf_netdev_tx_all(struct net_device *dev, bool start)
 void cxlf_skb_free(struct sk_buff *skb)
 {
 	dev_kfree_skb_any(skb);
+}
+
+/*
+ * Bringing an interface up and down, its MTU, carrier and counters, as
+ * the stack does (under RTNL). In C: rtnl_lock/unlock pair with calls on
+ * the opaque struct; netif_carrier_ok is a static inline.
+ */
+int cxlf_netdev_open(struct net_device *dev)
+{
+	int err;
+
+	rtnl_lock();
+	err = dev_open(dev, NULL);
+	rtnl_unlock();
+	return err;
+}
+
+void cxlf_netdev_close(struct net_device *dev)
+{
+	rtnl_lock();
+	dev_close(dev);
+	rtnl_unlock();
+}
+
+int cxlf_netdev_set_mtu(struct net_device *dev, int mtu)
+{
+	int err;
+
+	rtnl_lock();
+	err = dev_set_mtu(dev, mtu);
+	rtnl_unlock();
+	return err;
+}
+
+bool cxlf_netdev_carrier_ok(struct net_device *dev)
+{
+	return netif_carrier_ok(dev);
+}
+
+void cxlf_netdev_get_stats(struct net_device *dev, struct cxlf_netdev_stats *out)
+{
+	struct rtnl_link_stats64 s;
+
+	dev_get_stats(dev, &s);
+	out->rx_packets = s.rx_packets;
+	out->tx_packets = s.tx_packets;
+	out->rx_bytes = s.rx_bytes;
+	out->tx_bytes = s.tx_bytes;
+	out->rx_errors = s.rx_errors;
+	out->tx_errors = s.tx_errors;
+	out->rx_dropped = s.rx_dropped;
+	out->tx_dropped = s.tx_dropped;
+}
+
+/*
+ * Sends an Ethernet frame of `len` bytes (to the interface's own
+ * address) through the stack's queueing, as a socket would: what the
+ * support tests use. In C: skb construction is static inlines.
+ */
+int cxlf_netdev_send_frame(struct net_device *dev, unsigned int len)
+{
+	struct sk_buff *skb;
+	struct ethhdr *eth;
+
+	if (len < ETH_HLEN)
+		return -EINVAL;
+	skb = alloc_skb(len + NET_IP_ALIGN, GFP_KERNEL);
+	if (!skb)
+		return -ENOMEM;
+	skb_reserve(skb, NET_IP_ALIGN);
+	eth = skb_put_zero(skb, len);
+	ether_addr_copy(eth->h_dest, dev->dev_addr);
+	ether_addr_copy(eth->h_source, dev->dev_addr);
+	eth->h_proto = htons(ETH_P_802_3_MIN);
+	skb_reset_mac_header(skb);
+	skb->dev = dev;
+	skb->protocol = eth->h_proto;
+	return dev_queue_xmit(skb);
 }

@@ -199,5 +199,11 @@ const char *cxlf_netdev_name(struct net_device *dev);
 unsigned int cxlf_netdev_mtu(struct net_device *dev);
 void cxlf_netdev_tx_all(struct net_device *dev, bool start);
 void cxlf_skb_free(struct sk_buff *skb);
+int cxlf_netdev_open(struct net_device *dev);
+void cxlf_netdev_close(struct net_device *dev);
+int cxlf_netdev_set_mtu(struct net_device *dev, int mtu);
+bool cxlf_netdev_carrier_ok(struct net_device *dev);
+void cxlf_netdev_get_stats(struct net_device *dev, struct cxlf_netdev_stats *out);
+int cxlf_netdev_send_frame(struct net_device *dev, unsigned int len);
 
 #endif

@@ -250,6 +250,12 @@ extern "C" {
     pub(crate) fn cxlf_netdev_mtu(dev: *mut bindings::net_device) -> c_uint;
     pub(crate) fn cxlf_netdev_tx_all(dev: *mut bindings::net_device, start: bool);
     pub(crate) fn cxlf_skb_free(skb: *mut bindings::sk_buff);
+    pub(crate) fn cxlf_netdev_open(dev: *mut bindings::net_device) -> c_int;
+    pub(crate) fn cxlf_netdev_close(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_set_mtu(dev: *mut bindings::net_device, mtu: c_int) -> c_int;
+    pub(crate) fn cxlf_netdev_carrier_ok(dev: *mut bindings::net_device) -> bool;
+    pub(crate) fn cxlf_netdev_get_stats(dev: *mut bindings::net_device, out: *mut CxlfNetdevStats);
+    pub(crate) fn cxlf_netdev_send_frame(dev: *mut bindings::net_device, len: c_uint) -> c_int;
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
     pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
     pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;

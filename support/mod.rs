@@ -31,7 +31,7 @@
 //! | [`perf`]         | none: counting perf events on a task                     |
 //! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
 //! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
-//! | [`error`]        | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`)        |
+//! | [`error`]        | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`, ...)   |
 //! | [`ratelimit`]    | none (C's `pr_*_ratelimited` are macros)                 |
 //! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
 //! | [`params`]       | `module!` parameters (6.15)                              |

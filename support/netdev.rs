@@ -66,17 +66,15 @@ impl SkBuff {
         unsafe { (*self.raw).len }
     }
 
-    /// Copies the packet into `out` (its first `len()` bytes), fragments
-    /// included.
-    pub(crate) fn copy_to(&self, out: &mut [u8]) -> Result {
-        let len = self.len() as usize;
-        if out.len() < len {
-            return Err(EINVAL);
-        }
+    /// Copies the packet's first bytes (fragments included) into `out`,
+    /// as many as both have; returns how many.
+    pub(crate) fn copy_to(&self, out: &mut [u8]) -> Result<usize> {
+        let len = (self.len() as usize).min(out.len());
         let n = c_int::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `raw` is owned (invariant); `out` has room for `len`
-        // bytes, which the packet has.
-        to_result(unsafe { bindings::skb_copy_bits(self.raw, 0, out.as_mut_ptr().cast(), n) })
+        // bytes, and the packet has at least that many.
+        to_result(unsafe { bindings::skb_copy_bits(self.raw, 0, out.as_mut_ptr().cast(), n) })?;
+        Ok(len)
     }
 }
 
@@ -124,7 +122,7 @@ impl<T: NetDevice> Ops<T> {
 ///
 /// # Invariants
 ///
-/// `parent` is a live device for `'a`.
+/// `parent` is a live device for `'a`, or NULL.
 pub(crate) struct Placement<'a> {
     parent: *mut bindings::device,
     mac: [u8; 6],
@@ -141,6 +139,20 @@ impl<'a> Placement<'a> {
         // INVARIANT: `dev` is borrowed, so live, for 'a.
         Placement {
             parent: dev.as_raw_device(),
+            mac,
+            tx_queues: 1,
+            rx_queues: 1,
+            min_mtu: 68,
+            max_mtu: 1500,
+            _life: core::marker::PhantomData,
+        }
+    }
+
+    /// With no parent device (a virtual interface, or a test's).
+    pub(crate) fn detached(mac: [u8; 6]) -> Placement<'static> {
+        // INVARIANT: no parent to keep alive.
+        Placement {
+            parent: core::ptr::null_mut(),
             mac,
             tx_queues: 1,
             rx_queues: 1,
@@ -233,6 +245,52 @@ impl<T: NetDevice> Registration<T> {
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: registered (invariant).
         unsafe { helpers::cxlf_netdev_mtu(self.raw) }
+    }
+
+    /// Brings the interface up, as `ip link set up` does.
+    pub(crate) fn open(&self) -> Result {
+        // SAFETY: registered (invariant); takes RTNL, so process context.
+        to_result(unsafe { helpers::cxlf_netdev_open(self.raw) })
+    }
+
+    /// Takes the interface down.
+    pub(crate) fn close(&self) {
+        // SAFETY: registered (invariant); takes RTNL.
+        unsafe { helpers::cxlf_netdev_close(self.raw) };
+    }
+
+    /// Sets the MTU as `ip link set mtu` does (the range and the driver
+    /// decide).
+    pub(crate) fn set_mtu(&self, mtu: u32) -> Result {
+        let mtu = c_int::try_from(mtu).map_err(|_| EINVAL)?;
+        // SAFETY: registered (invariant); takes RTNL.
+        to_result(unsafe { helpers::cxlf_netdev_set_mtu(self.raw, mtu) })
+    }
+
+    pub(crate) fn carrier_ok(&self) -> bool {
+        // SAFETY: registered (invariant).
+        unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
+    }
+
+    /// The counters as `ip -s link` reads them.
+    pub(crate) fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        // SAFETY: registered (invariant); `s` is ours for the call.
+        unsafe { helpers::cxlf_netdev_get_stats(self.raw, &mut s) };
+        s
+    }
+
+    /// Sends a zeroed Ethernet frame of `len` bytes to the interface's
+    /// own address through the stack's queueing (for tests).
+    pub(crate) fn send_frame(&self, len: u32) -> Result {
+        // SAFETY: registered (invariant); process context.
+        let rc = unsafe { helpers::cxlf_netdev_send_frame(self.raw, len) };
+        match rc {
+            0 => Ok(()),
+            e if e < 0 => Err(Error::from_errno(e)),
+            // NET_XMIT_DROP and the like: the queue dropped it.
+            _ => Err(super::error::enobufs()),
+        }
     }
 }
 
