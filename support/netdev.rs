@@ -137,22 +137,18 @@ impl<'a> Placement<'a> {
     /// Under `dev`, with one queue pair and a standard MTU.
     pub(crate) fn under(dev: &'a super::pci::Device<'a>, mac: [u8; 6]) -> Placement<'a> {
         // INVARIANT: `dev` is borrowed, so live, for 'a.
-        Placement {
-            parent: dev.as_raw_device(),
-            mac,
-            tx_queues: 1,
-            rx_queues: 1,
-            min_mtu: 68,
-            max_mtu: 1500,
-            _life: core::marker::PhantomData,
-        }
+        Self::with_parent(dev.as_raw_device(), mac)
     }
 
     /// With no parent device (a virtual interface, or a test's).
     pub(crate) fn detached(mac: [u8; 6]) -> Placement<'static> {
         // INVARIANT: no parent to keep alive.
+        Placement::with_parent(core::ptr::null_mut(), mac)
+    }
+
+    fn with_parent(parent: *mut bindings::device, mac: [u8; 6]) -> Placement<'a> {
         Placement {
-            parent: core::ptr::null_mut(),
+            parent,
             mac,
             tx_queues: 1,
             rx_queues: 1,

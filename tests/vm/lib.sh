@@ -3,7 +3,6 @@
 # Every scenario starts from the state a fresh boot leaves (region may
 # exist, modules not loaded) and returns to it.
 dax=/sys/bus/dax/drivers
-
 sys=/sys/class/misc/beluga0.0
 
 # iproute2's ip, not busybox's applet: busybox's shell runs its own applets
