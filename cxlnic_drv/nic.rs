@@ -10,14 +10,19 @@
 //! the mappings, then the claimed BARs, then the enabled device.
 
 use crate::port::Port;
-use crate::ring::device::{DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS};
+use crate::ring::device::{
+    DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS, VECTOR_CONFIG,
+};
 use crate::ring::layout::VERSION;
 use crate::support::coherent::DeviceMem;
 use crate::support::driver::Driver;
+use crate::support::irq;
 use crate::support::netdev::{self, Placement};
 use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
 
 /// ivshmem's PCI ids (QEMU's `ivshmem-doorbell`).
 const IVSHMEM_VENDOR: u16 = 0x1af4;
@@ -27,10 +32,32 @@ const BAR_REGS: u32 = 0;
 const BAR_MSIX: u32 = 1;
 const BAR_MEM: u32 = 2;
 
+/// ivshmem's registers in BAR0: this guest's peer id, and the doorbell
+/// (`peer << 16 | vector` rings that peer's vector).
+const REG_IVPOSITION: usize = 8;
+const REG_DOORBELL: usize = 12;
+/// How long probe waits for its own test interrupt.
+const IRQ_TEST_MS: u32 = 500;
+
+/// Vector 0's handler: the device's config answers and link changes.
+#[derive(Default)]
+pub(crate) struct ConfigIrq {
+    count: AtomicU64,
+}
+
+impl irq::Handler for ConfigIrq {
+    fn handle(this: ArcBorrow<'_, Self>) -> bool {
+        this.count.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+}
+
 /// One bound CXL-NIC.
 pub(crate) struct Nic {
     // First to go: the stack stops using the port before the device does.
     port: netdev::Registration<Port>,
+    // Freed before the vectors it is on.
+    _config_irq: irq::Registration<ConfigIrq>,
     // Held for the queues (next): vectors, doorbell, device memory.
     _vectors: IrqVectors,
     _regs: IoMem,
@@ -65,6 +92,27 @@ impl Nic {
     }
 }
 
+impl Nic {
+    /// Rings this guest's own vector 0 through the doorbell and waits for
+    /// the interrupt: MSI-X works end to end, or the NIC is not usable.
+    fn test_interrupt(dev: &Device<'_>, regs: &IoMem, config: &ConfigIrq) -> Result {
+        let me = regs.read32(REG_IVPOSITION)?;
+        let before = config.count.load(Ordering::Relaxed);
+        regs.write32(REG_DOORBELL, (me << 16) | VECTOR_CONFIG)?;
+        for _ in 0..IRQ_TEST_MS {
+            if config.count.load(Ordering::Relaxed) > before {
+                return Ok(());
+            }
+            crate::support::time::sleep_ms_interruptible(1)?;
+        }
+        dev_info(
+            dev,
+            format_args!("MSI-X vector 0 did not arrive within {} ms\n", IRQ_TEST_MS),
+        );
+        Err(EIO)
+    }
+}
+
 fn dev_info(dev: &Device<'_>, args: core::fmt::Arguments<'_>) {
     pr_info!("{}: {}", dev.name(), args);
 }
@@ -95,6 +143,13 @@ impl Driver<PciBus> for Nic {
         let regs = IoMem::map(dev, BAR_REGS)?;
         dev.set_master();
         let vectors = dev.alloc_msix(VECTORS)?;
+        let config = Arc::new(ConfigIrq::default(), GFP_KERNEL)?;
+        let config_irq = irq::Registration::request(
+            vectors.irq(VECTOR_CONFIG)?,
+            c_str!("cxlnic_drv"),
+            config.clone(),
+        )?;
+        Self::test_interrupt(dev, &regs, &config)?;
         let m = header.mac;
         dev_info(
             dev,
@@ -119,6 +174,7 @@ impl Driver<PciBus> for Nic {
         Ok(KBox::pin(
             Nic {
                 port,
+                _config_irq: config_irq,
                 _vectors: vectors,
                 _regs: regs,
                 _mem: mem,

@@ -18,6 +18,7 @@
 //! | [`driver`]       | `kernel::driver::Registration` (6.13)                    |
 //! | [`dax`]          | none; a [`driver`] bus like `kernel::platform`           |
 //! | [`pci`]          | `kernel::pci` (6.14-6.17): driver, BARs, MSI-X vectors   |
+//! | [`irq`]          | `kernel::irq::Registration` (6.17), `Arc` handlers      |
 //! | [`netdev`]       | none (2023 RFC `kernel::net::Device`): Ethernet devices |
 //! | [`coherent`]     | `io::mem::IoMem` (6.16) maps uncached; WB atomics: none  |
 //! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
@@ -58,6 +59,7 @@ pub(crate) mod error;
 pub(crate) mod fs;
 mod helpers;
 pub(crate) mod hrtimer;
+pub(crate) mod irq;
 pub(crate) mod kunit;
 pub(crate) mod kvec;
 pub(crate) mod miscdevice;

@@ -16,9 +16,14 @@ done
 test $n = 2
 
 # cxlnic_drv binds both NICs and declines the pool; unloading unbinds.
+# Binding rings each NIC's own vector 0 and waits for it: MSI-X works.
 insmod /lib/cxlfabric/cxlnic_drv.ko
 drv=/sys/bus/pci/drivers/cxlnic_drv
 test "$(ls $drv | grep -c '^0000:')" = 2
+test "$(grep -c ' cxlnic_drv$' /proc/interrupts)" = 2
+for n in $(grep ' cxlnic_drv$' /proc/interrupts | awk '{ print $2 + $3 }'); do
+	test "$n" -ge 1
+done
 pool=$(dirname "$(daxio ivshmem)")
 test ! -e $pool/driver
 test "$(dmesg | grep -c 'CXL-NIC v1, 8 queue pairs')" -ge 2
