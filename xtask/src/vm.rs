@@ -518,10 +518,9 @@ fn boot_once(
     let mut told = vec![0usize; children.len()];
     loop {
         for (i, (host, child)) in children.iter_mut().enumerate() {
-            if statuses[i].is_none()
-                && !killed[i]
-                && GuestReport::parse(&results_of(*host)).kill_requested
-            {
+            // One read of what the guest asked for, every 200 ms.
+            let report = GuestReport::parse(&results_of(*host));
+            if statuses[i].is_none() && !killed[i] && report.kill_requested {
                 // `timeout` leads a process group with QEMU in it: kill
                 // both at once, like a machine losing power.
                 let _ = Command::new("kill")
@@ -529,18 +528,16 @@ fn boot_once(
                     .status();
                 killed[i] = true;
             }
-            let pokes = GuestReport::parse(&results_of(*host)).pokes;
-            for poke in pokes.iter().skip(poked[i]) {
+            for poke in report.pokes.iter().skip(poked[i]) {
                 apply_poke(run_dir, poke)?;
             }
-            poked[i] = pokes.len();
-            let nic_cmds = GuestReport::parse(&results_of(*host)).nic;
-            for c in nic_cmds.iter().skip(told[i]) {
+            poked[i] = report.pokes.len();
+            for c in report.nic.iter().skip(told[i]) {
                 if let Err(e) = nic.command(c) {
                     eprintln!("vm: host {host}: {e:#}");
                 }
             }
-            told[i] = nic_cmds.len();
+            told[i] = report.nic.len();
             if statuses[i].is_none() {
                 statuses[i] = child.try_wait()?;
             }

@@ -22,7 +22,7 @@
 //! `VECTOR_QUEUE0 + q` for queue `q`.
 
 use super::index::RingSize;
-use super::layout::{COMPLETION_BYTES, DESC_BYTES, LINE_BYTES};
+use super::layout::{bytes_at, le32, le64, put, COMPLETION_BYTES, DESC_BYTES, LINE_BYTES};
 
 /// Where the header, the config and the counters start in BAR2.
 pub const HEADER_OFFSET: u64 = 0;
@@ -373,30 +373,6 @@ fn check_queue(
     Ok(())
 }
 
-// Little-endian encoding, for both sides' accessors.
-
-fn get<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    let mut w = [0u8; N];
-    if let Some(s) = b.get(at..at.saturating_add(N)) {
-        w.copy_from_slice(s);
-    }
-    w
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(get(b, at))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(get(b, at))
-}
-
-fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
-        d.copy_from_slice(v);
-    }
-}
-
 /// Offsets of `DeviceHeader`'s fields the two sides access one at a time
 /// (the device updates them while the driver runs).
 pub mod header {
@@ -443,20 +419,20 @@ impl DeviceHeader {
 
     pub fn decode(b: &[u8; HEADER_BYTES]) -> DeviceHeader {
         DeviceHeader {
-            signature: get(b, 0),
-            version: u32_at(b, 8),
-            queues_max: u32_at(b, 12),
-            mac: get(b, 16),
-            bar_bytes: u64_at(b, 24),
-            data_offset: u64_at(b, 32),
-            host_bytes: u64_at(b, 40),
-            modes: u32_at(b, 48),
-            doorbell_peer: u32_at(b, 52),
-            link: u32_at(b, header::LINK),
-            heartbeat: u32_at(b, header::HEARTBEAT),
-            cfg_ack: u32_at(b, header::CFG_ACK),
-            cfg_status: u32_at(b, header::CFG_STATUS),
-            speed_mbps: u32_at(b, 72),
+            signature: bytes_at(b, 0),
+            version: le32(b, 8),
+            queues_max: le32(b, 12),
+            mac: bytes_at(b, 16),
+            bar_bytes: le64(b, 24),
+            data_offset: le64(b, 32),
+            host_bytes: le64(b, 40),
+            modes: le32(b, 48),
+            doorbell_peer: le32(b, 52),
+            link: le32(b, header::LINK),
+            heartbeat: le32(b, header::HEARTBEAT),
+            cfg_ack: le32(b, header::CFG_ACK),
+            cfg_status: le32(b, header::CFG_STATUS),
+            speed_mbps: le32(b, 72),
             _reserved: [0; 13],
         }
     }
@@ -471,9 +447,9 @@ impl Loc {
 
     fn decode_from(b: &[u8], at: usize) -> Loc {
         Loc {
-            space: u32_at(b, at),
-            _pad: u32_at(b, at.saturating_add(4)),
-            addr: u64_at(b, at.saturating_add(8)),
+            space: le32(b, at),
+            _pad: le32(b, at.saturating_add(4)),
+            addr: le64(b, at.saturating_add(8)),
         }
     }
 }
@@ -510,9 +486,9 @@ impl QueueConfig {
             device_line: loc(4),
             tx_area: loc(5),
             rx_area: loc(6),
-            tx_area_len: u32_at(b, at.saturating_add(112)),
-            rx_area_len: u32_at(b, at.saturating_add(116)),
-            _pad: u64_at(b, at.saturating_add(120)),
+            tx_area_len: le32(b, at.saturating_add(112)),
+            rx_area_len: le32(b, at.saturating_add(116)),
+            _pad: le64(b, at.saturating_add(120)),
         }
     }
 }
@@ -551,17 +527,17 @@ impl DriverConfig {
 
     pub fn decode(b: &[u8; CONFIG_BYTES]) -> DriverConfig {
         let mut c = DriverConfig {
-            gen: u32_at(b, 0),
-            mode: u32_at(b, 4),
-            queues: u32_at(b, 8),
-            tx_size: u32_at(b, 12),
-            rx_size: u32_at(b, 16),
-            batch: u32_at(b, 20),
-            flags: u32_at(b, 24),
+            gen: le32(b, 0),
+            mode: le32(b, 4),
+            queues: le32(b, 8),
+            tx_size: le32(b, 12),
+            rx_size: le32(b, 16),
+            batch: le32(b, 20),
+            flags: le32(b, 24),
             ..DriverConfig::default()
         };
         for (i, r) in c._reserved.iter_mut().enumerate() {
-            *r = u32_at(b, 28usize.saturating_add(i.saturating_mul(4)));
+            *r = le32(b, 28usize.saturating_add(i.saturating_mul(4)));
         }
         for (i, q) in c.queue.iter_mut().enumerate() {
             let at = CONFIG_HEAD_BYTES.saturating_add(i.saturating_mul(QUEUE_CONFIG_BYTES));
@@ -602,6 +578,6 @@ impl QueueStats {
     }
 
     pub fn decode(b: &[u8; QUEUE_STATS_BYTES]) -> [u64; 15] {
-        core::array::from_fn(|i| u64_at(b, i.saturating_mul(8)))
+        core::array::from_fn(|i| le64(b, i.saturating_mul(8)))
     }
 }

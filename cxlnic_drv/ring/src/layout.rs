@@ -94,23 +94,26 @@ const _: () = assert!(core::mem::size_of::<RxCompletion>() == COMPLETION_BYTES);
 const _: () = assert!(core::mem::size_of::<DriverLine>() <= LINE_BYTES);
 const _: () = assert!(core::mem::size_of::<DeviceLine>() <= LINE_BYTES);
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(s) = b.get(at..at.saturating_add(4)) {
+// Little-endian encoding, for this file's records and `device`'s.
+
+/// `N` bytes of `b` at `at` (zeros past its end).
+pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut w = [0u8; N];
+    if let Some(s) = b.get(at..at.saturating_add(N)) {
         w.copy_from_slice(s);
     }
-    u32::from_le_bytes(w)
+    w
 }
 
-fn le64(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    if let Some(s) = b.get(at..at.saturating_add(8)) {
-        w.copy_from_slice(s);
-    }
-    u64::from_le_bytes(w)
+pub(crate) fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes_at(b, at))
 }
 
-fn put(b: &mut [u8], at: usize, v: &[u8]) {
+pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes_at(b, at))
+}
+
+pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
     if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
         d.copy_from_slice(v);
     }

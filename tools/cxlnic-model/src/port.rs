@@ -265,39 +265,32 @@ impl Port {
         }
     }
 
-    fn read_at(&self, loc: &Loc, off: u64, out: &mut [u8]) -> Result<()> {
+    /// Where `len` bytes at `off` past `loc` are (`at`, with the offset).
+    fn resolve(&self, loc: &Loc, off: u64, len: u64) -> Result<(&Shared, u64)> {
         let addr = Loc {
             addr: loc.addr.checked_add(off).context("address overflow")?,
             ..*loc
         };
-        let (mem, at) = self.at(&addr, out.len() as u64).context("unreachable")?;
+        self.at(&addr, len).context("unreachable")
+    }
+
+    fn read_at(&self, loc: &Loc, off: u64, out: &mut [u8]) -> Result<()> {
+        let (mem, at) = self.resolve(loc, off, out.len() as u64)?;
         mem.read(at, out)
     }
 
     fn write_at(&self, loc: &Loc, off: u64, data: &[u8]) -> Result<()> {
-        let addr = Loc {
-            addr: loc.addr.checked_add(off).context("address overflow")?,
-            ..*loc
-        };
-        let (mem, at) = self.at(&addr, data.len() as u64).context("unreachable")?;
+        let (mem, at) = self.resolve(loc, off, data.len() as u64)?;
         mem.write(at, data)
     }
 
     fn load_at(&self, loc: &Loc, off: u64) -> Result<u32> {
-        let addr = Loc {
-            addr: loc.addr.checked_add(off).context("address overflow")?,
-            ..*loc
-        };
-        let (mem, at) = self.at(&addr, 4).context("unreachable")?;
+        let (mem, at) = self.resolve(loc, off, 4)?;
         mem.load(at)
     }
 
     fn store_at(&self, loc: &Loc, off: u64, v: u32) -> Result<()> {
-        let addr = Loc {
-            addr: loc.addr.checked_add(off).context("address overflow")?,
-            ..*loc
-        };
-        let (mem, at) = self.at(&addr, 4).context("unreachable")?;
+        let (mem, at) = self.resolve(loc, off, 4)?;
         mem.store(at, v)
     }
 

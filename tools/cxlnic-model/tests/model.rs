@@ -108,6 +108,18 @@ impl Bed {
     }
 }
 
+/// Two linked ports, each configured in `mode` (8-entry rings, one
+/// queue pair) by its driver, and the answers taken.
+fn configured(mode: u32) -> (Bed, Driver, Driver) {
+    let mut b = bed(1);
+    let mut tx = b.driver(0, mode, 8, 1);
+    let mut rx = b.driver(1, mode, 8, 1);
+    tx.configure();
+    rx.configure();
+    b.pass(2);
+    (b, tx, rx)
+}
+
 fn nonblock(fds: &[OwnedFd]) {
     for fd in fds {
         let flags = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::F_GETFL).unwrap();
@@ -261,12 +273,7 @@ fn inline_tags_need_no_tail() {
 
 #[test]
 fn the_device_polls_only_with_a_doorbell_in_pcie_mode() {
-    let mut b = bed(1);
-    let mut tx = b.driver(0, MODE_PCIE, 8, 1);
-    let mut rx = b.driver(1, MODE_PCIE, 8, 1);
-    tx.configure();
-    rx.configure();
-    b.pass(2);
+    let (mut b, mut tx, mut rx) = configured(MODE_PCIE);
     rx.post_rx(0);
     assert!(tx.send(0, &frame(100, 0)));
     tx.flush(0);
@@ -279,13 +286,8 @@ fn the_device_polls_only_with_a_doorbell_in_pcie_mode() {
 
 #[test]
 fn interrupts_come_only_when_asked() {
-    let mut b = bed(1);
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
     nonblock(&b.clients[1].own);
-    let mut tx = b.driver(0, MODE_TYPE1, 8, 1);
-    let mut rx = b.driver(1, MODE_TYPE1, 8, 1);
-    tx.configure();
-    rx.configure();
-    b.pass(2);
     b.irqs(1, VECTOR_QUEUE0);
     rx.post_rx(0);
     tx.send(0, &frame(100, 0));
@@ -302,12 +304,7 @@ fn interrupts_come_only_when_asked() {
 
 #[test]
 fn hostile_descriptors_are_dropped_and_counted() {
-    let mut b = bed(1);
-    let mut tx = b.driver(0, MODE_TYPE1, 8, 1);
-    let mut rx = b.driver(1, MODE_TYPE1, 8, 1);
-    tx.configure();
-    rx.configure();
-    b.pass(2);
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
     rx.post_rx(0);
     // A descriptor pointing past its area, one too long, one good.
     let cfg = tx.queues[0].cfg;
@@ -340,12 +337,7 @@ fn hostile_descriptors_are_dropped_and_counted() {
 
 #[test]
 fn a_bad_rx_buffer_is_skipped_and_the_frame_takes_the_next() {
-    let mut b = bed(1);
-    let mut tx = b.driver(0, MODE_TYPE1, 8, 1);
-    let mut rx = b.driver(1, MODE_TYPE1, 8, 1);
-    tx.configure();
-    rx.configure();
-    b.pass(2);
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
     // Entry 0 points past the RX area; the rest are good.
     let rcfg = rx.queues[0].cfg;
     let e = rx.queues[0].rx.next().unwrap();
@@ -369,12 +361,7 @@ fn a_bad_rx_buffer_is_skipped_and_the_frame_takes_the_next() {
 
 #[test]
 fn a_faulty_device_is_caught_by_the_driver_checks() {
-    let mut b = bed(1);
-    let mut tx = b.driver(0, MODE_TYPE1, 8, 1);
-    let mut rx = b.driver(1, MODE_TYPE1, 8, 1);
-    tx.configure();
-    rx.configure();
-    b.pass(2);
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
     rx.post_rx(0);
     for f in [Inject::CompletionLength, Inject::CompletionTag] {
         b.model.command(Command::Inject { port: 1, fault: f });
