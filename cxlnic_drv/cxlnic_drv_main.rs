@@ -2,16 +2,20 @@
 
 //! CXL-NIC: net_device with descriptor rings in coherent memory
 //!
-//! Binds the CXL-NICs the device model serves (`nic.rs`); the net_device,
-//! its queues and modes follow (issue #11).
+//! Binds the CXL-NICs the device model serves (`nic.rs`), one network
+//! interface per NIC (`port.rs`) whose queue pairs (`queue.rs`) live in
+//! host or device memory as the mode says.
 
 use kernel::prelude::*;
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod config;
+mod io;
 mod nic;
 mod port;
+mod queue;
 mod ring;
 
 module! {
@@ -21,6 +25,11 @@ module! {
     description: "CXL-NIC: net_device with descriptor rings in coherent memory",
     license: "GPL",
 }
+
+support::params::module_param_string!(
+    /// The queue mode of NICs bound from now on.
+    mode
+);
 
 struct CxlnicDrv {
     _pci: Pin<KBox<support::pci::PciDriverRegistration<nic::Nic>>>,

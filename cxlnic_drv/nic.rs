@@ -9,12 +9,13 @@
 //! Teardown is by drop order of [`Nic`]'s fields: interrupt vectors, then
 //! the mappings, then the claimed BARs, then the enabled device.
 
-use crate::port::Port;
+use crate::io::{NicIo, REG_DOORBELL, REG_IVPOSITION};
+use crate::port::{self, Port};
 use crate::ring::device::{
-    DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS, VECTOR_CONFIG,
+    mode_bit, DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS, VECTOR_CONFIG,
 };
 use crate::ring::layout::VERSION;
-use crate::support::coherent::DeviceMem;
+use crate::support::coherent::{Coherent, DeviceMem};
 use crate::support::driver::Driver;
 use crate::support::irq;
 use crate::support::netdev::{self, Placement};
@@ -32,10 +33,6 @@ const BAR_REGS: u32 = 0;
 const BAR_MSIX: u32 = 1;
 const BAR_MEM: u32 = 2;
 
-/// ivshmem's registers in BAR0: this guest's peer id, and the doorbell
-/// (`peer << 16 | vector` rings that peer's vector).
-const REG_IVPOSITION: usize = 8;
-const REG_DOORBELL: usize = 12;
 /// How long probe waits for its own test interrupt.
 const IRQ_TEST_MS: u32 = 500;
 
@@ -58,10 +55,9 @@ pub(crate) struct Nic {
     port: netdev::Registration<Port>,
     // Freed before the vectors it is on.
     _config_irq: irq::Registration<ConfigIrq>,
-    // Held for the queues (next): vectors, doorbell, device memory.
+    // What the port's queues use: mappings, DMA, vector numbers.
+    _io: Arc<NicIo>,
     _vectors: IrqVectors,
-    _regs: IoMem,
-    _mem: DeviceMem,
     _regs_region: Region,
     _mem_region: Region,
     _enabled: Enabled,
@@ -113,6 +109,37 @@ impl Nic {
     }
 }
 
+impl Nic {
+    /// The mode the `mode` parameter names, if the device has it.
+    fn mode(dev: &Device<'_>, header: &DeviceHeader) -> Result<u32> {
+        let name = crate::mode();
+        let mode = match name.as_bytes() {
+            b"" | b"type1" => crate::ring::device::MODE_TYPE1,
+            b"type2" => crate::ring::device::MODE_TYPE2,
+            b"pcie" => crate::ring::device::MODE_PCIE,
+            _ => {
+                dev_info(
+                    dev,
+                    format_args!("mode={} is not type1, type2 or pcie\n", name),
+                );
+                return Err(EINVAL);
+            }
+        };
+        if header.modes & mode_bit(mode) == 0 {
+            dev_info(
+                dev,
+                format_args!(
+                    "the device has no {} mode (modes {:#x})\n",
+                    port::mode_name(mode),
+                    header.modes
+                ),
+            );
+            return Err(ENODEV);
+        }
+        Ok(mode)
+    }
+}
+
 fn dev_info(dev: &Device<'_>, args: core::fmt::Arguments<'_>) {
     pr_info!("{}: {}", dev.name(), args);
 }
@@ -150,6 +177,20 @@ impl Driver<PciBus> for Nic {
             config.clone(),
         )?;
         Self::test_interrupt(dev, &regs, &config)?;
+        let mode = Self::mode(dev, &header)?;
+        let dma = dev.dma_device();
+        // The device reaches host memory from 0 up to `host_bytes`: keep
+        // DMA memory below the largest power of two within it.
+        let bits = 63u32.saturating_sub(header.host_bytes.leading_zeros());
+        if header.host_bytes > 0 {
+            dma.set_mask(bits.clamp(12, 64)).inspect_err(|_| {
+                dev_info(dev, format_args!("no DMA below 2^{}\n", bits));
+            })?;
+        }
+        let mut irqs = [0u32; VECTORS as usize];
+        for (v, irq) in irqs.iter_mut().enumerate() {
+            *irq = vectors.irq(v as u32)?;
+        }
         let m = header.mac;
         dev_info(
             dev,
@@ -169,15 +210,35 @@ impl Driver<PciBus> for Nic {
         let at = Placement::under(dev, [m[0], m[1], m[2], m[3], m[4], m[5]])
             .queues(queues, queues)
             .mtu_range(min_mtu, max_mtu);
-        let port = netdev::Registration::register(Port::new()?, &at)?;
-        dev_info(dev, format_args!("{}: MTU {}\n", port.name(), port.mtu()));
+        let io = Arc::new(
+            NicIo::new(
+                mem,
+                regs,
+                dma,
+                header.doorbell_peer,
+                header.host_bytes,
+                irqs,
+            )?,
+            GFP_KERNEL,
+        )?;
+        let settings = port::default_settings(mode, queues);
+        let port = netdev::Registration::register(Port::new(io.clone(), queues, settings)?, &at)?;
+        dev_info(
+            dev,
+            format_args!(
+                "{}: MTU {}, {} mode, {} queue pairs\n",
+                port.name(),
+                port.mtu(),
+                port::mode_name(mode),
+                settings.queues
+            ),
+        );
         Ok(KBox::pin(
             Nic {
                 port,
                 _config_irq: config_irq,
+                _io: io,
                 _vectors: vectors,
-                _regs: regs,
-                _mem: mem,
                 _regs_region: regs_region,
                 _mem_region: mem_region,
                 _enabled: enabled,

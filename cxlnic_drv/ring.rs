@@ -18,5 +18,8 @@ pub(crate) mod index;
 #[path = "ring/src/layout.rs"]
 pub(crate) mod layout;
 #[allow(unreachable_pub)]
+#[path = "ring/src/plan.rs"]
+pub(crate) mod plan;
+#[allow(unreachable_pub)]
 #[path = "ring/src/queue.rs"]
 pub(crate) mod queue;

@@ -31,7 +31,7 @@ use support::kunit::{in_kunit_test, suite_name};
 use support::miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration};
 use support::mm::{self, VmaNew};
 use support::netdev::{
-    NetDevice, Placement, Registration as NetRegistration, SkBuff, Stats as NetStats,
+    NetDevice, Netdev, Placement, Registration as NetRegistration, SkBuff, Stats as NetStats,
 };
 use support::page::alloc_filled_page;
 use support::pci::{PciBus, PciDriverRegistration};
@@ -651,17 +651,22 @@ struct TestIf {
 }
 
 impl NetDevice for TestIf {
-    fn open(this: &Arc<Self>) -> Result {
+    fn open(this: &Arc<Self>, _dev: &Netdev<'_>) -> Result {
         this.opens.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    fn stop(this: &Arc<Self>) -> Result {
+    fn stop(this: &Arc<Self>, _dev: &Netdev<'_>) -> Result {
         this.stops.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    fn start_xmit(this: &Arc<Self>, skb: SkBuff, _queue: u16) -> core::result::Result<(), SkBuff> {
+    fn start_xmit(
+        this: &Arc<Self>,
+        _dev: &Netdev<'_>,
+        skb: SkBuff,
+        _queue: u16,
+    ) -> core::result::Result<(), SkBuff> {
         let mut head = [0u8; 14];
         // The frame is addressed to the interface itself.
         if skb.copy_to(&mut head) == Ok(14) && head[..6] == [2, 0, 0, 0, 0, 1] {
@@ -675,7 +680,7 @@ impl NetDevice for TestIf {
         stats.tx_packets = this.sent.load(Ordering::Relaxed);
     }
 
-    fn change_mtu(this: &Arc<Self>, mtu: u32) -> Result {
+    fn change_mtu(this: &Arc<Self>, _dev: &Netdev<'_>, mtu: u32) -> Result {
         this.mtu.store(u64::from(mtu), Ordering::Relaxed);
         Ok(())
     }

@@ -954,17 +954,17 @@ static const struct cxlf_netdev_ops *cxlf_nd_ops(struct net_device *dev)
 
 static int cxlf_nd_open(struct net_device *dev)
 {
-	return cxlf_nd_ops(dev)->open(cxlf_nd_data(dev));
+	return cxlf_nd_ops(dev)->open(cxlf_nd_data(dev), dev);
 }
 
 static int cxlf_nd_stop(struct net_device *dev)
 {
-	return cxlf_nd_ops(dev)->stop(cxlf_nd_data(dev));
+	return cxlf_nd_ops(dev)->stop(cxlf_nd_data(dev), dev);
 }
 
 static netdev_tx_t cxlf_nd_xmit(struct sk_buff *skb, struct net_device *dev)
 {
-	return cxlf_nd_ops(dev)->xmit(cxlf_nd_data(dev), skb,
+	return cxlf_nd_ops(dev)->xmit(cxlf_nd_data(dev), dev, skb,
 				       skb_get_queue_mapping(skb)) ?
 		       NETDEV_TX_BUSY : NETDEV_TX_OK;
 }
@@ -986,7 +986,7 @@ static void cxlf_nd_stats(struct net_device *dev, struct rtnl_link_stats64 *s)
 
 static int cxlf_nd_change_mtu(struct net_device *dev, int mtu)
 {
-	int err = cxlf_nd_ops(dev)->change_mtu(cxlf_nd_data(dev), mtu);
+	int err = cxlf_nd_ops(dev)->change_mtu(cxlf_nd_data(dev), dev, mtu);
 
 	if (!err)
 		WRITE_ONCE(dev->mtu, mtu);
@@ -1164,4 +1164,141 @@ int cxlf_netdev_send_frame(struct net_device *dev, unsigned int len)
 	skb->dev = dev;
 	skb->protocol = eth->h_proto;
 	return dev_queue_xmit(skb);
+}
+
+/*
+ * A reference on a net_device for an object that outlives a callback
+ * (unregistering waits for it). In C: dev_hold/dev_put are inlines.
+ */
+void cxlf_netdev_hold(struct net_device *dev)
+{
+	dev_hold(dev);
+}
+
+void cxlf_netdev_put(struct net_device *dev)
+{
+	dev_put(dev);
+}
+
+/* TX queue `q`: stop, wake, query. In C: static inlines over the queue. */
+void cxlf_netdev_txq_stop(struct net_device *dev, u16 q)
+{
+	netif_tx_stop_queue(netdev_get_tx_queue(dev, q));
+}
+
+void cxlf_netdev_txq_wake(struct net_device *dev, u16 q)
+{
+	netif_tx_wake_queue(netdev_get_tx_queue(dev, q));
+}
+
+bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q)
+{
+	return netif_tx_queue_stopped(netdev_get_tx_queue(dev, q));
+}
+
+/* Stops every TX queue and waits out transmits in progress. */
+void cxlf_netdev_tx_disable(struct net_device *dev)
+{
+	netif_tx_disable(dev);
+}
+
+/* Whether the stack has more packets for this queue right now. */
+bool cxlf_netdev_xmit_more(void)
+{
+	return netdev_xmit_more();
+}
+
+/* The queues the stack uses (of those allocated); under RTNL or before
+ * registering. */
+int cxlf_netdev_set_queues(struct net_device *dev, unsigned int txq,
+			   unsigned int rxq)
+{
+	int err = netif_set_real_num_tx_queues(dev, txq);
+
+	return err ? err : netif_set_real_num_rx_queues(dev, rxq);
+}
+
+/*
+ * NAPI. The napi_struct sits in a C allocation with the Rust side's poll
+ * function and data pointer; the poll trampoline finds them by
+ * container_of. napi_schedule, napi_complete_done and the skb building
+ * are static inlines.
+ */
+struct cxlf_napi {
+	struct napi_struct napi;
+	int (*poll)(void *data, struct napi_struct *napi, int budget);
+	void *data;
+};
+
+static int cxlf_napi_poll(struct napi_struct *napi, int budget)
+{
+	struct cxlf_napi *n = container_of(napi, struct cxlf_napi, napi);
+
+	return n->poll(n->data, napi, budget);
+}
+
+/* A NAPI context on `dev`, disabled; NULL without memory. */
+struct napi_struct *cxlf_napi_add(struct net_device *dev,
+				  int (*poll)(void *, struct napi_struct *, int),
+				  void *data)
+{
+	struct cxlf_napi *n = kzalloc(sizeof(*n), GFP_KERNEL);
+
+	if (!n)
+		return NULL;
+	n->poll = poll;
+	n->data = data;
+	netif_napi_add(dev, &n->napi, cxlf_napi_poll);
+	return &n->napi;
+}
+
+/* Removes a disabled context (waiting out an RCU grace period) and
+ * frees it. */
+void cxlf_napi_del(struct napi_struct *napi)
+{
+	netif_napi_del(napi);
+	kfree(container_of(napi, struct cxlf_napi, napi));
+}
+
+void cxlf_napi_enable(struct napi_struct *napi)
+{
+	napi_enable(napi);
+}
+
+void cxlf_napi_disable(struct napi_struct *napi)
+{
+	napi_disable(napi);
+}
+
+void cxlf_napi_schedule(struct napi_struct *napi)
+{
+	napi_schedule(napi);
+}
+
+bool cxlf_napi_complete_done(struct napi_struct *napi, int work)
+{
+	return napi_complete_done(napi, work);
+}
+
+/* The device a context is on (for the poll's TX side). */
+struct net_device *cxlf_napi_dev(struct napi_struct *napi)
+{
+	return napi->dev;
+}
+
+/*
+ * Hands `len` bytes at `data` (a frame the device wrote) to the stack as
+ * a received Ethernet frame, through GRO. -ENOMEM if no buffer.
+ */
+int cxlf_napi_receive(struct napi_struct *napi, const void *data,
+		      unsigned int len)
+{
+	struct sk_buff *skb = napi_alloc_skb(napi, len);
+
+	if (!skb)
+		return -ENOMEM;
+	skb_put_data(skb, data, len);
+	skb->protocol = eth_type_trans(skb, napi->dev);
+	napi_gro_receive(napi, skb);
+	return 0;
 }

@@ -180,12 +180,13 @@ struct cxlf_netdev_stats {
 	u64 rx_errors, tx_errors, rx_dropped, tx_dropped;
 };
 struct cxlf_netdev_ops {
-	int (*open)(void *data);
-	int (*stop)(void *data);
+	int (*open)(void *data, struct net_device *dev);
+	int (*stop)(void *data, struct net_device *dev);
 	/* 0: taken (sent or dropped); nonzero: busy, keep it queued. */
-	int (*xmit)(void *data, struct sk_buff *skb, u16 queue);
+	int (*xmit)(void *data, struct net_device *dev, struct sk_buff *skb,
+		    u16 queue);
 	void (*stats)(void *data, struct cxlf_netdev_stats *stats);
-	int (*change_mtu)(void *data, int mtu);
+	int (*change_mtu)(void *data, struct net_device *dev, int mtu);
 	void (*drvinfo)(void *data, struct ethtool_drvinfo *info);
 };
 struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
@@ -205,5 +206,26 @@ int cxlf_netdev_set_mtu(struct net_device *dev, int mtu);
 bool cxlf_netdev_carrier_ok(struct net_device *dev);
 void cxlf_netdev_get_stats(struct net_device *dev, struct cxlf_netdev_stats *out);
 int cxlf_netdev_send_frame(struct net_device *dev, unsigned int len);
+void cxlf_netdev_hold(struct net_device *dev);
+void cxlf_netdev_put(struct net_device *dev);
+void cxlf_netdev_txq_stop(struct net_device *dev, u16 q);
+void cxlf_netdev_txq_wake(struct net_device *dev, u16 q);
+bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q);
+void cxlf_netdev_tx_disable(struct net_device *dev);
+bool cxlf_netdev_xmit_more(void);
+int cxlf_netdev_set_queues(struct net_device *dev, unsigned int txq,
+			   unsigned int rxq);
+struct napi_struct;
+struct napi_struct *cxlf_napi_add(struct net_device *dev,
+				  int (*poll)(void *, struct napi_struct *, int),
+				  void *data);
+void cxlf_napi_del(struct napi_struct *napi);
+void cxlf_napi_enable(struct napi_struct *napi);
+void cxlf_napi_disable(struct napi_struct *napi);
+void cxlf_napi_schedule(struct napi_struct *napi);
+bool cxlf_napi_complete_done(struct napi_struct *napi, int work);
+struct net_device *cxlf_napi_dev(struct napi_struct *napi);
+int cxlf_napi_receive(struct napi_struct *napi, const void *data,
+		      unsigned int len);
 
 #endif

@@ -62,12 +62,19 @@ pub(crate) struct CxlfNetdevStats {
 /// driver's data pointer.
 #[repr(C)]
 pub(crate) struct CxlfNetdevOps {
-    pub(crate) open: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
-    pub(crate) stop: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
-    pub(crate) xmit:
-        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::sk_buff, u16) -> c_int>,
+    pub(crate) open: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device) -> c_int>,
+    pub(crate) stop: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device) -> c_int>,
+    pub(crate) xmit: Option<
+        unsafe extern "C" fn(
+            *mut c_void,
+            *mut bindings::net_device,
+            *mut bindings::sk_buff,
+            u16,
+        ) -> c_int,
+    >,
     pub(crate) stats: Option<unsafe extern "C" fn(*mut c_void, *mut CxlfNetdevStats)>,
-    pub(crate) change_mtu: Option<unsafe extern "C" fn(*mut c_void, c_int) -> c_int>,
+    pub(crate) change_mtu:
+        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device, c_int) -> c_int>,
     pub(crate) drvinfo: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::ethtool_drvinfo)>,
 }
 
@@ -256,6 +263,34 @@ extern "C" {
     pub(crate) fn cxlf_netdev_carrier_ok(dev: *mut bindings::net_device) -> bool;
     pub(crate) fn cxlf_netdev_get_stats(dev: *mut bindings::net_device, out: *mut CxlfNetdevStats);
     pub(crate) fn cxlf_netdev_send_frame(dev: *mut bindings::net_device, len: c_uint) -> c_int;
+    pub(crate) fn cxlf_netdev_hold(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_put(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_txq_stop(dev: *mut bindings::net_device, q: u16);
+    pub(crate) fn cxlf_netdev_txq_wake(dev: *mut bindings::net_device, q: u16);
+    pub(crate) fn cxlf_netdev_txq_stopped(dev: *mut bindings::net_device, q: u16) -> bool;
+    pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_xmit_more() -> bool;
+    pub(crate) fn cxlf_netdev_set_queues(
+        dev: *mut bindings::net_device,
+        txq: c_uint,
+        rxq: c_uint,
+    ) -> c_int;
+    pub(crate) fn cxlf_napi_add(
+        dev: *mut bindings::net_device,
+        poll: unsafe extern "C" fn(*mut c_void, *mut bindings::napi_struct, c_int) -> c_int,
+        data: *mut c_void,
+    ) -> *mut bindings::napi_struct;
+    pub(crate) fn cxlf_napi_del(napi: *mut bindings::napi_struct);
+    pub(crate) fn cxlf_napi_enable(napi: *mut bindings::napi_struct);
+    pub(crate) fn cxlf_napi_disable(napi: *mut bindings::napi_struct);
+    pub(crate) fn cxlf_napi_schedule(napi: *mut bindings::napi_struct);
+    pub(crate) fn cxlf_napi_complete_done(napi: *mut bindings::napi_struct, work: c_int) -> bool;
+    pub(crate) fn cxlf_napi_dev(napi: *mut bindings::napi_struct) -> *mut bindings::net_device;
+    pub(crate) fn cxlf_napi_receive(
+        napi: *mut bindings::napi_struct,
+        data: *const c_void,
+        len: c_uint,
+    ) -> c_int;
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
     pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
     pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;

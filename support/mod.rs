@@ -21,6 +21,8 @@
 //! | [`irq`]          | `kernel::irq::Registration` (6.17), `Arc` handlers      |
 //! | [`netdev`]       | none (2023 RFC `kernel::net::Device`): Ethernet devices |
 //! | [`coherent`]     | `io::mem::IoMem` (6.16) maps uncached; WB atomics: none  |
+//! | [`dma`]          | `kernel::dma::CoherentAllocation` (6.14)                 |
+//! | [`napi`]         | none (2023 RFC): NAPI contexts, GRO receive              |
 //! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
 //! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
 //! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
@@ -54,6 +56,7 @@
 pub(crate) mod coherent;
 pub(crate) mod cred;
 pub(crate) mod dax;
+pub(crate) mod dma;
 pub(crate) mod driver;
 pub(crate) mod error;
 pub(crate) mod fs;
@@ -64,6 +67,7 @@ pub(crate) mod kunit;
 pub(crate) mod kvec;
 pub(crate) mod miscdevice;
 pub(crate) mod mm;
+pub(crate) mod napi;
 pub(crate) mod netdev;
 pub(crate) mod page;
 pub(crate) mod pagemap;

@@ -11,6 +11,7 @@
 //! `struct net_device` is opaque to 6.12's bindings: the ops tables and
 //! the static inlines are in `helpers.c`.
 
+use super::coherent::Coherent;
 use super::helpers;
 use kernel::bindings;
 use kernel::error::{from_result, to_result};
@@ -31,17 +32,22 @@ pub(crate) use helpers::CxlfNetdevStats as Stats;
 
 /// What a driver's interface does when the stack calls it.
 pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
-    /// `ip link set up`.
-    fn open(this: &Arc<Self>) -> Result;
-    /// `ip link set down`.
-    fn stop(this: &Arc<Self>) -> Result;
+    /// `ip link set up` (under RTNL).
+    fn open(this: &Arc<Self>, dev: &Netdev<'_>) -> Result;
+    /// `ip link set down` (under RTNL; transmits have stopped).
+    fn stop(this: &Arc<Self>, dev: &Netdev<'_>) -> Result;
     /// Sends (or drops, counting it) `skb` on TX queue `queue`; `Err`
     /// gives it back to the stack to retry (the queue is full).
-    fn start_xmit(this: &Arc<Self>, skb: SkBuff, queue: u16) -> core::result::Result<(), SkBuff>;
+    fn start_xmit(
+        this: &Arc<Self>,
+        dev: &Netdev<'_>,
+        skb: SkBuff,
+        queue: u16,
+    ) -> core::result::Result<(), SkBuff>;
     /// The counters.
     fn stats(this: &Arc<Self>, stats: &mut Stats);
     /// A new MTU (in the range given at registration), while down or up.
-    fn change_mtu(this: &Arc<Self>, mtu: u32) -> Result;
+    fn change_mtu(this: &Arc<Self>, dev: &Netdev<'_>, mtu: u32) -> Result;
     /// Fills `ethtool -i` beyond the driver and bus names.
     fn drvinfo(_this: &Arc<Self>, _info: &mut bindings::ethtool_drvinfo) {}
 }
@@ -75,6 +81,156 @@ impl SkBuff {
         // bytes, and the packet has at least that many.
         to_result(unsafe { bindings::skb_copy_bits(self.raw, 0, out.as_mut_ptr().cast(), n) })?;
         Ok(len)
+    }
+}
+
+impl SkBuff {
+    /// Copies the whole packet to `offset` in `mem` (the device reads it
+    /// after the caller publishes it); returns its length.
+    pub(crate) fn copy_into(&self, mem: &(impl Coherent + ?Sized), offset: usize) -> Result<u32> {
+        let len = self.len();
+        let n = c_int::try_from(len).map_err(|_| EINVAL)?;
+        let w = mem.window();
+        let dst = w.range(offset, len as usize)?;
+        // SAFETY: `raw` is owned (invariant); `dst` has room for `len`
+        // bytes (checked by `range`) for the window's life; the packet
+        // has `len` bytes.
+        to_result(unsafe { bindings::skb_copy_bits(self.raw, 0, dst.cast(), n) })?;
+        Ok(len)
+    }
+}
+
+/// Whether the stack is about to hand this TX queue more packets (a
+/// driver may hold its doorbell until the last).
+pub(crate) fn xmit_more() -> bool {
+    // SAFETY: reads the current CPU's softnet state; no preconditions.
+    unsafe { helpers::cxlf_netdev_xmit_more() }
+}
+
+/// A registered interface, borrowed for a callback or from a
+/// [`NetdevRef`].
+///
+/// # Invariants
+///
+/// `raw` is a registered (or registering) `net_device`, live for `'a`.
+pub(crate) struct Netdev<'a> {
+    raw: *mut bindings::net_device,
+    _life: core::marker::PhantomData<&'a ()>,
+}
+
+impl Netdev<'_> {
+    /// # Safety
+    ///
+    /// `raw` must be a live `net_device` for as long as the value lives.
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::net_device) -> Netdev<'a> {
+        // INVARIANT: the caller guarantees it.
+        Netdev {
+            raw,
+            _life: core::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: live (invariant): the name is NUL-terminated in it.
+        unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
+    }
+
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: live (invariant).
+        unsafe { helpers::cxlf_netdev_mtu(self.raw) }
+    }
+
+    /// Carrier on or off (`ip link` shows `NO-CARRIER` while off).
+    pub(crate) fn set_carrier(&self, on: bool) {
+        // SAFETY: live (invariant).
+        unsafe { helpers::cxlf_netdev_set_carrier(self.raw, on) };
+    }
+
+    pub(crate) fn carrier_ok(&self) -> bool {
+        // SAFETY: live (invariant).
+        unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
+    }
+
+    /// Stops TX queue `q`: the stack holds packets for it.
+    pub(crate) fn txq_stop(&self, q: u16) {
+        // SAFETY: live (invariant); the net core ignores a queue past
+        // those allocated only in debug builds, so callers pass theirs.
+        unsafe { helpers::cxlf_netdev_txq_stop(self.raw, q) };
+    }
+
+    /// Lets the stack send on TX queue `q` again.
+    pub(crate) fn txq_wake(&self, q: u16) {
+        // SAFETY: as in `txq_stop`.
+        unsafe { helpers::cxlf_netdev_txq_wake(self.raw, q) };
+    }
+
+    pub(crate) fn txq_stopped(&self, q: u16) -> bool {
+        // SAFETY: as in `txq_stop`.
+        unsafe { helpers::cxlf_netdev_txq_stopped(self.raw, q) }
+    }
+
+    /// Stops every TX queue and waits out transmits in progress.
+    pub(crate) fn tx_disable(&self) {
+        // SAFETY: live (invariant); takes each queue's lock, so process
+        // or softirq context.
+        unsafe { helpers::cxlf_netdev_tx_disable(self.raw) };
+    }
+
+    /// Lets the stack send on every TX queue, or stops them.
+    pub(crate) fn tx_all(&self, start: bool) {
+        // SAFETY: live (invariant).
+        unsafe { helpers::cxlf_netdev_tx_all(self.raw, start) };
+    }
+
+    /// The queue pairs the stack uses, of those allocated (from `open`,
+    /// under RTNL).
+    pub(crate) fn set_queues(&self, tx: u32, rx: u32) -> Result {
+        // SAFETY: live (invariant); the callers hold RTNL.
+        to_result(unsafe { helpers::cxlf_netdev_set_queues(self.raw, tx, rx) })
+    }
+
+    /// A reference that keeps the interface (not its registration)
+    /// alive: unregistering waits until every one is dropped.
+    pub(crate) fn hold(&self) -> NetdevRef {
+        // SAFETY: live (invariant); takes a reference.
+        unsafe { helpers::cxlf_netdev_hold(self.raw) };
+        // INVARIANT: the reference just taken.
+        NetdevRef { raw: self.raw }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
+        self.raw
+    }
+}
+
+/// A counted reference on an interface, for objects that use it outside
+/// its callbacks (a watchdog). Drop it before the interface's `stop`
+/// returns: unregistering waits for it.
+///
+/// # Invariants
+///
+/// `raw` is a `net_device` this value holds a reference on.
+pub(crate) struct NetdevRef {
+    raw: *mut bindings::net_device,
+}
+
+// SAFETY: a counted reference; the calls made through `Netdev` work from
+// any thread (in process or softirq context).
+unsafe impl Send for NetdevRef {}
+// SAFETY: as above.
+unsafe impl Sync for NetdevRef {}
+
+impl NetdevRef {
+    pub(crate) fn get(&self) -> Netdev<'_> {
+        // SAFETY: held (invariant), so live while `self` is.
+        unsafe { Netdev::from_raw(self.raw) }
+    }
+}
+
+impl Drop for NetdevRef {
+    fn drop(&mut self) {
+        // SAFETY: drops the reference `hold` took (invariant).
+        unsafe { helpers::cxlf_netdev_put(self.raw) };
     }
 }
 
@@ -219,28 +375,31 @@ impl<T: NetDevice> Registration<T> {
         })
     }
 
+    /// The interface, for as long as it is registered.
+    pub(crate) fn netdev(&self) -> Netdev<'_> {
+        // SAFETY: registered (invariant) until `self` drops.
+        unsafe { Netdev::from_raw(self.raw) }
+    }
+
     /// Carrier on or off (`ip link` shows `NO-CARRIER` while off).
     pub(crate) fn set_carrier(&self, on: bool) {
-        // SAFETY: registered (invariant).
-        unsafe { helpers::cxlf_netdev_set_carrier(self.raw, on) };
+        self.netdev().set_carrier(on);
     }
 
     /// Lets the stack send on every TX queue, or stops it.
     pub(crate) fn set_tx(&self, start: bool) {
-        // SAFETY: registered (invariant).
-        unsafe { helpers::cxlf_netdev_tx_all(self.raw, start) };
+        self.netdev().tx_all(start);
     }
 
     /// The interface's name (`eth0`).
     pub(crate) fn name(&self) -> &CStr {
         // SAFETY: registered (invariant): the name is NUL-terminated and
-        // lives in the device.
+        // lives in the device as long as `self`.
         unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
     }
 
     pub(crate) fn mtu(&self) -> u32 {
-        // SAFETY: registered (invariant).
-        unsafe { helpers::cxlf_netdev_mtu(self.raw) }
+        self.netdev().mtu()
     }
 
     /// Brings the interface up, as `ip link set up` does.
@@ -264,8 +423,7 @@ impl<T: NetDevice> Registration<T> {
     }
 
     pub(crate) fn carrier_ok(&self) -> bool {
-        // SAFETY: registered (invariant).
-        unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
+        self.netdev().carrier_ok()
     }
 
     /// The counters as `ip -s link` reads them.
@@ -327,21 +485,31 @@ struct ArcRef<'a, T>(
 ///
 /// Called by the net core (through `helpers.c`) for a registered
 /// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn open_callback<T: NetDevice>(data: *mut c_void) -> c_int {
+unsafe extern "C" fn open_callback<T: NetDevice>(
+    data: *mut c_void,
+    dev: *mut bindings::net_device,
+) -> c_int {
     // SAFETY: the net core calls this for a registered interface, whose
     // data is a live `Arc<T>`.
     let this = unsafe { borrow::<T>(data) };
-    from_result(|| T::open(&this.0).map(|()| 0))
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    from_result(|| T::open(&this.0, &dev).map(|()| 0))
 }
 
 /// # Safety
 ///
 /// Called by the net core (through `helpers.c`) for a registered
 /// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn stop_callback<T: NetDevice>(data: *mut c_void) -> c_int {
+unsafe extern "C" fn stop_callback<T: NetDevice>(
+    data: *mut c_void,
+    dev: *mut bindings::net_device,
+) -> c_int {
     // SAFETY: as in `open_callback`.
     let this = unsafe { borrow::<T>(data) };
-    from_result(|| T::stop(&this.0).map(|()| 0))
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    from_result(|| T::stop(&this.0, &dev).map(|()| 0))
 }
 
 /// # Safety
@@ -350,14 +518,17 @@ unsafe extern "C" fn stop_callback<T: NetDevice>(data: *mut c_void) -> c_int {
 /// interface, whose data pointer is a live `Arc<T>`.
 unsafe extern "C" fn xmit_callback<T: NetDevice>(
     data: *mut c_void,
+    dev: *mut bindings::net_device,
     skb: *mut bindings::sk_buff,
     queue: u16,
 ) -> c_int {
     // SAFETY: as in `open_callback`.
     let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
     // INVARIANT: the stack hands the driver `skb` to send or free.
     let skb = SkBuff { raw: skb };
-    match T::start_xmit(&this.0, skb, queue) {
+    match T::start_xmit(&this.0, &dev, skb, queue) {
         Ok(()) => 0,
         Err(back) => {
             // NETDEV_TX_BUSY: the stack keeps the buffer and retries.
@@ -382,12 +553,18 @@ unsafe extern "C" fn stats_callback<T: NetDevice>(data: *mut c_void, out: *mut S
 ///
 /// Called by the net core (through `helpers.c`) for a registered
 /// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn change_mtu_callback<T: NetDevice>(data: *mut c_void, mtu: c_int) -> c_int {
+unsafe extern "C" fn change_mtu_callback<T: NetDevice>(
+    data: *mut c_void,
+    dev: *mut bindings::net_device,
+    mtu: c_int,
+) -> c_int {
     // SAFETY: as in `open_callback`.
     let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
     from_result(|| {
         let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
-        T::change_mtu(&this.0, mtu).map(|()| 0)
+        T::change_mtu(&this.0, &dev, mtu).map(|()| 0)
     })
 }
 

@@ -96,6 +96,12 @@ impl Device<'_> {
         unsafe { helpers::cxlf_pci_device(self.raw) }
     }
 
+    /// A reference for DMA allocations ([`super::dma::CoherentAllocation`]).
+    pub(crate) fn dma_device(&self) -> super::dma::DmaDevice {
+        // SAFETY: `raw` is live (invariant), so is its generic device.
+        unsafe { super::dma::DmaDevice::get(self.as_raw_device()) }
+    }
+
     /// The device's name (its bus address, `0000:00:05.0`).
     pub(crate) fn name(&self) -> &CStr {
         let dev = self.as_raw_device();

@@ -12,6 +12,7 @@
 //! stores, then writes the lines back and fences. [`MemtypeReservation`]
 //! reserves a range's x86 memory type for user mappings of it.
 
+use super::coherent::Window;
 use kernel::bindings;
 use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
@@ -131,64 +132,26 @@ impl WbMap {
         self.len
     }
 
-    /// The address of `count` bytes at `offset`, if inside the mapping
-    /// (and `count` fits a C `unsigned int`, for the cache calls).
+    /// The mapping as a [`Window`] for the coherent accessors.
+    pub(crate) fn window(&self) -> Window<'_> {
+        // SAFETY: `ptr` maps `len` bytes (invariant) for as long as `self`
+        // lives, which the borrow bounds.
+        unsafe { Window::new(self.ptr, self.len) }
+    }
+
+    /// The address of `count` bytes at `offset`, if inside the mapping.
     pub(crate) fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
-        match offset.checked_add(count) {
-            Some(end) if end <= self.len && count <= c_uint::MAX as usize => {
-                // SAFETY: `offset + count <= len` (checked): inside the
-                // mapping (invariant).
-                Ok(unsafe { self.ptr.add(offset) })
-            }
-            _ => Err(EINVAL),
-        }
+        self.window().range(offset, count)
     }
-}
 
-impl WbMap {
-    /// Copies `out.len()` bytes from `offset` with volatile loads (the
-    /// memory changes under us): 8 bytes at a time where aligned, since
-    /// on an emulated window every access is a trap.
+    /// Copies `out.len()` bytes from `offset` (volatile).
     pub(crate) fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
-        let src = self.range(offset, out.len())?;
-        let mut i = 0;
-        while i < out.len() {
-            // SAFETY: `i < out.len()`, inside the range `range` checked.
-            let at = unsafe { src.add(i) };
-            if at as usize % 8 == 0 && out.len() - i >= 8 {
-                // SAFETY: aligned, and 8 bytes remain in the checked range.
-                let word = unsafe { at.cast::<u64>().read_volatile() };
-                out[i..i + 8].copy_from_slice(&word.to_ne_bytes());
-                i += 8;
-            } else {
-                // SAFETY: inside the checked range.
-                out[i] = unsafe { at.read_volatile() };
-                i += 1;
-            }
-        }
-        Ok(())
+        self.window().load_bytes(offset, out)
     }
 
-    /// Copies `data` to `offset` with volatile stores, as `load_bytes`.
+    /// Copies `data` to `offset` (volatile).
     pub(crate) fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
-        let dst = self.range(offset, data.len())?;
-        let mut i = 0;
-        while i < data.len() {
-            // SAFETY: `i < data.len()`, inside the range `range` checked.
-            let at = unsafe { dst.add(i) };
-            if at as usize % 8 == 0 && data.len() - i >= 8 {
-                let mut word = [0u8; 8];
-                word.copy_from_slice(&data[i..i + 8]);
-                // SAFETY: aligned, and 8 bytes remain in the checked range.
-                unsafe { at.cast::<u64>().write_volatile(u64::from_ne_bytes(word)) };
-                i += 8;
-            } else {
-                // SAFETY: inside the checked range.
-                unsafe { at.write_volatile(data[i]) };
-                i += 1;
-            }
-        }
-        Ok(())
+        self.window().store_bytes(offset, data)
     }
 }
 

@@ -80,3 +80,39 @@ reads() { # file op value
 pool_attr_is() {
 	test "$(cat $sys/$1)" = "$2"
 }
+
+# Loads cxlnic_drv with `mode=$1` and sets its two linked ports up as
+# two hosts: $nic_a (10.11.0.1) here, $nic_b (10.11.0.2) in network
+# namespace `peer` (run commands there with `peer cmd...`).
+nic_pair() { # mode
+	insmod /lib/cxlfabric/cxlnic_drv.ko mode="$1"
+	set -- $(for d in /sys/bus/pci/drivers/cxlnic_drv/0000:*; do ls $d/net; done)
+	nic_a=$1 nic_b=$2
+	mkdir -p /var/run/netns
+	ip netns add peer
+	ip link set "$nic_b" netns peer
+	ip addr add 10.11.0.1/24 dev "$nic_a"
+	ip link set "$nic_a" up
+	peer ip addr add 10.11.0.2/24 dev "$nic_b"
+	peer ip link set lo up
+	peer ip link set "$nic_b" up
+	wait_until 50 carrier_is "$nic_a" 1
+	wait_until 50 peer_carrier_is "$nic_b" 1
+}
+
+peer() { ip netns exec peer "$@"; }
+
+carrier_is() { # ifname 0|1
+	test "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = "$2"
+}
+
+peer_carrier_is() { # ifname 0|1
+	test "$(peer cat /sys/class/net/$1/carrier 2>/dev/null)" = "$2"
+}
+
+# Undoes nic_pair: the namespace goes (its port returns here), the
+# module unloads.
+nic_unpair() {
+	ip netns del peer
+	rmmod cxlnic_drv
+}

@@ -106,7 +106,14 @@ pub fn prepare(
 }
 
 /// Host tools that also run in the guest, linked statically.
-const GUEST_TOOLS: &[&str] = &["cxlctl", "daxio", "cxlf-selftest", "beluga", "mchannel"];
+const GUEST_TOOLS: &[&str] = &[
+    "cxlctl",
+    "daxio",
+    "cxlf-selftest",
+    "beluga",
+    "mchannel",
+    "nicbench",
+];
 
 /// Static host tools that go into the initramfs.
 fn build_guest_tools() -> Result<Vec<PathBuf>> {

@@ -264,9 +264,9 @@ impl Spaces {
     }
 }
 
-/// The parts of a queue pair, each with its space in `mode`: type2 puts
+/// The space `part` of a queue pair lives in under `mode`: type2 puts
 /// the device-written parts and both buffer areas in device memory.
-fn expected_space(mode: u32, part: Part) -> u32 {
+pub fn space_of(mode: u32, part: Part) -> u32 {
     match (mode, part) {
         (MODE_TYPE2, Part::TxRing | Part::DriverLine) => SPACE_HOST,
         (MODE_TYPE2, _) => SPACE_DEVICE,
@@ -274,8 +274,9 @@ fn expected_space(mode: u32, part: Part) -> u32 {
     }
 }
 
+/// The parts of a queue pair, in [`QueueConfig`]'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Part {
+pub enum Part {
     TxRing,
     RxRing,
     RxDone,
@@ -362,7 +363,7 @@ fn check_queue(
         (Part::RxArea, &q.rx_area, u64::from(q.rx_area_len), line),
     ];
     for (part, loc, len, align) in parts {
-        let placed = loc.space == expected_space(mode, part) && loc._pad == 0;
+        let placed = loc.space == space_of(mode, part) && loc._pad == 0;
         if !placed || len == 0 || !spaces.fits(loc, len, align) {
             return Err(ConfigError::Placement);
         }

@@ -27,5 +27,6 @@ pub mod outcome;
 pub mod device;
 pub mod index;
 pub mod layout;
+pub mod plan;
 pub mod queue;
 pub mod selftests;

@@ -142,15 +142,21 @@ impl Producer {
     /// entries newly consumed (from the old head), or `Fault::Index` if
     /// the head is outside `head..=tail` (then nothing changes).
     pub fn consumed(&mut self, peer_head: u32) -> Result<Span, Fault> {
+        self.consume(peer_head, u32::MAX)
+    }
+
+    /// As [`Producer::consumed`], but takes at most `max` entries (a NAPI
+    /// budget); the rest stay for the next call with the same head.
+    pub fn consume(&mut self, peer_head: u32, max: u32) -> Result<Span, Fault> {
         if !within(self.head, peer_head, self.tail) {
             return Err(Fault::Index);
         }
         let done = Span {
             start: self.head,
-            count: distance(self.head, peer_head),
+            count: distance(self.head, peer_head).min(max),
         };
-        // INVARIANT: `peer_head` is in `head..=tail`, so `distance` shrinks.
-        self.head = peer_head;
+        // INVARIANT: at most up to `peer_head`, which is in `head..=tail`.
+        self.head = self.head.wrapping_add(done.count);
         Ok(done)
     }
 }

@@ -1,0 +1,387 @@
+//! `nicbench`: what busybox lacks for testing a network interface, as one
+//! static binary for the guest.
+//!
+//! - `serve` answers all of the below on one port (TCP and UDP).
+//! - `tcp` sends bytes over TCP; the server hashes what it received and
+//!   the client checks the hash against its own (exit 1 on mismatch).
+//! - `udp-rr` measures request/response latency (p50, p99).
+//! - `udp-stream` sends as fast as it can and asks the server how much
+//!   arrived.
+//!
+//! Results are one JSON object per line with `--json`, for the bench.
+
+use anyhow::{bail, ensure, Context, Result};
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Print results as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Answer TCP transfers and UDP requests on `port` until killed.
+    Serve {
+        #[arg(long, default_value_t = 7001)]
+        port: u16,
+    },
+    /// Send `bytes` over TCP; check the server's hash of them.
+    Tcp {
+        #[arg(long)]
+        to: SocketAddr,
+        #[arg(long, default_value_t = 1 << 20)]
+        bytes: u64,
+        /// Seed of the bytes sent.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// UDP request/response round trips of `size` bytes.
+    UdpRr {
+        #[arg(long)]
+        to: SocketAddr,
+        #[arg(long, default_value_t = 64)]
+        size: usize,
+        #[arg(long, default_value_t = 1000)]
+        count: u32,
+    },
+    /// UDP datagrams of `size` bytes for `secs` seconds.
+    UdpStream {
+        #[arg(long)]
+        to: SocketAddr,
+        #[arg(long, default_value_t = 64)]
+        size: usize,
+        #[arg(long, default_value_t = 2.0)]
+        secs: f64,
+    },
+}
+
+/// UDP request kinds (first byte).
+const ECHO: u8 = b'E';
+const STREAM: u8 = b'S';
+const QUERY: u8 = b'Q';
+/// Bytes of a UDP request's header: kind, then a sequence number.
+const UDP_HEADER: usize = 9;
+
+/// FNV-1a, 64 bits: enough to tell a damaged transfer from a good one.
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        for &b in data {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The bytes `tcp` sends: xorshift64 from `seed`.
+fn fill(state: &mut u64, buf: &mut [u8]) {
+    for chunk in buf.chunks_mut(8) {
+        let mut x = *state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *state = x;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Serve { port } => serve(port),
+        Cmd::Tcp { to, bytes, seed } => report(cli.json, &tcp(to, bytes, seed)?),
+        Cmd::UdpRr { to, size, count } => report(cli.json, &udp_rr(to, size, count)?),
+        Cmd::UdpStream { to, size, secs } => report(cli.json, &udp_stream(to, size, secs)?),
+    }
+}
+
+fn report<T: Serialize + std::fmt::Display>(json: bool, r: &T) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        println!("{r}");
+    }
+    Ok(())
+}
+
+fn serve(port: u16) -> Result<()> {
+    let tcp = TcpListener::bind(("0.0.0.0", port)).context("TCP bind")?;
+    let udp = UdpSocket::bind(("0.0.0.0", port)).context("UDP bind")?;
+    std::thread::spawn(move || serve_udp(udp));
+    for conn in tcp.incoming() {
+        let Ok(conn) = conn else { continue };
+        std::thread::spawn(move || {
+            if let Err(e) = serve_tcp(conn) {
+                eprintln!("nicbench: tcp: {e:#}");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// One transfer: an 8-byte length, that many bytes; answered with the
+/// count received and their hash.
+fn serve_tcp(mut conn: TcpStream) -> Result<()> {
+    let mut len = [0u8; 8];
+    conn.read_exact(&mut len)?;
+    let mut left = u64::from_le_bytes(len);
+    let mut hash = Fnv::new();
+    let mut got = 0u64;
+    let mut buf = vec![0u8; 64 << 10];
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = conn.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+        got += n as u64;
+        left -= n as u64;
+    }
+    let mut reply = [0u8; 16];
+    reply[..8].copy_from_slice(&got.to_le_bytes());
+    reply[8..].copy_from_slice(&hash.0.to_le_bytes());
+    conn.write_all(&reply)?;
+    Ok(())
+}
+
+fn serve_udp(sock: UdpSocket) {
+    let mut buf = vec![0u8; 65536];
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    loop {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        match buf.first() {
+            Some(&ECHO) => {
+                let _ = sock.send_to(&buf[..n], from);
+            }
+            Some(&STREAM) => {
+                packets += 1;
+                bytes += n as u64;
+            }
+            Some(&QUERY) => {
+                let mut reply = [0u8; 16];
+                reply[..8].copy_from_slice(&packets.to_le_bytes());
+                reply[8..].copy_from_slice(&bytes.to_le_bytes());
+                let _ = sock.send_to(&reply, from);
+                (packets, bytes) = (0, 0);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct TcpResult {
+    test: &'static str,
+    bytes: u64,
+    secs: f64,
+    mbit_s: f64,
+    hash_ok: bool,
+}
+
+impl std::fmt::Display for TcpResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tcp: {} bytes in {:.3} s, {:.1} Mbit/s, checksum {}",
+            self.bytes,
+            self.secs,
+            self.mbit_s,
+            if self.hash_ok { "matches" } else { "DIFFERS" }
+        )
+    }
+}
+
+fn tcp(to: SocketAddr, bytes: u64, seed: u64) -> Result<TcpResult> {
+    let mut conn = TcpStream::connect_timeout(&to, Duration::from_secs(5))
+        .with_context(|| format!("connect to {to}"))?;
+    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(30)))?;
+    let start = Instant::now();
+    conn.write_all(&bytes.to_le_bytes())?;
+    let mut state = seed.max(1);
+    let mut hash = Fnv::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = bytes;
+    while left > 0 {
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        fill(&mut state, &mut buf[..n]);
+        hash.update(&buf[..n]);
+        conn.write_all(&buf[..n])?;
+        left -= n as u64;
+    }
+    let mut reply = [0u8; 16];
+    conn.read_exact(&mut reply).context("the server's answer")?;
+    let secs = start.elapsed().as_secs_f64();
+    let got = u64::from_le_bytes(reply[..8].try_into()?);
+    let theirs = u64::from_le_bytes(reply[8..].try_into()?);
+    let r = TcpResult {
+        test: "tcp",
+        bytes: got,
+        secs,
+        mbit_s: got as f64 * 8.0 / secs / 1e6,
+        hash_ok: got == bytes && theirs == hash.0,
+    };
+    if !r.hash_ok {
+        bail!("{r} (sent {bytes} bytes)");
+    }
+    Ok(r)
+}
+
+#[derive(Serialize)]
+struct RrResult {
+    test: &'static str,
+    size: usize,
+    count: u32,
+    lost: u32,
+    p50_us: f64,
+    p99_us: f64,
+    mean_us: f64,
+}
+
+impl std::fmt::Display for RrResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "udp-rr {} B: {} round trips, p50 {:.1} us, p99 {:.1} us, mean {:.1} us, {} lost",
+            self.size, self.count, self.p50_us, self.p99_us, self.mean_us, self.lost
+        )
+    }
+}
+
+fn udp_socket(to: SocketAddr, timeout: Duration) -> Result<UdpSocket> {
+    let sock = UdpSocket::bind(("0.0.0.0", 0))?;
+    sock.connect(to)?;
+    sock.set_read_timeout(Some(timeout))?;
+    Ok(sock)
+}
+
+fn udp_rr(to: SocketAddr, size: usize, count: u32) -> Result<RrResult> {
+    ensure!(
+        (UDP_HEADER..=65000).contains(&size),
+        "size must be {UDP_HEADER}..=65000"
+    );
+    let sock = udp_socket(to, Duration::from_millis(500))?;
+    let mut req = vec![0u8; size];
+    let mut resp = vec![0u8; size + 1];
+    req[0] = ECHO;
+    let mut times = Vec::with_capacity(count as usize);
+    let mut lost = 0;
+    for seq in 0..u64::from(count) {
+        req[1..UDP_HEADER].copy_from_slice(&seq.to_le_bytes());
+        let start = Instant::now();
+        sock.send(&req)?;
+        // Skip late answers to earlier requests.
+        loop {
+            match sock.recv(&mut resp) {
+                Ok(n) if n == size && resp[1..UDP_HEADER] == req[1..UDP_HEADER] => {
+                    times.push(start.elapsed().as_secs_f64() * 1e6);
+                    break;
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    lost += 1;
+                    break;
+                }
+            }
+        }
+    }
+    ensure!(!times.is_empty(), "no answer from {to}");
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+    Ok(RrResult {
+        test: "udp-rr",
+        size,
+        count,
+        lost,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        mean_us: times.iter().sum::<f64>() / times.len() as f64,
+    })
+}
+
+#[derive(Serialize)]
+struct StreamResult {
+    test: &'static str,
+    size: usize,
+    secs: f64,
+    sent: u64,
+    received: u64,
+    received_pps: f64,
+    received_mbit_s: f64,
+}
+
+impl std::fmt::Display for StreamResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "udp-stream {} B: sent {}, received {} in {:.2} s: {:.0} packets/s, {:.1} Mbit/s",
+            self.size, self.sent, self.received, self.secs, self.received_pps, self.received_mbit_s
+        )
+    }
+}
+
+fn udp_stream(to: SocketAddr, size: usize, secs: f64) -> Result<StreamResult> {
+    ensure!(
+        (UDP_HEADER..=65000).contains(&size),
+        "size must be {UDP_HEADER}..=65000"
+    );
+    let sock = udp_socket(to, Duration::from_secs(2))?;
+    // Clear the server's counts (an earlier run's stragglers).
+    query(&sock)?;
+    let mut pkt = vec![0u8; size];
+    pkt[0] = STREAM;
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while start.elapsed().as_secs_f64() < secs {
+        // A full socket buffer (ENOBUFS) is the sender outrunning the
+        // interface: not counted as sent.
+        if sock.send(&pkt).is_ok() {
+            sent += 1;
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    // Let the last datagrams arrive.
+    std::thread::sleep(Duration::from_millis(200));
+    let (received, bytes) = query(&sock)?;
+    Ok(StreamResult {
+        test: "udp-stream",
+        size,
+        secs: elapsed,
+        sent,
+        received,
+        received_pps: received as f64 / elapsed,
+        received_mbit_s: bytes as f64 * 8.0 / elapsed / 1e6,
+    })
+}
+
+/// The server's counts since the last query.
+fn query(sock: &UdpSocket) -> Result<(u64, u64)> {
+    let mut reply = [0u8; 16];
+    for _ in 0..5 {
+        sock.send(&[QUERY])?;
+        if let Ok(16) = sock.recv(&mut reply) {
+            return Ok((
+                u64::from_le_bytes(reply[..8].try_into()?),
+                u64::from_le_bytes(reply[8..].try_into()?),
+            ));
+        }
+    }
+    bail!("the server did not answer")
+}
