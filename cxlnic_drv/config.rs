@@ -28,12 +28,7 @@ pub(crate) enum Answer {
 /// Writes `cfg` under a generation the device has not answered yet and
 /// waits for its answer (process context; may sleep up to [`ANSWER_MS`]).
 pub(crate) fn exchange(io: &NicIo, cfg: &DriverConfig) -> Result<Answer> {
-    let ack = io.header32(header::CFG_ACK);
-    // Never 0, never the one answered last.
-    let gen = match ack.wrapping_add(1) {
-        0 => 1,
-        g => g,
-    };
+    let gen = io.next_gen();
     let mut raw = cfg.encode();
     raw[CONFIG_GEN..CONFIG_GEN + 4].copy_from_slice(&gen.to_le_bytes());
     let base = CONFIG_OFFSET as usize;

@@ -17,6 +17,8 @@ mod nic;
 mod port;
 mod queue;
 mod ring;
+mod stats;
+mod ticker;
 
 module! {
     type: CxlnicDrv,

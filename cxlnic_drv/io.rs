@@ -9,6 +9,7 @@ use crate::ring::device::{header, HEADER_OFFSET, VECTORS};
 use crate::support::coherent::{Coherent, DeviceMem};
 use crate::support::dma::DmaDevice;
 use crate::support::pci::IoMem;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 
 /// ivshmem's registers in BAR0: this guest's peer id, and the doorbell
@@ -27,6 +28,8 @@ pub(crate) struct NicIo {
     /// Linux IRQ numbers of the vectors (valid while the NIC is bound,
     /// which outlasts every user of this value).
     irqs: [u32; VECTORS as usize],
+    /// The config generation written last.
+    gen: AtomicU32,
 }
 
 impl NicIo {
@@ -41,14 +44,31 @@ impl NicIo {
         if doorbell_peer > u32::from(u16::MAX) {
             return Err(EINVAL);
         }
-        Ok(NicIo {
+        let io = NicIo {
             mem,
             regs,
             dma,
             doorbell_peer,
             host_bytes,
             irqs,
-        })
+            gen: AtomicU32::new(0),
+        };
+        io.gen
+            .store(io.header32(header::CFG_ACK), Ordering::Relaxed);
+        Ok(io)
+    }
+
+    /// A config generation never written before by this driver (so not
+    /// one a slow device may still be answering), nor 0, nor the one
+    /// the device answered last.
+    pub(crate) fn next_gen(&self) -> u32 {
+        let ack = self.header32(header::CFG_ACK);
+        loop {
+            let g = self.gen.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            if g != 0 && g != ack {
+                return g;
+            }
+        }
     }
 
     /// Rings the device's doorbell `vector` (an MMIO write).

@@ -222,7 +222,10 @@ impl Driver<PciBus> for Nic {
             GFP_KERNEL,
         )?;
         let settings = port::default_settings(mode, queues);
-        let port = netdev::Registration::register(Port::new(io.clone(), queues, settings)?, &at)?;
+        let port = netdev::Registration::register(
+            Port::new(io.clone(), queues, header.modes, settings)?,
+            &at,
+        )?;
         dev_info(
             dev,
             format_args!(

@@ -15,21 +15,28 @@
 use crate::config::{self, Answer};
 use crate::io::NicIo;
 use crate::queue::{Counters, Queue, Shape};
+use crate::ring::device::mode_bit;
 use crate::ring::device::{
     header, DriverConfig, FLAG_TX_INLINE, HEARTBEAT_TIMEOUT_MS, LINK_UP, MODE_OFF, MODE_PCIE,
     MODE_TYPE1, MODE_TYPE2, QUEUES_MAX, VECTOR_QUEUE0,
 };
-use crate::ring::index::RingSize;
+use crate::ring::index::{RingSize, RING_MAX};
 use crate::ring::layout::{FRAME_MIN, MTU_MAX};
 use crate::ring::plan::{Bump, Sizes};
+use crate::stats::{self, STATS_PER_QUEUE};
 use crate::support::coherent::Coherent;
 use crate::support::dma::CoherentAllocation;
+use crate::support::hrtimer::ArcHrTimerHandle;
 use crate::support::irq;
 use crate::support::napi::Napi;
-use crate::support::netdev::{NetDevice, Netdev, NetdevRef, SkBuff, Stats};
+use crate::support::netdev::{
+    ethtool_string, Change, NetDevice, Netdev, NetdevRef, Params, RtnlGuard, SkBuff, Stats,
+    StringSet, STRING_LEN,
+};
 use crate::support::spinlock_irq::RawSpinLockIrq;
 use crate::support::time;
 use crate::support::workqueue::{Periodic, PeriodicWork};
+use crate::ticker::{Ticker, PERIOD_US_MAX, PERIOD_US_MIN};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::new_mutex;
@@ -52,6 +59,8 @@ pub(crate) struct Settings {
     pub(crate) rx: RingSize,
     pub(crate) batch: u32,
     pub(crate) mtu: u32,
+    /// 0: the device interrupts; else a timer polls every this many us.
+    pub(crate) rx_usecs: u32,
 }
 
 impl Settings {
@@ -72,6 +81,7 @@ impl Settings {
             batch: self.batch,
             inline: self.mode != MODE_PCIE,
             doorbell: self.mode == MODE_PCIE,
+            interrupts: self.rx_usecs == 0,
         })
     }
 }
@@ -86,8 +96,10 @@ pub(crate) fn mode_name(mode: u32) -> &'static str {
     }
 }
 
-/// A running queue pair: its interrupt goes before its NAPI context.
+/// A running queue pair: its polling timer and interrupt go before its
+/// NAPI context.
 struct Lane {
+    ticker: Option<ArcHrTimerHandle<Ticker>>,
     _irq: irq::Registration<Napi<Queue>>,
     napi: Arc<Napi<Queue>>,
 }
@@ -105,6 +117,8 @@ struct Up {
 pub(crate) struct Port {
     io: Arc<NicIo>,
     queues_max: u32,
+    /// Modes the device has (`mode_bit`).
+    modes: u32,
     #[pin]
     settings: Mutex<Settings>,
     #[pin]
@@ -115,19 +129,29 @@ pub(crate) struct Port {
     lanes: RawSpinLockIrq<KVec<Arc<Queue>>>,
     /// Counters of queues torn down (the interface's keep counting).
     retired: Counters,
+    /// The device kept rings it was told to give back: the watch stops
+    /// configuring it again (each time would keep more).
+    leaked: AtomicBool,
 }
 
 impl Port {
-    pub(crate) fn new(io: Arc<NicIo>, queues_max: u32, settings: Settings) -> Result<Arc<Port>> {
+    pub(crate) fn new(
+        io: Arc<NicIo>,
+        queues_max: u32,
+        modes: u32,
+        settings: Settings,
+    ) -> Result<Arc<Port>> {
         Arc::pin_init(
             pin_init!(Port {
                 io,
                 queues_max,
+                modes,
                 settings <- new_mutex!(settings, "cxlnic:settings"),
                 watch <- new_mutex!(None, "cxlnic:watch"),
                 up <- new_mutex!(None, "cxlnic:up"),
                 lanes <- crate::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
                 retired: Counters::default(),
+                leaked: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )
@@ -138,7 +162,9 @@ impl Port {
         (MTU_MIN, MTU_MAX)
     }
 
-    /// Places and starts the queues, and configures the device.
+    /// Places and starts the queues, and configures the device. Every
+    /// fallible step comes before the device is told where the rings
+    /// are: an error frees what `up` holds, which no one else has seen.
     fn start(&self, dev: &Netdev<'_>) -> Result<Up> {
         let s = *self.settings.lock();
         let shape = s.shape()?;
@@ -157,20 +183,30 @@ impl Port {
             flags: if shape.inline { FLAG_TX_INLINE } else { 0 },
             ..DriverConfig::default()
         };
-        // Until the device has the config, an error frees what `up` holds.
         for q in 0..s.queues {
             let index = u16::try_from(q)?;
             let queue = Queue::new(index, self.io.clone(), shape, &mut bump, &mut up.lent)?;
             let slot = cfg.queue.get_mut(q as usize).ok_or(EINVAL)?;
             *slot = queue.config();
-            queue.prime()?;
-            let napi = Arc::new(Napi::add(dev, queue)?, GFP_KERNEL)?;
+            let napi = Arc::new(Napi::add(dev, queue, index)?, GFP_KERNEL)?;
             let irq = irq::Registration::request(
                 self.io.irq(VECTOR_QUEUE0 + q)?,
                 c_str!("cxlnic_drv-queue"),
                 napi.clone(),
             )?;
-            up.lanes.push(Lane { _irq: irq, napi }, GFP_KERNEL)?;
+            // Until enabled, the context ignores the timer.
+            let ticker = match s.rx_usecs {
+                0 => None,
+                us => Some(Ticker::start(napi.clone(), us)?),
+            };
+            up.lanes.push(
+                Lane {
+                    ticker,
+                    _irq: irq,
+                    napi,
+                },
+                GFP_KERNEL,
+            )?;
         }
         let mut table = KVec::with_capacity(up.lanes.len(), GFP_KERNEL)?;
         for lane in up.lanes.iter() {
@@ -197,6 +233,8 @@ impl Port {
         }
         for lane in up.lanes.iter() {
             lane.napi.enable();
+            // Frames may have arrived while it was still disabled.
+            lane.napi.schedule();
         }
         let empty = core::mem::replace(&mut *self.lanes.lock(), table);
         drop(empty);
@@ -206,20 +244,25 @@ impl Port {
 
     /// Stops the queues, takes the rings back from the device and frees
     /// them (`tell`: configure the device off first).
-    fn finish(&self, dev: &Netdev<'_>, up: Up, tell: bool) {
+    fn finish(&self, dev: &Netdev<'_>, mut up: Up, tell: bool) {
         dev.set_carrier(false);
-        dev.tx_disable();
-        // No transmit runs any more: the table's references are the last
-        // but the NAPI contexts'.
-        let table = core::mem::take(&mut *self.lanes.lock());
-        drop(table);
-        for lane in up.lanes.iter() {
+        // Polls first, so none wakes a TX queue stopped below.
+        for lane in up.lanes.iter_mut() {
+            drop(lane.ticker.take());
             lane.napi.disable();
         }
+        dev.tx_disable();
+        // No transmit or poll runs any more: the counters are final, and
+        // the table's references are the last but the NAPI contexts'.
+        let table = {
+            let mut lanes = self.lanes.lock();
+            for q in lanes.iter() {
+                self.retire(&q.counters);
+            }
+            core::mem::take(&mut *lanes)
+        };
+        drop(table);
         let released = !tell || self.release_rings(dev);
-        for lane in up.lanes.iter() {
-            self.retire(&lane.napi.data().counters);
-        }
         let Up { lanes, lent, .. } = up;
         drop(lanes);
         if released {
@@ -231,6 +274,7 @@ impl Port {
                 dev.name(),
                 bytes >> 10
             );
+            self.leaked.store(true, Ordering::Relaxed);
             core::mem::forget(lent);
         }
     }
@@ -295,6 +339,8 @@ impl Port {
             beat: AtomicU32::new(this.io.heartbeat()),
             since_ms: AtomicU64::new(now_ms()),
             lost: AtomicBool::new(false),
+            retry_ms: AtomicU64::new(0),
+            backoff_ms: AtomicU64::new(RETRY_FIRST_MS),
         };
         *this.watch.lock() = Some(Periodic::start(Arc::new(w, GFP_KERNEL)?, WATCH_MS)?);
         Ok(())
@@ -380,16 +426,150 @@ impl NetDevice for Port {
         if !(lo..=hi).contains(&mtu) {
             return Err(EINVAL);
         }
-        let old = {
-            let mut s = this.settings.lock();
-            let new = Settings { mtu, ..*s };
-            new.shape()?;
-            core::mem::replace(&mut *s, new)
+        let new = Settings {
+            mtu,
+            ..*this.settings.lock()
         };
+        // Buffers are sized for the MTU.
+        Self::apply(this, dev, new)
+    }
+
+    fn params(this: &Arc<Self>) -> Result<Params> {
+        let s = *this.settings.lock();
+        let flags = match s.mode {
+            MODE_TYPE2 => PRIV_TYPE2,
+            MODE_PCIE => PRIV_PCIE,
+            _ => 0,
+        };
+        Ok(Params {
+            rx_ring: s.rx.get(),
+            tx_ring: s.tx.get(),
+            rx_ring_max: RING_MAX,
+            tx_ring_max: RING_MAX,
+            channels: s.queues,
+            channels_max: this.queues_max,
+            rx_usecs: s.rx_usecs,
+            rx_frames: s.batch,
+            priv_flags: flags,
+        })
+    }
+
+    fn set_params(this: &Arc<Self>, dev: &Netdev<'_>, p: &Params, what: Change) -> Result {
+        let old = *this.settings.lock();
+        let new = this.settings_for(dev, old, p, what)?;
+        if what == Change::Channels && new.queues != old.queues {
+            dev.set_queues(new.queues, new.queues)?;
+        }
+        let r = Self::apply(this, dev, new);
+        if r.is_err() && what == Change::Channels {
+            let _ = dev.set_queues(old.queues, old.queues);
+        }
+        r
+    }
+
+    fn string_count(this: &Arc<Self>, set: StringSet) -> usize {
+        match set {
+            StringSet::Stats => this.settings.lock().queues as usize * STATS_PER_QUEUE,
+            StringSet::PrivFlags => PRIV_FLAGS.len(),
+        }
+    }
+
+    fn strings(_this: &Arc<Self>, set: StringSet, out: &mut [[u8; STRING_LEN]]) {
+        match set {
+            StringSet::Stats => stats::names(out),
+            StringSet::PrivFlags => {
+                for (o, name) in out.iter_mut().zip(PRIV_FLAGS) {
+                    ethtool_string(o, &[name.as_bytes()]);
+                }
+            }
+        }
+    }
+
+    fn stat_values(this: &Arc<Self>, out: &mut [u64]) {
+        let lanes = this.lanes.lock();
+        stats::values(&this.io, &lanes, out);
+    }
+}
+
+/// Private flags (`ethtool --set-priv-flags`): the mode, while down.
+const PRIV_TYPE2: u32 = 1 << 0;
+const PRIV_PCIE: u32 = 1 << 1;
+const PRIV_FLAGS: [&str; 2] = ["type2", "pcie"];
+
+impl Port {
+    /// `old` with what ethtool changed, checked; `EINVAL` (or `EBUSY`)
+    /// with a log line saying why not.
+    fn settings_for(
+        &self,
+        dev: &Netdev<'_>,
+        old: Settings,
+        p: &Params,
+        what: Change,
+    ) -> Result<Settings> {
+        let mut s = old;
+        let why: &str = match what {
+            Change::Rings => match (RingSize::new(p.tx_ring), RingSize::new(p.rx_ring)) {
+                (Some(tx), Some(rx)) if s.batch <= tx.get().min(rx.get()) => {
+                    s.tx = tx;
+                    s.rx = rx;
+                    ""
+                }
+                (Some(_), Some(_)) => "rings must hold at least a batch (ethtool -C rx-frames)",
+                _ => "ring sizes are powers of two from 8 to 4096",
+            },
+            Change::Channels if (1..=self.queues_max).contains(&p.channels) => {
+                s.queues = p.channels;
+                ""
+            }
+            Change::Channels => "channels are 1 up to the device's queue pairs",
+            Change::Coalesce => {
+                let usecs_ok =
+                    p.rx_usecs == 0 || (PERIOD_US_MIN..=PERIOD_US_MAX).contains(&p.rx_usecs);
+                if !usecs_ok {
+                    "rx-usecs is 0 (interrupts) or a polling period of 10 to 100000"
+                } else if p.rx_frames == 0 || p.rx_frames > s.tx.get().min(s.rx.get()) {
+                    "rx-frames (the batch) is 1 up to the smaller ring"
+                } else {
+                    s.rx_usecs = p.rx_usecs;
+                    s.batch = p.rx_frames;
+                    ""
+                }
+            }
+            Change::PrivFlags => {
+                let mode = match p.priv_flags & (PRIV_TYPE2 | PRIV_PCIE) {
+                    0 => MODE_TYPE1,
+                    PRIV_TYPE2 => MODE_TYPE2,
+                    PRIV_PCIE => MODE_PCIE,
+                    _ => 0,
+                };
+                if p.priv_flags & !(PRIV_TYPE2 | PRIV_PCIE) != 0 || mode == 0 {
+                    "one mode at most: type2 or pcie (neither: type1)"
+                } else if mode != s.mode && self.up.lock().is_some() {
+                    pr_info!("{}: set the mode while the interface is down\n", dev.name());
+                    return Err(EBUSY);
+                } else if self.modes & mode_bit(mode) == 0 {
+                    "the device does not have that mode"
+                } else {
+                    s.mode = mode;
+                    ""
+                }
+            }
+        };
+        if !why.is_empty() {
+            pr_info!("{}: {}\n", dev.name(), why);
+            return Err(EINVAL);
+        }
+        s.shape()?;
+        Ok(s)
+    }
+
+    /// Takes `new` settings; while up, the queues start again with them
+    /// (and with the old ones if that fails).
+    fn apply(this: &Arc<Self>, dev: &Netdev<'_>, new: Settings) -> Result {
+        let old = core::mem::replace(&mut *this.settings.lock(), new);
         if this.up.lock().is_none() {
             return Ok(());
         }
-        // Buffers are sized for the MTU: start the queues again.
         this.stop_watch();
         let r = this.restart(dev);
         if r.is_err() {
@@ -408,6 +588,44 @@ struct Watch {
     beat: AtomicU32,
     since_ms: AtomicU64,
     lost: AtomicBool,
+    /// When to try configuring an unconfigured device next, and the
+    /// wait after that (doubling up to a minute).
+    retry_ms: AtomicU64,
+    backoff_ms: AtomicU64,
+}
+
+/// The first and longest waits between attempts to configure a device
+/// that is running but did not take a config.
+const RETRY_FIRST_MS: u64 = 1000;
+const RETRY_MAX_MS: u64 = 60_000;
+
+impl Watch {
+    /// Configures the device afresh, under RTNL (as `open` does; the
+    /// NAPI list changes). Not if RTNL is busy: `stop` and `apply` hold
+    /// it while they wait for this watch. False if it should be tried
+    /// again.
+    fn reconfigure(&self, dev: &Netdev<'_>, now: u64) -> bool {
+        if self.port.leaked.load(Ordering::Relaxed) || now < self.retry_ms.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Some(_rtnl) = RtnlGuard::try_lock() else {
+            return false;
+        };
+        pr_info!("{}: the device is running: configuring it\n", dev.name());
+        let ok = self.port.restart(dev).is_ok() && self.port.configured();
+        let backoff = self.backoff_ms.load(Ordering::Relaxed);
+        if ok {
+            self.backoff_ms.store(RETRY_FIRST_MS, Ordering::Relaxed);
+        } else {
+            self.retry_ms
+                .store(now.saturating_add(backoff), Ordering::Relaxed);
+            self.backoff_ms.store(
+                backoff.saturating_mul(2).min(RETRY_MAX_MS),
+                Ordering::Relaxed,
+            );
+        }
+        ok
+    }
 }
 
 impl PeriodicWork for Watch {
@@ -418,10 +636,10 @@ impl PeriodicWork for Watch {
         let now = now_ms();
         if beat != self.beat.swap(beat, Ordering::Relaxed) {
             self.since_ms.store(now, Ordering::Relaxed);
-            if self.lost.load(Ordering::Relaxed) || !self.port.configured() {
-                pr_info!("{}: the device is running: configuring it\n", dev.name());
-                let ok = self.port.restart(&dev).is_ok() && self.port.configured();
-                self.lost.store(!ok, Ordering::Relaxed);
+            if (self.lost.load(Ordering::Relaxed) || !self.port.configured())
+                && self.reconfigure(&dev, now)
+            {
+                self.lost.store(false, Ordering::Relaxed);
             }
         } else if !self.lost.load(Ordering::Relaxed)
             && now.saturating_sub(self.since_ms.load(Ordering::Relaxed))
@@ -454,6 +672,7 @@ pub(crate) fn default_settings(mode: u32, queues_max: u32) -> Settings {
         rx: RING_DEFAULT,
         batch: 8,
         mtu: 1500,
+        rx_usecs: 0,
     }
 }
 

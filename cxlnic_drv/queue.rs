@@ -10,8 +10,8 @@
 //! and is counted, never moves an index or a copy out of bounds.
 //!
 //! Locks: `tx` (transmit, and the poll's TX completion), `rx` (the poll)
-//! and `irq` (both) are taken only with bottom halves off; `irq` nests
-//! inside the other two.
+//! and `irq` (both) are taken only with bottom halves off (the RX ring
+//! is primed before its lock exists); `irq` nests inside the other two.
 
 use crate::io::NicIo;
 use crate::ring::device::{space_of, Loc, Part, QueueConfig, SPACE_DEVICE, VECTOR_QUEUE0};
@@ -25,7 +25,7 @@ use crate::support::coherent::Coherent;
 use crate::support::dma::CoherentAllocation;
 use crate::support::napi::{NapiPoll, Poll};
 use crate::support::netdev::{self, Netdev, SkBuff};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicU64, Ordering};
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
@@ -48,6 +48,8 @@ pub(crate) struct Shape {
     pub(crate) inline: bool,
     /// Ring the queue's doorbell per batch (pcie mode).
     pub(crate) doorbell: bool,
+    /// The device interrupts (else a timer polls).
+    pub(crate) interrupts: bool,
 }
 
 /// Where one part lives.
@@ -76,6 +78,16 @@ pub(crate) struct Counters {
     pub(crate) rx_faults: AtomicU64,
     pub(crate) doorbells: AtomicU64,
     pub(crate) polls: AtomicU64,
+    /// Faults by kind: a TX or RX head outside what was posted, a bad
+    /// RX completion (tag or length).
+    pub(crate) tx_bad_head: AtomicU64,
+    pub(crate) rx_bad_head: AtomicU64,
+    pub(crate) rx_bad_completion: AtomicU64,
+    /// The rings' indices as the driver last left them.
+    pub(crate) tx_head: AtomicU64,
+    pub(crate) tx_tail: AtomicU64,
+    pub(crate) rx_head: AtomicU64,
+    pub(crate) rx_tail: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -92,12 +104,23 @@ struct Rx {
     ring: Producer,
 }
 
-#[pin_data]
-pub(crate) struct Queue {
+/// A queue pair's memory: where each part is, and how it is accessed.
+///
+/// # Invariants
+///
+/// `parts` has one entry per part, in `PARTS` order, each
+/// `shape.sizes.bytes(part)` long: buffer offsets of entries are inside
+/// their areas.
+struct Rings {
     index: u16,
     io: Arc<NicIo>,
     shape: Shape,
     parts: KVec<Placed>,
+}
+
+#[pin_data]
+pub(crate) struct Queue {
+    rings: Rings,
     #[pin]
     tx: SpinLock<Tx>,
     #[pin]
@@ -114,9 +137,9 @@ fn slot_of(p: Part) -> usize {
 }
 
 impl Queue {
-    /// Places queue `index`'s parts: host parts in fresh DMA memory
-    /// (also pushed to `lent`, which the port keeps until the device has
-    /// let go of them), device parts from `dev_mem`.
+    /// Places queue `index`'s parts (host parts in fresh DMA memory, also
+    /// pushed to `lent`, which the port keeps until the device has let go
+    /// of them; device parts from `dev_mem`) and posts every RX buffer.
     pub(crate) fn new(
         index: u16,
         io: Arc<NicIo>,
@@ -124,6 +147,43 @@ impl Queue {
         dev_mem: &mut Bump,
         lent: &mut KVec<Arc<CoherentAllocation>>,
     ) -> Result<Arc<Queue>> {
+        let rings = Rings::place(index, io, shape, dev_mem, lent)?;
+        // Primed here, in process context, before the locks exist.
+        let mut rx = Rx {
+            ring: Producer::new(shape.sizes.rx, 0),
+        };
+        while rx.ring.free() > 0 {
+            rings.post_rx(&mut rx)?;
+        }
+        rings.store(Part::DriverLine, LINE_RX_TAIL, rx.ring.tail())?;
+        let irq = if shape.interrupts { IRQ_RX } else { 0 };
+        rings.store(Part::DriverLine, LINE_IRQ, irq)?;
+        Arc::pin_init(
+            pin_init!(Queue {
+                rings,
+                tx <- new_spinlock!(Tx { ring: Producer::new(shape.sizes.tx, 0), unrung: 0 }, "cxlnic:tx"),
+                rx <- new_spinlock!(rx, "cxlnic:rx"),
+                irq <- new_spinlock!(irq, "cxlnic:irq"),
+                counters: Counters::default(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The queue's placement, for the device config.
+    pub(crate) fn config(&self) -> QueueConfig {
+        self.rings.config()
+    }
+}
+
+impl Rings {
+    fn place(
+        index: u16,
+        io: Arc<NicIo>,
+        shape: Shape,
+        dev_mem: &mut Bump,
+        lent: &mut KVec<Arc<CoherentAllocation>>,
+    ) -> Result<Rings> {
         let mut parts = KVec::with_capacity(PARTS.len(), GFP_KERNEL)?;
         for part in PARTS {
             let bytes = shape.sizes.bytes(part);
@@ -157,24 +217,16 @@ impl Queue {
             };
             parts.push(Placed { place, len }, GFP_KERNEL)?;
         }
-        let q = Arc::pin_init(
-            pin_init!(Queue {
-                index,
-                io,
-                shape,
-                parts,
-                tx <- new_spinlock!(Tx { ring: Producer::new(shape.sizes.tx, 0), unrung: 0 }, "cxlnic:tx"),
-                rx <- new_spinlock!(Rx { ring: Producer::new(shape.sizes.rx, 0) }, "cxlnic:rx"),
-                irq <- new_spinlock!(0, "cxlnic:irq"),
-                counters: Counters::default(),
-            }),
-            GFP_KERNEL,
-        )?;
-        Ok(q)
+        // INVARIANT: every part placed, in order, at its size.
+        Ok(Rings {
+            index,
+            io,
+            shape,
+            parts,
+        })
     }
 
-    /// The queue's placement, for the device config.
-    pub(crate) fn config(&self) -> QueueConfig {
+    fn config(&self) -> QueueConfig {
         let loc = |p: Part| match self.parts.get(slot_of(p)).map(|x| &x.place) {
             Some(Place::Host(m)) => Loc {
                 space: crate::ring::device::SPACE_HOST,
@@ -240,31 +292,8 @@ impl Queue {
     }
 
     fn buffer_offset(&self, size: RingSize, index: u32) -> usize {
-        // Below the area's length, a usize (checked when placed).
+        // Inside the area (invariant), so a usize.
         self.shape.sizes.slot_offset(size, index) as usize
-    }
-
-    /// Posts every RX buffer and says which interrupts it wants (before
-    /// the config that hands the rings to the device).
-    pub(crate) fn prime(&self) -> Result {
-        let mut rx = self.rx.lock();
-        while rx.ring.free() > 0 {
-            self.post_rx(&mut rx)?;
-        }
-        self.store(Part::DriverLine, LINE_RX_TAIL, rx.ring.tail())?;
-        drop(rx);
-        self.want(IRQ_RX, true)
-    }
-
-    /// Sets or clears interrupt bits in the driver line.
-    fn want(&self, bits: u32, on: bool) -> Result {
-        let mut irq = self.irq.lock();
-        let new = if on { *irq | bits } else { *irq & !bits };
-        if new != *irq {
-            self.store(Part::DriverLine, LINE_IRQ, new)?;
-            *irq = new;
-        }
-        Ok(())
     }
 
     fn post_rx(&self, rx: &mut Rx) -> Result {
@@ -286,64 +315,24 @@ impl Queue {
         Ok(())
     }
 
-    /// Takes the device's TX head: the entries it read are free again.
-    fn reclaim(&self, tx: &mut Tx) {
-        let Ok(head) = self.load(Part::DeviceLine, LINE_TX_HEAD) else {
-            return;
-        };
-        if tx.ring.consumed(head).is_err() {
-            // A head the driver never posted up to: ignored (a later,
-            // sane one frees the entries).
-            bump(&self.counters.tx_faults, 1);
-        }
+    /// Takes the device's TX head: the entries it read are free again;
+    /// false if the head was not one the driver can have reached.
+    fn reclaim(&self, tx: &mut Tx) -> bool {
+        // A head the driver never posted up to is ignored (a later, sane
+        // one frees the entries).
+        self.load(Part::DeviceLine, LINE_TX_HEAD)
+            .is_ok_and(|head| tx.ring.consumed(head).is_ok())
     }
 
-    fn doorbell(&self, tx: &mut Tx) {
-        if tx.unrung > 0 {
-            self.io.ring(VECTOR_QUEUE0 + u32::from(self.index));
-            tx.unrung = 0;
-            bump(&self.counters.doorbells, 1);
+    /// Rings the doorbell for entries posted since the last one; whether
+    /// it rang.
+    fn doorbell(&self, tx: &mut Tx) -> bool {
+        if tx.unrung == 0 {
+            return false;
         }
-    }
-
-    /// Sends `skb` (copied into the entry's buffer, then freed); `Err`
-    /// gives it back when the ring is full. Bottom halves are off.
-    pub(crate) fn xmit(&self, dev: &Netdev<'_>, skb: SkBuff) -> core::result::Result<(), SkBuff> {
-        let mut tx = self.tx.lock();
-        if tx.ring.free() < self.shape.batch {
-            self.reclaim(&mut tx);
-        }
-        let Some(e) = tx.ring.next() else {
-            bump(&self.counters.tx_busy, 1);
-            self.stop_tx(dev, &mut tx);
-            return Err(skb);
-        };
-        let len = skb.len();
-        if len < FRAME_MIN || len > self.shape.sizes.slot {
-            // Not a frame the interface's MTU allows.
-            bump(&self.counters.tx_dropped, 1);
-            return Ok(());
-        }
-        if self.post_tx(&mut tx, &skb, e.index, e.slot, e.tag).is_err() {
-            bump(&self.counters.tx_dropped, 1);
-            return Ok(());
-        }
-        drop(skb);
-        bump(&self.counters.tx_packets, 1);
-        bump(&self.counters.tx_bytes, u64::from(len));
-        if self.shape.doorbell {
-            tx.unrung += 1;
-            if !netdev::xmit_more() || tx.unrung >= self.shape.batch {
-                self.doorbell(&mut tx);
-            }
-        }
-        if tx.ring.free() == 0 {
-            self.reclaim(&mut tx);
-            if tx.ring.free() == 0 {
-                self.stop_tx(dev, &mut tx);
-            }
-        }
-        Ok(())
+        self.io.ring(VECTOR_QUEUE0 + u32::from(self.index));
+        tx.unrung = 0;
+        true
     }
 
     fn post_tx(&self, tx: &mut Tx, skb: &SkBuff, index: u32, slot: usize, tag: u32) -> Result {
@@ -365,19 +354,111 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+impl Queue {
+    /// Sets or clears interrupt bits in the driver line. Asking for one
+    /// is followed by a full barrier: the caller then reads the device's
+    /// head, and the device stores its head before it reads this word,
+    /// so one of the two sees the other.
+    fn want(&self, bits: u32, on: bool) -> Result {
+        let mut irq = self.irq.lock();
+        let new = if on { *irq | bits } else { *irq & !bits };
+        if new != *irq {
+            self.rings.store(Part::DriverLine, LINE_IRQ, new)?;
+            *irq = new;
+            if on {
+                fence(Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    fn reclaim(&self, tx: &mut Tx) {
+        if !self.rings.reclaim(tx) {
+            bump(&self.counters.tx_faults, 1);
+            bump(&self.counters.tx_bad_head, 1);
+        }
+        let c = &self.counters;
+        c.tx_head
+            .store(u64::from(tx.ring.head()), Ordering::Relaxed);
+        c.tx_tail
+            .store(u64::from(tx.ring.tail()), Ordering::Relaxed);
+    }
+
+    /// The device line's heads as they are now (TX, RX), for ethtool.
+    pub(crate) fn device_heads(&self) -> (u32, u32) {
+        let get = |at| self.rings.load(Part::DeviceLine, at).unwrap_or(0);
+        (get(LINE_TX_HEAD), get(LINE_RX_HEAD))
+    }
+
+    fn doorbell(&self, tx: &mut Tx) {
+        if self.rings.doorbell(tx) {
+            bump(&self.counters.doorbells, 1);
+        }
+    }
+
+    /// Sends `skb` (copied into the entry's buffer, then freed); `Err`
+    /// gives it back when the ring is full. Bottom halves are off.
+    pub(crate) fn xmit(&self, dev: &Netdev<'_>, skb: SkBuff) -> core::result::Result<(), SkBuff> {
+        let mut tx = self.tx.lock();
+        let shape = self.rings.shape;
+        // One read of the device's line per transmit with entries out: a
+        // cache hit unless the device has stored a new head since.
+        if tx.ring.in_flight() > 0 {
+            self.reclaim(&mut tx);
+        }
+        let Some(e) = tx.ring.next() else {
+            bump(&self.counters.tx_busy, 1);
+            self.stop_tx(dev, &mut tx);
+            return Err(skb);
+        };
+        let len = skb.len();
+        // Not a frame the interface's MTU allows, or not copied.
+        let sent = (FRAME_MIN..=shape.sizes.slot).contains(&len)
+            && self
+                .rings
+                .post_tx(&mut tx, &skb, e.index, e.slot, e.tag)
+                .is_ok();
+        drop(skb);
+        if sent {
+            let tail = u64::from(tx.ring.tail());
+            self.counters.tx_tail.store(tail, Ordering::Relaxed);
+            bump(&self.counters.tx_packets, 1);
+            bump(&self.counters.tx_bytes, u64::from(len));
+            if shape.doorbell {
+                tx.unrung += 1;
+            }
+        } else {
+            bump(&self.counters.tx_dropped, 1);
+        }
+        // A held doorbell rings with the last packet of a burst, sent or
+        // not.
+        if shape.doorbell && (!netdev::xmit_more() || tx.unrung >= shape.batch) {
+            self.doorbell(&mut tx);
+        }
+        if tx.ring.free() == 0 {
+            self.reclaim(&mut tx);
+            if tx.ring.free() == 0 {
+                self.stop_tx(dev, &mut tx);
+            }
+        }
+        Ok(())
+    }
 
     /// The ring is full: the stack holds packets until the device frees
     /// entries, which it says by interrupt (asked for here).
     fn stop_tx(&self, dev: &Netdev<'_>, tx: &mut Tx) {
         // No more transmits come to ring a held-back doorbell.
         self.doorbell(tx);
-        dev.txq_stop(self.index);
-        let _ = self.want(IRQ_TX, true);
+        let q = self.rings.index;
+        dev.txq_stop(q);
+        let _ = self.want(IRQ_TX, self.rings.shape.interrupts);
         // The device may have freed entries before it saw the request.
         self.reclaim(tx);
         if tx.ring.free() > 0 {
             let _ = self.want(IRQ_TX, false);
-            dev.txq_wake(self.index);
+            dev.txq_wake(q);
         }
     }
 
@@ -385,56 +466,67 @@ impl Queue {
     fn complete_tx(&self, dev: &Netdev<'_>) {
         let mut tx = self.tx.lock();
         self.reclaim(&mut tx);
-        if tx.ring.free() > 0 && dev.txq_stopped(self.index) {
+        let q = self.rings.index;
+        if tx.ring.free() > 0 && dev.txq_stopped(q) {
             let _ = self.want(IRQ_TX, false);
-            dev.txq_wake(self.index);
+            dev.txq_wake(q);
         }
     }
 
     /// Receives up to `budget` frames; returns how many entries it took.
     fn receive(&self, napi: &NapiPoll<'_>, budget: u32) -> u32 {
         let mut rx = self.rx.lock();
-        let Ok(head) = self.load(Part::DeviceLine, LINE_RX_HEAD) else {
+        let Ok(head) = self.rings.load(Part::DeviceLine, LINE_RX_HEAD) else {
             return 0;
         };
         let span = match rx.ring.consume(head, budget) {
             Ok(s) => s,
             Err(_) => {
                 bump(&self.counters.rx_faults, 1);
+                bump(&self.counters.rx_bad_head, 1);
                 return 0;
             }
         };
         for index in span.indices() {
             self.receive_one(napi, index);
             // The entry's buffer goes back to the device at once.
-            if self.post_rx(&mut rx).is_err() {
+            if self.rings.post_rx(&mut rx).is_err() {
                 bump(&self.counters.rx_faults, 1);
             }
         }
         if span.count > 0 {
-            let _ = self.store(Part::DriverLine, LINE_RX_TAIL, rx.ring.tail());
+            let _ = self
+                .rings
+                .store(Part::DriverLine, LINE_RX_TAIL, rx.ring.tail());
         }
+        let c = &self.counters;
+        c.rx_head
+            .store(u64::from(rx.ring.head()), Ordering::Relaxed);
+        c.rx_tail
+            .store(u64::from(rx.ring.tail()), Ordering::Relaxed);
         span.count
     }
 
     fn receive_one(&self, napi: &NapiPoll<'_>, index: u32) {
-        let size = self.shape.sizes.rx;
+        let rings = &self.rings;
+        let size = rings.shape.sizes.rx;
         let mut raw = [0u8; COMPLETION_BYTES];
         let off = size.slot(index).saturating_mul(COMPLETION_BYTES);
-        if self.read(Part::RxDone, off, &mut raw).is_err() {
+        if rings.read(Part::RxDone, off, &mut raw).is_err() {
             bump(&self.counters.rx_faults, 1);
             return;
         }
         let c = RxCompletion::decode(&raw);
-        let len = match check_completion(&c, index, self.shape.sizes.slot) {
+        let len = match check_completion(&c, index, rings.shape.sizes.slot) {
             Ok(len) => len,
             Err(_) => {
                 bump(&self.counters.rx_faults, 1);
+                bump(&self.counters.rx_bad_completion, 1);
                 return;
             }
         };
-        let buf = self.buffer_offset(size, index);
-        let delivered = self
+        let buf = rings.buffer_offset(size, index);
+        let delivered = rings
             .at(Part::RxArea, buf, len as usize)
             .and_then(|(m, at)| napi.receive(m, at, len));
         match delivered {
@@ -450,8 +542,9 @@ impl Queue {
     /// taken (after interrupts are asked for again).
     fn rx_pending(&self) -> bool {
         let rx = self.rx.lock();
-        self.load(Part::DeviceLine, LINE_RX_HEAD)
-            .is_ok_and(|h| h != rx.ring.head())
+        self.rings
+            .load(Part::DeviceLine, LINE_RX_HEAD)
+            .is_ok_and(|h| rx.ring.pending(h))
     }
 }
 
@@ -462,7 +555,7 @@ impl Poll for Queue {
         let _ = this.want(IRQ_RX, false);
         this.complete_tx(&napi.netdev());
         let work = this.receive(napi, budget);
-        if work < budget && napi.complete_done(work) {
+        if work < budget && napi.complete_done(work) && this.rings.shape.interrupts {
             let _ = this.want(IRQ_RX, true);
             if this.rx_pending() {
                 napi.schedule();

@@ -1012,9 +1012,184 @@ static void cxlf_et_drvinfo(struct net_device *dev, struct ethtool_drvinfo *info
 	cxlf_nd_ops(dev)->drvinfo(cxlf_nd_data(dev), info);
 }
 
+/*
+ * The settings ethtool changes go through one get/set pair on the Rust
+ * side: a setter reads the current values, changes its part and hands
+ * the whole on, with which part changed.
+ */
+static int cxlf_et_params(struct net_device *dev, struct cxlf_ethtool_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	return cxlf_nd_ops(dev)->get_params(cxlf_nd_data(dev), p);
+}
+
+static int cxlf_et_set(struct net_device *dev,
+		       const struct cxlf_ethtool_params *p, u32 what)
+{
+	return cxlf_nd_ops(dev)->set_params(cxlf_nd_data(dev), dev, p, what);
+}
+
+static void cxlf_et_get_ringparam(struct net_device *dev,
+				  struct ethtool_ringparam *ring,
+				  struct kernel_ethtool_ringparam *kring,
+				  struct netlink_ext_ack *extack)
+{
+	struct cxlf_ethtool_params p;
+
+	if (cxlf_et_params(dev, &p))
+		return;
+	ring->rx_max_pending = p.rx_ring_max;
+	ring->tx_max_pending = p.tx_ring_max;
+	ring->rx_pending = p.rx_ring;
+	ring->tx_pending = p.tx_ring;
+}
+
+static int cxlf_et_set_ringparam(struct net_device *dev,
+				 struct ethtool_ringparam *ring,
+				 struct kernel_ethtool_ringparam *kring,
+				 struct netlink_ext_ack *extack)
+{
+	struct cxlf_ethtool_params p;
+	int err = cxlf_et_params(dev, &p);
+
+	if (err)
+		return err;
+	if (ring->rx_mini_pending || ring->rx_jumbo_pending)
+		return -EINVAL;
+	p.rx_ring = ring->rx_pending;
+	p.tx_ring = ring->tx_pending;
+	return cxlf_et_set(dev, &p, CXLF_ET_RINGS);
+}
+
+static void cxlf_et_get_channels(struct net_device *dev,
+				 struct ethtool_channels *ch)
+{
+	struct cxlf_ethtool_params p;
+
+	if (cxlf_et_params(dev, &p))
+		return;
+	ch->max_combined = p.channels_max;
+	ch->combined_count = p.channels;
+}
+
+static int cxlf_et_set_channels(struct net_device *dev,
+				struct ethtool_channels *ch)
+{
+	struct cxlf_ethtool_params p;
+	int err = cxlf_et_params(dev, &p);
+
+	if (err)
+		return err;
+	if (ch->rx_count || ch->tx_count || ch->other_count)
+		return -EINVAL;
+	p.channels = ch->combined_count;
+	return cxlf_et_set(dev, &p, CXLF_ET_CHANNELS);
+}
+
+static int cxlf_et_get_coalesce(struct net_device *dev,
+				struct ethtool_coalesce *c,
+				struct kernel_ethtool_coalesce *kc,
+				struct netlink_ext_ack *extack)
+{
+	struct cxlf_ethtool_params p;
+	int err = cxlf_et_params(dev, &p);
+
+	if (err)
+		return err;
+	c->rx_coalesce_usecs = p.rx_usecs;
+	c->rx_max_coalesced_frames = p.rx_frames;
+	return 0;
+}
+
+static int cxlf_et_set_coalesce(struct net_device *dev,
+				struct ethtool_coalesce *c,
+				struct kernel_ethtool_coalesce *kc,
+				struct netlink_ext_ack *extack)
+{
+	struct cxlf_ethtool_params p;
+	int err = cxlf_et_params(dev, &p);
+
+	if (err)
+		return err;
+	p.rx_usecs = c->rx_coalesce_usecs;
+	p.rx_frames = c->rx_max_coalesced_frames;
+	return cxlf_et_set(dev, &p, CXLF_ET_COALESCE);
+}
+
+static u32 cxlf_et_get_priv_flags(struct net_device *dev)
+{
+	struct cxlf_ethtool_params p;
+
+	return cxlf_et_params(dev, &p) ? 0 : p.priv_flags;
+}
+
+static int cxlf_et_set_priv_flags(struct net_device *dev, u32 flags)
+{
+	struct cxlf_ethtool_params p;
+	int err = cxlf_et_params(dev, &p);
+
+	if (err)
+		return err;
+	p.priv_flags = flags;
+	return cxlf_et_set(dev, &p, CXLF_ET_PRIV_FLAGS);
+}
+
+static int cxlf_et_set_of(int sset)
+{
+	switch (sset) {
+	case ETH_SS_STATS:
+		return CXLF_ET_SET_STATS;
+	case ETH_SS_PRIV_FLAGS:
+		return CXLF_ET_SET_PRIV_FLAGS;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int cxlf_et_get_sset_count(struct net_device *dev, int sset)
+{
+	int set = cxlf_et_set_of(sset);
+
+	if (set < 0)
+		return set;
+	return cxlf_nd_ops(dev)->string_count(cxlf_nd_data(dev), set);
+}
+
+static void cxlf_et_get_strings(struct net_device *dev, u32 sset, u8 *buf)
+{
+	int set = cxlf_et_set_of(sset);
+	int n;
+
+	if (set < 0)
+		return;
+	/* The core sized `buf` from get_sset_count, under RTNL as now. */
+	n = cxlf_nd_ops(dev)->string_count(cxlf_nd_data(dev), set);
+	if (n > 0)
+		cxlf_nd_ops(dev)->strings(cxlf_nd_data(dev), set, buf, n);
+}
+
+static void cxlf_et_get_stats(struct net_device *dev,
+			      struct ethtool_stats *stats, u64 *data)
+{
+	cxlf_nd_ops(dev)->stat_values(cxlf_nd_data(dev), data, stats->n_stats);
+}
+
 static const struct ethtool_ops cxlf_ethtool_ops = {
+	.supported_coalesce_params = ETHTOOL_COALESCE_RX_USECS |
+				     ETHTOOL_COALESCE_RX_MAX_FRAMES,
 	.get_drvinfo = cxlf_et_drvinfo,
 	.get_link = ethtool_op_get_link,
+	.get_ringparam = cxlf_et_get_ringparam,
+	.set_ringparam = cxlf_et_set_ringparam,
+	.get_channels = cxlf_et_get_channels,
+	.set_channels = cxlf_et_set_channels,
+	.get_coalesce = cxlf_et_get_coalesce,
+	.set_coalesce = cxlf_et_set_coalesce,
+	.get_priv_flags = cxlf_et_get_priv_flags,
+	.set_priv_flags = cxlf_et_set_priv_flags,
+	.get_sset_count = cxlf_et_get_sset_count,
+	.get_strings = cxlf_et_get_strings,
+	.get_ethtool_stats = cxlf_et_get_stats,
 };
 
 /*
@@ -1180,20 +1355,37 @@ void cxlf_netdev_put(struct net_device *dev)
 	dev_put(dev);
 }
 
-/* TX queue `q`: stop, wake, query. In C: static inlines over the queue. */
+/*
+ * TX queue `q`: stop, wake, query; a queue past those allocated is
+ * ignored (netdev_get_tx_queue does not check). In C: static inlines.
+ */
 void cxlf_netdev_txq_stop(struct net_device *dev, u16 q)
 {
-	netif_tx_stop_queue(netdev_get_tx_queue(dev, q));
+	if (q < dev->num_tx_queues)
+		netif_tx_stop_queue(netdev_get_tx_queue(dev, q));
 }
 
 void cxlf_netdev_txq_wake(struct net_device *dev, u16 q)
 {
-	netif_tx_wake_queue(netdev_get_tx_queue(dev, q));
+	if (q < dev->num_tx_queues)
+		netif_tx_wake_queue(netdev_get_tx_queue(dev, q));
 }
 
 bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q)
 {
-	return netif_tx_queue_stopped(netdev_get_tx_queue(dev, q));
+	return q < dev->num_tx_queues &&
+	       netif_tx_queue_stopped(netdev_get_tx_queue(dev, q));
+}
+
+/* RTNL, if no one holds it (for work that must not wait on it). */
+bool cxlf_rtnl_trylock(void)
+{
+	return rtnl_trylock();
+}
+
+void cxlf_rtnl_unlock(void)
+{
+	rtnl_unlock();
 }
 
 /* Stops every TX queue and waits out transmits in progress. */
@@ -1213,9 +1405,15 @@ bool cxlf_netdev_xmit_more(void)
 int cxlf_netdev_set_queues(struct net_device *dev, unsigned int txq,
 			   unsigned int rxq)
 {
+	unsigned int old = dev->real_num_tx_queues;
 	int err = netif_set_real_num_tx_queues(dev, txq);
 
-	return err ? err : netif_set_real_num_rx_queues(dev, rxq);
+	if (err)
+		return err;
+	err = netif_set_real_num_rx_queues(dev, rxq);
+	if (err)
+		netif_set_real_num_tx_queues(dev, old);
+	return err;
 }
 
 /*
@@ -1228,6 +1426,7 @@ struct cxlf_napi {
 	struct napi_struct napi;
 	int (*poll)(void *data, struct napi_struct *napi, int budget);
 	void *data;
+	u16 rxq;
 };
 
 static int cxlf_napi_poll(struct napi_struct *napi, int budget)
@@ -1237,10 +1436,11 @@ static int cxlf_napi_poll(struct napi_struct *napi, int budget)
 	return n->poll(n->data, napi, budget);
 }
 
-/* A NAPI context on `dev`, disabled; NULL without memory. */
+/* A NAPI context on `dev` for RX queue `rxq`, disabled; NULL without
+ * memory. */
 struct napi_struct *cxlf_napi_add(struct net_device *dev,
 				  int (*poll)(void *, struct napi_struct *, int),
-				  void *data)
+				  void *data, u16 rxq)
 {
 	struct cxlf_napi *n = kzalloc(sizeof(*n), GFP_KERNEL);
 
@@ -1248,6 +1448,7 @@ struct napi_struct *cxlf_napi_add(struct net_device *dev,
 		return NULL;
 	n->poll = poll;
 	n->data = data;
+	n->rxq = rxq;
 	netif_napi_add(dev, &n->napi, cxlf_napi_poll);
 	return &n->napi;
 }
@@ -1298,6 +1499,7 @@ int cxlf_napi_receive(struct napi_struct *napi, const void *data,
 	if (!skb)
 		return -ENOMEM;
 	skb_put_data(skb, data, len);
+	skb_record_rx_queue(skb, container_of(napi, struct cxlf_napi, napi)->rxq);
 	skb->protocol = eth_type_trans(skb, napi->dev);
 	napi_gro_receive(napi, skb);
 	return 0;

@@ -179,6 +179,20 @@ struct cxlf_netdev_stats {
 	u64 rx_packets, tx_packets, rx_bytes, tx_bytes;
 	u64 rx_errors, tx_errors, rx_dropped, tx_dropped;
 };
+/* What ethtool -g/-G, -l/-L, -C and --show/set-priv-flags change. */
+struct cxlf_ethtool_params {
+	u32 rx_ring, tx_ring, rx_ring_max, tx_ring_max;
+	u32 channels, channels_max;
+	u32 rx_usecs, rx_frames;
+	u32 priv_flags;
+};
+#define CXLF_ET_RINGS 1
+#define CXLF_ET_CHANNELS 2
+#define CXLF_ET_COALESCE 3
+#define CXLF_ET_PRIV_FLAGS 4
+/* String sets: ethtool -S counters, private flags. */
+#define CXLF_ET_SET_STATS 0
+#define CXLF_ET_SET_PRIV_FLAGS 1
 struct cxlf_netdev_ops {
 	int (*open)(void *data, struct net_device *dev);
 	int (*stop)(void *data, struct net_device *dev);
@@ -188,6 +202,13 @@ struct cxlf_netdev_ops {
 	void (*stats)(void *data, struct cxlf_netdev_stats *stats);
 	int (*change_mtu)(void *data, struct net_device *dev, int mtu);
 	void (*drvinfo)(void *data, struct ethtool_drvinfo *info);
+	int (*get_params)(void *data, struct cxlf_ethtool_params *p);
+	int (*set_params)(void *data, struct net_device *dev,
+			  const struct cxlf_ethtool_params *p, u32 what);
+	/* Strings are ETH_GSTRING_LEN bytes each, `n` of them. */
+	int (*string_count)(void *data, u32 set);
+	void (*strings)(void *data, u32 set, u8 *buf, u32 n);
+	void (*stat_values)(void *data, u64 *out, u32 n);
 };
 struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
 				     const struct cxlf_netdev_ops *ops,
@@ -213,12 +234,14 @@ void cxlf_netdev_txq_wake(struct net_device *dev, u16 q);
 bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q);
 void cxlf_netdev_tx_disable(struct net_device *dev);
 bool cxlf_netdev_xmit_more(void);
+bool cxlf_rtnl_trylock(void);
+void cxlf_rtnl_unlock(void);
 int cxlf_netdev_set_queues(struct net_device *dev, unsigned int txq,
 			   unsigned int rxq);
 struct napi_struct;
 struct napi_struct *cxlf_napi_add(struct net_device *dev,
 				  int (*poll)(void *, struct napi_struct *, int),
-				  void *data);
+				  void *data, u16 rxq);
 void cxlf_napi_del(struct napi_struct *napi);
 void cxlf_napi_enable(struct napi_struct *napi);
 void cxlf_napi_disable(struct napi_struct *napi);

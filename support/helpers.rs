@@ -44,6 +44,22 @@ pub(crate) struct CxlfPciDriver {
 }
 
 /// `struct cxlf_netdev_stats`: the counters a driver fills for
+/// `struct cxlf_ethtool_params`: what ethtool's ring, channel, coalesce
+/// and private-flag commands read and change.
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CxlfEthtoolParams {
+    pub(crate) rx_ring: u32,
+    pub(crate) tx_ring: u32,
+    pub(crate) rx_ring_max: u32,
+    pub(crate) tx_ring_max: u32,
+    pub(crate) channels: u32,
+    pub(crate) channels_max: u32,
+    pub(crate) rx_usecs: u32,
+    pub(crate) rx_frames: u32,
+    pub(crate) priv_flags: u32,
+}
+
 /// `ndo_get_stats64`.
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
@@ -76,6 +92,19 @@ pub(crate) struct CxlfNetdevOps {
     pub(crate) change_mtu:
         Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device, c_int) -> c_int>,
     pub(crate) drvinfo: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::ethtool_drvinfo)>,
+    pub(crate) get_params:
+        Option<unsafe extern "C" fn(*mut c_void, *mut CxlfEthtoolParams) -> c_int>,
+    pub(crate) set_params: Option<
+        unsafe extern "C" fn(
+            *mut c_void,
+            *mut bindings::net_device,
+            *const CxlfEthtoolParams,
+            u32,
+        ) -> c_int,
+    >,
+    pub(crate) string_count: Option<unsafe extern "C" fn(*mut c_void, u32) -> c_int>,
+    pub(crate) strings: Option<unsafe extern "C" fn(*mut c_void, u32, *mut u8, u32)>,
+    pub(crate) stat_values: Option<unsafe extern "C" fn(*mut c_void, *mut u64, u32)>,
 }
 
 /// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
@@ -270,6 +299,8 @@ extern "C" {
     pub(crate) fn cxlf_netdev_txq_stopped(dev: *mut bindings::net_device, q: u16) -> bool;
     pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_xmit_more() -> bool;
+    pub(crate) fn cxlf_rtnl_trylock() -> bool;
+    pub(crate) fn cxlf_rtnl_unlock();
     pub(crate) fn cxlf_netdev_set_queues(
         dev: *mut bindings::net_device,
         txq: c_uint,
@@ -279,6 +310,7 @@ extern "C" {
         dev: *mut bindings::net_device,
         poll: unsafe extern "C" fn(*mut c_void, *mut bindings::napi_struct, c_int) -> c_int,
         data: *mut c_void,
+        rxq: u16,
     ) -> *mut bindings::napi_struct;
     pub(crate) fn cxlf_napi_del(napi: *mut bindings::napi_struct);
     pub(crate) fn cxlf_napi_enable(napi: *mut bindings::napi_struct);

@@ -53,13 +53,15 @@ unsafe impl<T: Poll> Send for Napi<T> {}
 unsafe impl<T: Poll> Sync for Napi<T> {}
 
 impl<T: Poll> Napi<T> {
-    /// A disabled context on `dev` for `data` (process context).
-    pub(crate) fn add(dev: &Netdev<'_>, data: Arc<T>) -> Result<Self> {
+    /// A disabled context on `dev` for `data`, whose frames arrive on
+    /// RX queue `rx_queue` (process context).
+    pub(crate) fn add(dev: &Netdev<'_>, data: Arc<T>, rx_queue: u16) -> Result<Self> {
         let data = data.into_foreign();
         // SAFETY: `dev` is live (its invariant); `data` stays valid until
         // the context is removed in drop, or below on failure.
-        let raw =
-            unsafe { helpers::cxlf_napi_add(dev.as_raw(), poll_callback::<T>, data.cast_mut()) };
+        let raw = unsafe {
+            helpers::cxlf_napi_add(dev.as_raw(), poll_callback::<T>, data.cast_mut(), rx_queue)
+        };
         if raw.is_null() {
             // SAFETY: not kept by C: ours again.
             drop(unsafe { Arc::<T>::from_foreign(data) });

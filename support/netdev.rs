@@ -50,6 +50,66 @@ pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
     fn change_mtu(this: &Arc<Self>, dev: &Netdev<'_>, mtu: u32) -> Result;
     /// Fills `ethtool -i` beyond the driver and bus names.
     fn drvinfo(_this: &Arc<Self>, _info: &mut bindings::ethtool_drvinfo) {}
+    /// The settings `ethtool -g`, `-l`, `-c` and `--show-priv-flags`
+    /// show (`EOPNOTSUPP`: none).
+    fn params(_this: &Arc<Self>) -> Result<Params> {
+        Err(super::error::eopnotsupp())
+    }
+    /// Takes `p`, of which the part `what` changed (under RTNL, up or
+    /// down).
+    fn set_params(_this: &Arc<Self>, _dev: &Netdev<'_>, _p: &Params, _what: Change) -> Result {
+        Err(super::error::eopnotsupp())
+    }
+    /// How many strings `set` has (`ethtool -S` counters, private flags).
+    fn string_count(_this: &Arc<Self>, _set: StringSet) -> usize {
+        0
+    }
+    /// Writes `set`'s strings, NUL-padded, one per element of `out`.
+    fn strings(_this: &Arc<Self>, _set: StringSet, _out: &mut [[u8; STRING_LEN]]) {}
+    /// The `ethtool -S` counters, in the order of their strings.
+    fn stat_values(_this: &Arc<Self>, _out: &mut [u64]) {}
+}
+
+/// What ethtool reads and changes (see [`NetDevice::params`]).
+pub(crate) use helpers::CxlfEthtoolParams as Params;
+
+/// The part of [`Params`] an ethtool command changes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Change {
+    Rings,
+    Channels,
+    Coalesce,
+    PrivFlags,
+}
+
+/// An ethtool string set.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum StringSet {
+    Stats,
+    PrivFlags,
+}
+
+/// Bytes of an ethtool string (`ETH_GSTRING_LEN`).
+pub(crate) const STRING_LEN: usize = 32;
+
+/// Writes `parts` one after another into `out` as an ethtool string,
+/// cut at `STRING_LEN - 1` bytes, NUL-padded.
+pub(crate) fn ethtool_string(out: &mut [u8; STRING_LEN], parts: &[&[u8]]) {
+    *out = [0; STRING_LEN];
+    let bytes = parts.iter().flat_map(|p| p.iter()).take(STRING_LEN - 1);
+    for (o, b) in out.iter_mut().zip(bytes) {
+        *o = *b;
+    }
+}
+
+impl StringSet {
+    fn from_raw(set: u32) -> Option<StringSet> {
+        match set {
+            0 => Some(StringSet::Stats),
+            1 => Some(StringSet::PrivFlags),
+            _ => None,
+        }
+    }
 }
 
 /// A packet the stack gave the driver; freed on drop unless sent.
@@ -151,10 +211,10 @@ impl Netdev<'_> {
         unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
     }
 
-    /// Stops TX queue `q`: the stack holds packets for it.
+    /// Stops TX queue `q`: the stack holds packets for it (a queue the
+    /// interface does not have is ignored).
     pub(crate) fn txq_stop(&self, q: u16) {
-        // SAFETY: live (invariant); the net core ignores a queue past
-        // those allocated only in debug builds, so callers pass theirs.
+        // SAFETY: live (invariant); the helper checks `q`.
         unsafe { helpers::cxlf_netdev_txq_stop(self.raw, q) };
     }
 
@@ -200,6 +260,25 @@ impl Netdev<'_> {
 
     pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.raw
+    }
+}
+
+/// RTNL, held until dropped.
+pub(crate) struct RtnlGuard(());
+
+impl RtnlGuard {
+    /// RTNL if no one holds it now: for work that ndo callbacks (which
+    /// hold RTNL) may wait on, so must not wait for RTNL itself.
+    pub(crate) fn try_lock() -> Option<RtnlGuard> {
+        // SAFETY: no preconditions (process context, which callers are).
+        unsafe { helpers::cxlf_rtnl_trylock() }.then_some(RtnlGuard(()))
+    }
+}
+
+impl Drop for RtnlGuard {
+    fn drop(&mut self) {
+        // SAFETY: taken by `try_lock`, released once.
+        unsafe { helpers::cxlf_rtnl_unlock() };
     }
 }
 
@@ -270,6 +349,11 @@ impl<T: NetDevice> Ops<T> {
         stats: Some(stats_callback::<T>),
         change_mtu: Some(change_mtu_callback::<T>),
         drvinfo: Some(drvinfo_callback::<T>),
+        get_params: Some(get_params_callback::<T>),
+        set_params: Some(set_params_callback::<T>),
+        string_count: Some(string_count_callback::<T>),
+        strings: Some(strings_callback::<T>),
+        stat_values: Some(stat_values_callback::<T>),
     };
 }
 
@@ -580,4 +664,94 @@ unsafe extern "C" fn drvinfo_callback<T: NetDevice>(
     let this = unsafe { borrow::<T>(data) };
     // SAFETY: the ethtool core passes its own struct for the call.
     T::drvinfo(&this.0, unsafe { &mut *info });
+}
+
+/// # Safety
+///
+/// Called by the ethtool core (through `helpers.c`) for a registered
+/// interface, whose data pointer is a live `Arc<T>`; `out` is the
+/// trampoline's own struct.
+unsafe extern "C" fn get_params_callback<T: NetDevice>(
+    data: *mut c_void,
+    out: *mut Params,
+) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    from_result(|| {
+        let p = T::params(&this.0)?;
+        // SAFETY: `out` is valid for a write (function contract).
+        unsafe { out.write(p) };
+        Ok(0)
+    })
+}
+
+/// # Safety
+///
+/// As [`get_params_callback`]; `dev` is the interface, `p` the
+/// trampoline's struct.
+unsafe extern "C" fn set_params_callback<T: NetDevice>(
+    data: *mut c_void,
+    dev: *mut bindings::net_device,
+    p: *const Params,
+    what: u32,
+) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    // SAFETY: valid for reads for the call (function contract).
+    let p = unsafe { &*p };
+    let what = match what {
+        1 => Change::Rings,
+        2 => Change::Channels,
+        3 => Change::Coalesce,
+        4 => Change::PrivFlags,
+        _ => return EINVAL.to_errno(),
+    };
+    from_result(|| T::set_params(&this.0, &dev, p, what).map(|()| 0))
+}
+
+/// # Safety
+///
+/// As [`get_params_callback`].
+unsafe extern "C" fn string_count_callback<T: NetDevice>(data: *mut c_void, set: u32) -> c_int {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    match StringSet::from_raw(set) {
+        Some(set) => c_int::try_from(T::string_count(&this.0, set)).unwrap_or(0),
+        None => super::error::eopnotsupp().to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// As [`get_params_callback`]; `buf` holds `n` strings of `STRING_LEN`
+/// bytes.
+unsafe extern "C" fn strings_callback<T: NetDevice>(
+    data: *mut c_void,
+    set: u32,
+    buf: *mut u8,
+    n: u32,
+) {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    let Some(set) = StringSet::from_raw(set) else {
+        return;
+    };
+    // SAFETY: `buf` holds `n` strings (function contract); arrays of u8
+    // have no alignment needs.
+    let out =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<[u8; STRING_LEN]>(), n as usize) };
+    T::strings(&this.0, set, out);
+}
+
+/// # Safety
+///
+/// As [`get_params_callback`]; `out` holds `n` counters.
+unsafe extern "C" fn stat_values_callback<T: NetDevice>(data: *mut c_void, out: *mut u64, n: u32) {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: `out` holds `n` u64s (function contract).
+    let out = unsafe { core::slice::from_raw_parts_mut(out, n as usize) };
+    T::stat_values(&this.0, out);
 }

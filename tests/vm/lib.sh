@@ -116,3 +116,31 @@ nic_unpair() {
 	ip netns del peer
 	rmmod cxlnic_drv
 }
+
+# Asks the harness to tell the CXL-NIC device model: stop, start,
+# inject <port> <fault>.
+nic_model() {
+	echo "@@ NIC $*" > /dev/ttyS1
+}
+
+# The sum over queues of ethtool -S counter `name` (q0_name, q1_name...)
+# of interface $1 (in namespace `peer` with `peer` as $2).
+nic_stat() { # ifname name [peer]
+	${3:+peer} ethtool -S "$1" |
+		awk -v n="$2" '$1 ~ "^q[0-9]+_" n ":$" { s += $2 } END { print s + 0 }'
+}
+
+stat_above() { # ifname name value [peer]
+	test "$(nic_stat "$1" "$2" $4)" -gt "$3"
+}
+
+# What a failed CXL-NIC scenario leaves for the reader (its output is
+# shown only on failure): both ports' counters and the kernel's log.
+nic_debug() {
+	set +x
+	echo "== state at exit"
+	ethtool -S "$nic_a" 2>/dev/null | grep -v ': 0$'
+	peer ethtool -S "$nic_b" 2>/dev/null | grep -v ': 0$'
+	grep cxlnic /proc/interrupts
+	dmesg | tail -n 30
+}

@@ -145,6 +145,13 @@ impl Producer {
         self.consume(peer_head, u32::MAX)
     }
 
+    /// Whether the consumer's head, as read, says entries are consumed
+    /// that [`Producer::consume`] has not taken (a head outside what was
+    /// posted says nothing: it is refused there).
+    pub fn pending(&self, peer_head: u32) -> bool {
+        peer_head != self.head && within(self.head, peer_head, self.tail)
+    }
+
     /// As [`Producer::consumed`], but takes at most `max` entries (a NAPI
     /// budget); the rest stay for the next call with the same head.
     pub fn consume(&mut self, peer_head: u32, max: u32) -> Result<Span, Fault> {

@@ -132,7 +132,10 @@ proptest! {
         }
         prop_assert_eq!(seen, all.count);
         prop_assert_eq!(p.head(), whole.head());
-        // A head past the tail is refused whatever the budget.
+        // A head past the tail is refused whatever the budget, and says
+        // nothing is pending.
         prop_assert!(p.consume(start.wrapping_add(posted + 1), max).is_err());
+        prop_assert!(!p.pending(start.wrapping_add(posted + 1)));
+        prop_assert!(!p.pending(p.head()));
     }
 }

@@ -12,3 +12,4 @@ pub mod ivshmem;
 pub mod mem;
 pub mod model;
 pub mod port;
+pub mod tap;

@@ -19,9 +19,11 @@ struct Cli {
 enum Cmd {
     /// Serve ports until SIGTERM or SIGINT.
     Serve {
-        /// A port: `socket=PATH[,ram=PATH][,link=N][,mac=XX:..][,bar-mib=N][,queues=N]`
-        /// (`link`: the port its frames go to; `ram`: the file backing
-        /// the guest's RAM, for type1 and pcie).
+        /// A port: `socket=PATH[,ram=PATH][,link=N|,tap=NAME][,mac=XX:..][,bar-mib=N][,queues=N]`
+        /// (`link`: the port its frames go to; `tap`: instead, the host
+        /// TAP interface NAME they go to and come from, created or
+        /// attached to, which needs CAP_NET_ADMIN; `ram`: the file
+        /// backing the guest's RAM, for type1 and pcie).
         #[arg(long = "port", required = true)]
         ports: Vec<String>,
         /// A control socket for `ctl`.
@@ -84,6 +86,7 @@ fn parse_port(i: usize, s: &str) -> Result<PortOptions> {
             speed_mbps: 100_000,
         },
         link: None,
+        tap: None,
     };
     for kv in s.split(',') {
         let (k, v) = kv
@@ -93,6 +96,10 @@ fn parse_port(i: usize, s: &str) -> Result<PortOptions> {
             "socket" => p.socket = v.into(),
             "ram" => p.ram = Some(v.into()),
             "link" => p.link = Some(v.parse().context("link")?),
+            "tap" => {
+                cxlnic_model::tap::check_name(v).with_context(|| format!("port {i}"))?;
+                p.tap = Some(v.into());
+            }
             "mac" => p.spec.mac = parse_mac(v)?,
             "bar-mib" => p.bar_bytes = v.parse::<usize>().context("bar-mib")? << 20,
             "queues" => p.spec.queues_max = v.parse().context("queues")?,
@@ -101,6 +108,9 @@ fn parse_port(i: usize, s: &str) -> Result<PortOptions> {
     }
     if p.socket.as_os_str().is_empty() {
         bail!("port {i}: socket= is required");
+    }
+    if p.link.is_some() && p.tap.is_some() {
+        bail!("port {i}: link= and tap= exclude each other (a port's frames go to one place)");
     }
     Ok(p)
 }
@@ -162,6 +172,31 @@ fn main() -> Result<()> {
             let answer = model::send_command(&control, &cmd)?;
             println!("{}", serde_json::to_string_pretty(&answer)?);
             Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_takes_a_tap_or_a_link_not_both() {
+        let p = parse_port(0, "socket=/s,tap=cxl0").unwrap();
+        assert_eq!((p.tap.as_deref(), p.link), (Some("cxl0"), None));
+        let p = parse_port(0, "socket=/s,link=1").unwrap();
+        assert_eq!((p.tap, p.link), (None, Some(1)));
+        for both in ["socket=/s,link=1,tap=cxl0", "socket=/s,tap=cxl0,link=0"] {
+            let e = parse_port(2, both).unwrap_err().to_string();
+            assert!(e.contains("port 2: link= and tap= exclude"), "{both}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_tap_name_the_kernel_would_refuse_is_refused() {
+        for bad in ["tap=", "tap=a234567890123456", "tap=a/b"] {
+            let e = parse_port(0, &format!("socket=/s,{bad}")).unwrap_err();
+            assert!(format!("{e:#}").contains("TAP name"), "{bad}: {e:#}");
         }
     }
 }

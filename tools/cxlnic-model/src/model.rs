@@ -1,5 +1,6 @@
 //! The device model's run loop: one ivshmem server per port, the ports'
-//! devices, the link between them, and a control socket for the tests.
+//! devices, the link between them (or a port's TAP interface on the
+//! host), and a control socket for the tests.
 //!
 //! One thread polls everything (the machine running it is small and
 //! also runs the VMs): it spins while there is work and backs off to at
@@ -9,6 +10,7 @@
 use crate::ivshmem::{Guest, Server};
 use crate::mem::{GuestRam, Shared};
 use crate::port::{Inject, Port, PortSpec};
+use crate::tap::{Tap, TapStats};
 use anyhow::{Context, Result};
 use cxlnic_ring::device::{self, HEARTBEAT_MS, VECTORS, VECTOR_CONFIG, VECTOR_QUEUE0};
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,19 @@ pub struct PortOptions {
     pub spec: PortSpec,
     /// The port its frames go to (itself for a loopback).
     pub link: Option<usize>,
+    /// The host TAP interface its frames go to and come from instead
+    /// (not with `link`).
+    pub tap: Option<String>,
+}
+
+/// Where a port's frames go and where frames for it come from.
+enum Backend {
+    /// Nowhere: what the port sends is dropped.
+    None,
+    /// Another port of this model (itself for a loopback).
+    Link(usize),
+    /// The host's network stack, through a TAP interface.
+    Tap(Tap),
 }
 
 /// A port with its server and, once QEMU connected, its guest.
@@ -39,7 +54,7 @@ struct Device {
     server: Server,
     guest: Option<Guest>,
     port: Port,
-    link: Option<usize>,
+    backend: Backend,
 }
 
 /// A control command (one JSON object per line on the control socket).
@@ -66,6 +81,10 @@ pub struct PortStats {
     pub link: bool,
     pub guest: bool,
     pub queues: Vec<std::collections::BTreeMap<String, u64>>,
+    /// The TAP backend's counters; absent for other ports (and in
+    /// answers from before TAP backends, hence the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap: Option<TapStats>,
 }
 
 pub struct Model {
@@ -88,6 +107,19 @@ fn device_memory(bytes: usize) -> Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Port `i`'s backend from its options: a link or a TAP, not both (the
+/// frames a port sends go to one place).
+fn backend(i: usize, p: &PortOptions) -> Result<Backend> {
+    match (p.link, &p.tap) {
+        (Some(_), Some(_)) => anyhow::bail!("port {i}: link= and tap= exclude each other"),
+        (Some(l), None) => Ok(Backend::Link(l)),
+        (None, Some(name)) => Ok(Backend::Tap(
+            Tap::open(name).with_context(|| format!("port {i}"))?,
+        )),
+        (None, None) => Ok(Backend::None),
+    }
+}
+
 fn guest_ram(path: &Path) -> Result<GuestRam> {
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -105,6 +137,8 @@ impl Model {
     pub fn new(ports: &[PortOptions], control: Option<&Path>) -> Result<Model> {
         let mut devices = vec![];
         for (i, p) in ports.iter().enumerate() {
+            // The backend first: a TAP refused leaves no socket behind.
+            let backend = backend(i, p)?;
             let fd = device_memory(p.bar_bytes)?;
             let mem = Shared::map(&fd, 0, p.bar_bytes)?;
             let ram = p.ram.as_deref().map(guest_ram).transpose()?;
@@ -115,7 +149,7 @@ impl Model {
                 server,
                 guest: None,
                 port,
-                link: p.link,
+                backend,
             });
         }
         let control = control
@@ -174,8 +208,9 @@ impl Model {
     }
 
     /// One pass over every port; returns the work done.
-    /// Configs, then every port's TX, then the link, then every port's
-    /// RX: a frame sent is in its receiver's buffer by the pass's end.
+    /// Configs, then every port's TX, then the link (and the TAPs, both
+    /// ways), then every port's RX: a frame sent is in its receiver's
+    /// buffer by the pass's end, and one the host sent is in its port's.
     pub fn pass(&mut self, beat: bool) -> Result<u32> {
         let mut work = 0;
         let mut carried: Vec<(usize, Vec<u8>)> = vec![];
@@ -190,15 +225,15 @@ impl Model {
                 d.port.beat()?;
             }
             sent.push(d.port.transmit(&queues)?);
-            match d.link {
-                Some(to) => carried.extend(d.port.outbound.drain(..).map(|(_, f)| (to, f))),
-                None => d.port.outbound.clear(),
-            }
+            send_outbound(d, &mut carried)?;
         }
         for (to, frame) in carried {
             if let Some(d) = self.devices.get_mut(to) {
                 d.port.deliver(frame);
             }
+        }
+        for d in &mut self.devices {
+            work += receive_from_host(d)?;
         }
         for (d, tx) in self.devices.iter_mut().zip(&sent) {
             let (progress, irqs) = d.port.receive(tx)?;
@@ -212,7 +247,7 @@ impl Model {
     }
 
     /// Carrier is up on a configured port whose link partner is
-    /// configured too.
+    /// configured too, or whose backend is a TAP.
     fn update_links(&mut self) -> Result<()> {
         let configured: Vec<bool> = self
             .devices
@@ -220,10 +255,12 @@ impl Model {
             .map(|d| d.port.mode().is_some())
             .collect();
         for d in &mut self.devices {
-            let partner = d
-                .link
-                .and_then(|l| configured.get(l).copied())
-                .unwrap_or(false);
+            let partner = match &d.backend {
+                Backend::Link(l) => configured.get(*l).copied().unwrap_or(false),
+                // The host's side of a TAP is always there.
+                Backend::Tap(_) => true,
+                Backend::None => false,
+            };
             let up = self.running && d.port.mode().is_some() && partner;
             if up != d.port.link_up() {
                 d.port.set_link(up)?;
@@ -315,6 +352,10 @@ impl Model {
                             .collect()
                     })
                     .collect(),
+                tap: match &d.backend {
+                    Backend::Tap(t) => Some(t.stats()),
+                    _ => None,
+                },
             })
             .collect()
     }
@@ -329,6 +370,39 @@ fn is_would_block(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::WouldBlock)
+    })
+}
+
+/// Hands the frames a port sent to its backend: a link's go to
+/// `carried` (delivered once every port has sent), a TAP's are written
+/// to the host now, and without a backend they are dropped.
+fn send_outbound(d: &mut Device, carried: &mut Vec<(usize, Vec<u8>)>) -> Result<()> {
+    let frames = d.port.outbound.drain(..).map(|(_, f)| f);
+    match &mut d.backend {
+        Backend::Link(to) => carried.extend(frames.map(|f| (*to, f))),
+        Backend::Tap(tap) => {
+            tap.send(frames)?;
+        }
+        // Dropping the drain empties `outbound`.
+        Backend::None => drop(frames),
+    }
+    Ok(())
+}
+
+/// Delivers to a TAP port what the host sent it (a bounded batch, never
+/// waiting); a port without a config takes nothing. Returns the frames
+/// read: work, so the loop keeps spinning while the host sends.
+fn receive_from_host(d: &mut Device) -> Result<u32> {
+    let Backend::Tap(tap) = &mut d.backend else {
+        return Ok(0);
+    };
+    let port = &mut d.port;
+    tap.receive(|frame| {
+        if port.mode().is_none() {
+            return false;
+        }
+        port.deliver(frame);
+        true
     })
 }
 

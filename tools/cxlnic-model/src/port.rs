@@ -329,6 +329,10 @@ impl Port {
             let tx = tx_done.get(q).copied().unwrap_or(0);
             let rx = self.step_rx(q)?;
             progress.work += tx + rx;
+            // The heads are stored; the driver stores its interrupt word
+            // and then reads the heads: a full barrier on both sides, so
+            // one of them sees the other.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             let want = self.driver_line(q)?.irq;
             if (tx > 0 && want & IRQ_TX != 0) || (rx > 0 && want & IRQ_RX != 0) {
                 self.queue_mut(q).stats.interrupts += 1;
@@ -357,10 +361,12 @@ impl Port {
         Ok(DriverLine::decode(&raw))
     }
 
-    fn store_device_line(&mut self, q: usize, line: DeviceLine) -> Result<()> {
+    /// Stores one head word of queue `q`'s device line (`off`: 0 TX, 4
+    /// RX): each side's progress is its own store, so a head stays as
+    /// written until that side moves on.
+    fn store_head(&mut self, q: usize, off: u64, head: u32) -> Result<()> {
         let loc = self.queue(q).cfg.device_line;
-        self.store_at(&loc, 0, line.tx_head)?;
-        self.store_at(&loc, 4, line.rx_head)?;
+        self.store_at(&loc, off, head)?;
         self.queue_mut(q).stats.head_writes += 1;
         Ok(())
     }
@@ -435,11 +441,11 @@ impl Port {
     }
 
     fn publish_tx_head(&mut self, q: usize) -> Result<()> {
-        let mut line = self.heads(q);
+        let mut head = self.heads(q).tx_head;
         if self.take_injected(Inject::TxHead) {
-            line.tx_head = line.tx_head.wrapping_add(1 << 20);
+            head = head.wrapping_add(1 << 20);
         }
-        self.store_device_line(q, line)
+        self.store_head(q, 0, head)
     }
 
     /// Queues a frame the link carried to this port (dropped, and counted,
@@ -536,11 +542,11 @@ impl Port {
     }
 
     fn publish_rx_head(&mut self, q: usize) -> Result<()> {
-        let mut line = self.heads(q);
+        let mut head = self.heads(q).rx_head;
         if self.take_injected(Inject::RxHead) {
-            line.rx_head = line.rx_head.wrapping_add(1 << 20);
+            head = head.wrapping_add(1 << 20);
         }
-        self.store_device_line(q, line)
+        self.store_head(q, 4, head)
     }
 }
 

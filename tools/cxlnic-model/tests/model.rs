@@ -1,7 +1,7 @@
 //! The device model as QEMU and a guest driver see it: the ivshmem
 //! greeting and doorbells, configuration and its refusals, frames across
-//! a link in each mode, interrupts when asked, and hostile or faulty
-//! entries on both sides.
+//! a link in each mode, interrupts when asked, hostile or faulty
+//! entries on both sides, and a port on a host TAP interface.
 
 mod driver;
 
@@ -10,7 +10,7 @@ use cxlnic_model::mem::Shared;
 use cxlnic_model::model::{Command, Model, PortOptions};
 use cxlnic_model::port::{Inject, PortSpec};
 use cxlnic_ring::device::{
-    ConfigError, DriverConfig, LINK_UP, MODE_PCIE, MODE_TYPE1, MODE_TYPE2, QUEUES_MAX,
+    ConfigError, DriverConfig, LINK_UP, MODE_OFF, MODE_PCIE, MODE_TYPE1, MODE_TYPE2, QUEUES_MAX,
     SPACE_DEVICE, VECTORS, VECTOR_CONFIG, VECTOR_QUEUE0,
 };
 use driver::{frame, Driver};
@@ -43,13 +43,19 @@ fn ram_file(dir: &Path, i: usize) -> (std::path::PathBuf, std::fs::File) {
 
 /// Two ports linked to each other, each with a connected "QEMU".
 fn bed(queues: u32) -> Bed {
+    try_bed(queues, |i, o| o.link = Some(1 - i)).unwrap()
+}
+
+/// Two ports whose backends `backend` sets, each with a connected
+/// "QEMU"; the model's error if it refuses them.
+fn try_bed(queues: u32, backend: impl Fn(usize, &mut PortOptions)) -> anyhow::Result<Bed> {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = vec![];
     let mut rams = vec![];
     for i in 0..2 {
         let (p, f) = ram_file(dir.path(), i);
         rams.push(f);
-        opts.push(PortOptions {
+        let mut o = PortOptions {
             socket: dir.path().join(format!("p{i}.sock")),
             bar_bytes: BAR,
             ram: Some(p),
@@ -58,10 +64,13 @@ fn bed(queues: u32) -> Bed {
                 queues_max: queues,
                 speed_mbps: 1000,
             },
-            link: Some(1 - i),
-        });
+            link: None,
+            tap: None,
+        };
+        backend(i, &mut o);
+        opts.push(o);
     }
-    let mut model = Model::new(&opts, None).unwrap();
+    let mut model = Model::new(&opts, None)?;
     let socks: Vec<UnixStream> = opts
         .iter()
         .map(|o| UnixStream::connect(&o.socket).unwrap())
@@ -71,12 +80,12 @@ fn bed(queues: u32) -> Bed {
         .iter()
         .map(|s| client_setup(s, VECTORS as usize).unwrap())
         .collect();
-    Bed {
+    Ok(Bed {
         model,
         clients,
         _dir: dir,
         rams,
-    }
+    })
 }
 
 impl Bed {
@@ -436,4 +445,333 @@ fn the_flow_hash_spreads_flows_over_queues() {
     let per: Vec<usize> = (0..4).map(|q| rx.receive(q).0.len()).collect();
     assert_eq!(per.iter().sum::<usize>(), 40);
     assert!(per.iter().filter(|&&n| n > 0).count() >= 3, "{per:?}");
+}
+
+#[test]
+fn stats_answers_without_tap_counters_still_parse() {
+    // An answer from before TAP backends, and a linked port's now: no
+    // `tap` in either.
+    let old = r#"{"mode":1,"link":true,"guest":false,"queues":[{"tx_frames":3}]}"#;
+    let s: cxlnic_model::model::PortStats = serde_json::from_str(old).unwrap();
+    assert_eq!((s.mode, s.tap), (Some(1), None));
+    let b = bed(1);
+    let v = serde_json::to_value(b.model.stats()).unwrap();
+    assert!(v[0].get("tap").is_none(), "{v}");
+}
+
+#[test]
+fn a_port_with_both_a_link_and_a_tap_is_refused() {
+    let e = try_bed(1, |i, o| {
+        o.link = Some(1 - i);
+        o.tap = (i == 0).then(|| "cxlnt-never".to_string());
+    })
+    .err()
+    .expect("refused");
+    assert!(format!("{e:#}").contains("exclude each other"), "{e:#}");
+}
+
+/// The host's side of a TAP interface, as the test sees it.
+mod host {
+    use nix::libc;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::{Duration, Instant};
+
+    /// IEEE 802 "local experimental": nothing in the host stack answers
+    /// it, so what a packet socket bound to it sees is the test's.
+    pub const ETHERTYPE: u16 = 0x88b5;
+
+    /// Why a TAP cannot be made here, if it cannot.
+    pub fn tun_unavailable() -> Option<String> {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(cxlnic_model::tap::TUN_PATH)
+            .err()
+            .map(|e| format!("cannot open {}: {e}", cxlnic_model::tap::TUN_PATH))
+    }
+
+    /// Whether `e` comes from a refused permission (no CAP_NET_ADMIN).
+    pub fn is_permission(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| {
+            c.downcast_ref::<nix::errno::Errno>()
+                .is_some_and(|&n| n == nix::errno::Errno::EPERM || n == nix::errno::Errno::EACCES)
+        })
+    }
+
+    /// A syscall's result, or its errno named after `what`.
+    fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("{what}: {e}")));
+        }
+        Ok(ret)
+    }
+
+    /// An interface request for `name`, the rest zero.
+    fn ifreq(name: &str) -> libc::ifreq {
+        // SAFETY: plain data; all zeroes is valid.
+        let mut r: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (d, s) in r.ifr_name.iter_mut().zip(name.bytes()) {
+            *d = s as libc::c_char;
+        }
+        r
+    }
+
+    /// A packet socket bound to the interface and `ETHERTYPE`: it sees
+    /// the frames the model writes to the TAP (the host receives them)
+    /// and sends frames out of the interface (to the model).
+    pub struct Host {
+        name: String,
+        sock: OwnedFd,
+        /// Any socket will do for interface ioctls.
+        ctl: std::net::UdpSocket,
+    }
+
+    impl Host {
+        /// Brings interface `name` up (without IPv6, whose chatter
+        /// would reach the port too) and binds a packet socket to it.
+        pub fn new(name: &str) -> io::Result<Host> {
+            let ipv6 = format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6");
+            let _ = std::fs::write(ipv6, "1");
+            let ctl = std::net::UdpSocket::bind("127.0.0.1:0")?;
+            let proto = ETHERTYPE.to_be();
+            // SAFETY: plain syscall; the fd is owned at once.
+            let fd = check(
+                unsafe {
+                    libc::socket(
+                        libc::AF_PACKET,
+                        libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                        i32::from(proto),
+                    )
+                },
+                "socket(AF_PACKET)",
+            )?;
+            // SAFETY: fd was just returned by socket() and is ours.
+            let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+            let h = Host {
+                name: name.to_string(),
+                sock,
+                ctl,
+            };
+            h.set_up()?;
+            h.bind(proto)?;
+            Ok(h)
+        }
+
+        /// Sets IFF_UP (a TAP that is down refuses the model's writes).
+        fn set_up(&self) -> io::Result<()> {
+            let mut r = ifreq(&self.name);
+            let fd = self.ctl.as_raw_fd();
+            // SAFETY: SIOC[GS]IFFLAGS read and write the ifreq, which
+            // lives across the calls.
+            unsafe {
+                check(
+                    libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut r),
+                    "SIOCGIFFLAGS",
+                )?;
+                r.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+                check(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &r), "SIOCSIFFLAGS")?;
+            }
+            Ok(())
+        }
+
+        /// Sets the interface's MTU.
+        pub fn set_mtu(&self, mtu: i32) -> io::Result<()> {
+            let mut r = ifreq(&self.name);
+            r.ifr_ifru.ifru_mtu = mtu;
+            // SAFETY: SIOCSIFMTU reads the ifreq, which lives across it.
+            check(
+                unsafe { libc::ioctl(self.ctl.as_raw_fd(), libc::SIOCSIFMTU as _, &r) },
+                "SIOCSIFMTU",
+            )?;
+            Ok(())
+        }
+
+        /// Binds the socket to the interface and the protocol.
+        fn bind(&self, proto: u16) -> io::Result<()> {
+            let cname = std::ffi::CString::new(self.name.as_str())?;
+            // SAFETY: a NUL-terminated name.
+            let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+            if index == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: plain data; all zeroes is valid.
+            let mut sa: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            sa.sll_family = libc::AF_PACKET as u16;
+            sa.sll_protocol = proto;
+            sa.sll_ifindex = index as i32;
+            // SAFETY: sa is a sockaddr_ll of the length given.
+            check(
+                unsafe {
+                    libc::bind(
+                        self.sock.as_raw_fd(),
+                        (&sa as *const libc::sockaddr_ll).cast(),
+                        std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                    )
+                },
+                "bind(AF_PACKET)",
+            )?;
+            Ok(())
+        }
+
+        /// Sends `frame` out of the interface: into the TAP, to the model.
+        pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+            // SAFETY: the buffer is valid for its length.
+            let n =
+                unsafe { libc::send(self.sock.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            check(n as libc::c_int, "send(AF_PACKET)")?;
+            assert_eq!(n as usize, frame.len());
+            Ok(())
+        }
+
+        /// The next frame the host received on the interface (what the
+        /// model wrote to the TAP), waiting at most `within`.
+        pub fn recv(&self, within: Duration) -> Option<Vec<u8>> {
+            let end = Instant::now() + within;
+            let mut buf = vec![0u8; 1 << 16];
+            while Instant::now() < end {
+                // SAFETY: the buffer is valid for its length.
+                let n = unsafe {
+                    libc::recv(
+                        self.sock.as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                if n >= 0 {
+                    return Some(buf[..n as usize].to_vec());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            None
+        }
+    }
+
+    /// A broadcast frame of `len` bytes of `ETHERTYPE` whose payload is
+    /// a function of `seq`.
+    pub fn frame(len: usize, seq: u8) -> Vec<u8> {
+        let mut f: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31) ^ seq).collect();
+        f[..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0xee, seq]);
+        f[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+        f
+    }
+}
+
+/// Passes until `done` holds, for at most two seconds: the host's side
+/// of a TAP runs in the kernel, at its own pace.
+fn pass_until(b: &mut Bed, mut done: impl FnMut(&mut Bed) -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < end {
+        b.pass(1);
+        if done(b) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
+/// Port 0's TAP counters, as `stats` answers them.
+fn tap_stats(b: &Bed) -> cxlnic_model::tap::TapStats {
+    b.model.stats()[0].tap.expect("port 0 has a TAP")
+}
+
+/// Port 0 on a fresh TAP interface (port 1 unconnected), or why not here.
+fn tap_bed(name: &str) -> Result<Bed, String> {
+    if let Some(why) = host::tun_unavailable() {
+        return Err(why);
+    }
+    match try_bed(1, |i, o| o.tap = (i == 0).then(|| name.to_string())) {
+        Ok(b) => Ok(b),
+        Err(e) if host::is_permission(&e) => Err(format!("{e:#}")),
+        Err(e) => panic!("a TAP port: {e:#}"),
+    }
+}
+
+#[test]
+fn a_tap_port_carries_frames_to_and_from_the_host() {
+    let name = format!("cxlnt{}", std::process::id());
+    let mut b = match tap_bed(&name) {
+        Ok(b) => b,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let mut d = b.driver(0, MODE_TYPE1, 8, 1);
+    d.configure();
+    b.pass(2);
+    assert_eq!(d.answer(), Some(0));
+    assert_eq!(
+        d.header().link,
+        LINK_UP,
+        "a configured TAP port has carrier"
+    );
+
+    // The interface is still down: the kernel refuses what the port
+    // sends, and the model drops it, counts it and goes on.
+    assert!(d.send(0, &host::frame(100, 0)));
+    d.flush(0);
+    b.pass(1);
+    assert_eq!(tap_stats(&b).dropped_to_host, 1);
+
+    let host = host::Host::new(&name).expect("the TAP's host side");
+
+    // Port to host: what the driver sends, the host receives, whole.
+    let out = host::frame(200, 1);
+    assert!(d.send(0, &out));
+    d.flush(0);
+    b.pass(1);
+    let seen = host.recv(std::time::Duration::from_secs(2));
+    assert!(
+        seen.as_ref() == Some(&out),
+        "the port's frame on the host's side: {:?} bytes",
+        seen.map(|f| f.len())
+    );
+
+    // Host to port: what the host sends out of the interface lands in
+    // the driver's RX ring, whole.
+    d.post_rx(0);
+    let back = host::frame(300, 2);
+    host.send(&back).unwrap();
+    let mut got = vec![];
+    let arrived = pass_until(&mut b, |_| {
+        let (frames, refused) = d.receive(0);
+        assert_eq!(refused, 0);
+        got.extend(frames);
+        d.post_rx(0);
+        got.contains(&back)
+    });
+    let lens: Vec<usize> = got.iter().map(|f| f.len()).collect();
+    assert!(arrived, "the host's frame in the port's RX ring: {lens:?}");
+
+    // A frame past FRAME_MAX from the host is dropped and counted.
+    host.set_mtu(9500).unwrap();
+    host.send(&host::frame(9100, 3)).unwrap();
+    assert!(pass_until(&mut b, |b| tap_stats(b).dropped_from_host == 1));
+    assert!(d.receive(0).0.iter().all(|f| f.len() < 9100));
+
+    // A port the driver turned off loses carrier, and what the host
+    // sends it is dropped and counted.
+    let mut off = d.config();
+    off.mode = MODE_OFF;
+    d.configure_with(&off);
+    b.pass(2);
+    assert_eq!(d.header().link, 0, "no config, no carrier");
+    host.send(&host::frame(64, 4)).unwrap();
+    assert!(pass_until(&mut b, |b| tap_stats(b).dropped_from_host == 2));
+
+    // The counters, also on the control socket's answer.
+    let s = tap_stats(&b);
+    assert_eq!(
+        (s.frames_to_host, s.bytes_to_host, s.dropped_to_host),
+        (1, 200, 1)
+    );
+    assert_eq!((s.frames_from_host, s.bytes_from_host), (1, 300));
+    let v = b.model.command(Command::Stats);
+    assert_eq!(v[0]["tap"]["frames_to_host"], 1, "{v}");
+    assert_eq!(v[0]["tap"]["dropped_from_host"], 2, "{v}");
 }

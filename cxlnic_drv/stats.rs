@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `ethtool -S`: per queue pair, the driver's counters and then the
+//! device's (the coherent transactions its side of the protocol made,
+//! which it publishes in device memory with each heartbeat).
+
+use crate::io::NicIo;
+use crate::queue::{Counters, Queue};
+use crate::ring::device::{QueueStats, QUEUE_STATS_BYTES, QUEUE_STATS_NAMES, STATS_OFFSET};
+use crate::support::coherent::Coherent;
+use crate::support::netdev::{ethtool_string, STRING_LEN};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::sync::Arc;
+
+/// The driver's counters of a queue pair, in [`driver_values`] order.
+const DRIVER_STATS: [&str; 20] = [
+    "tx_packets",
+    "tx_bytes",
+    "tx_dropped",
+    "tx_busy",
+    "tx_faults",
+    "rx_packets",
+    "rx_bytes",
+    "rx_dropped",
+    "rx_faults",
+    "doorbells",
+    "polls",
+    "tx_bad_head",
+    "rx_bad_head",
+    "rx_bad_completion",
+    "tx_head",
+    "tx_tail",
+    "tx_dev_head",
+    "rx_head",
+    "rx_tail",
+    "rx_dev_head",
+];
+
+pub(crate) const STATS_PER_QUEUE: usize = DRIVER_STATS.len() + QUEUE_STATS_NAMES.len();
+
+fn driver_values(q: &Queue) -> [u64; 20] {
+    let c: &Counters = &q.counters;
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let (tx_dev, rx_dev) = q.device_heads();
+    [
+        get(&c.tx_packets),
+        get(&c.tx_bytes),
+        get(&c.tx_dropped),
+        get(&c.tx_busy),
+        get(&c.tx_faults),
+        get(&c.rx_packets),
+        get(&c.rx_bytes),
+        get(&c.rx_dropped),
+        get(&c.rx_faults),
+        get(&c.doorbells),
+        get(&c.polls),
+        get(&c.tx_bad_head),
+        get(&c.rx_bad_head),
+        get(&c.rx_bad_completion),
+        get(&c.tx_head),
+        get(&c.tx_tail),
+        u64::from(tx_dev),
+        get(&c.rx_head),
+        get(&c.rx_tail),
+        u64::from(rx_dev),
+    ]
+}
+
+/// `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
+pub(crate) fn names(out: &mut [[u8; STRING_LEN]]) {
+    for (q, chunk) in out.chunks_mut(STATS_PER_QUEUE).enumerate() {
+        let mut digits = [0u8; 20];
+        let num = decimal(q, &mut digits);
+        let names = DRIVER_STATS
+            .iter()
+            .map(|n| (&b""[..], n))
+            .chain(QUEUE_STATS_NAMES.iter().map(|n| (&b"dev_"[..], n)));
+        for (o, (prefix, name)) in chunk.iter_mut().zip(names) {
+            ethtool_string(o, &[b"q", num, b"_", prefix, name.as_bytes()]);
+        }
+    }
+}
+
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// The values for `out` (as many queues as it has room for): zeros for a
+/// queue that is not running.
+pub(crate) fn values(io: &NicIo, lanes: &[Arc<Queue>], out: &mut [u64]) {
+    for (q, chunk) in out.chunks_mut(STATS_PER_QUEUE).enumerate() {
+        let driver = lanes
+            .get(q)
+            .map_or([0; DRIVER_STATS.len()], |l| driver_values(l));
+        let mut raw = [0u8; QUEUE_STATS_BYTES];
+        let at = (STATS_OFFSET as usize).saturating_add(q.saturating_mul(QUEUE_STATS_BYTES));
+        let device = match io.mem.read(at, &mut raw) {
+            Ok(()) if q < lanes.len() => QueueStats::decode(&raw),
+            _ => [0; QUEUE_STATS_NAMES.len()],
+        };
+        for (o, v) in chunk.iter_mut().zip(driver.iter().chain(device.iter())) {
+            *o = *v;
+        }
+    }
+}
