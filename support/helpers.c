@@ -1471,9 +1471,20 @@ void cxlf_napi_disable(struct napi_struct *napi)
 	napi_disable(napi);
 }
 
+/*
+ * From any context: in process context with bottom halves off, so the
+ * NET_RX softirq runs when they come back on rather than being left
+ * pending (which the idle path warns about).
+ */
 void cxlf_napi_schedule(struct napi_struct *napi)
 {
-	napi_schedule(napi);
+	if (in_interrupt()) {
+		napi_schedule(napi);
+	} else {
+		local_bh_disable();
+		napi_schedule(napi);
+		local_bh_enable();
+	}
 }
 
 bool cxlf_napi_complete_done(struct napi_struct *napi, int work)

@@ -264,6 +264,10 @@ impl Netdev<'_> {
 }
 
 /// RTNL, held until dropped.
+///
+/// # Invariants
+///
+/// This thread holds RTNL, taken when the value was made.
 pub(crate) struct RtnlGuard(());
 
 impl RtnlGuard {
@@ -271,7 +275,13 @@ impl RtnlGuard {
     /// hold RTNL) may wait on, so must not wait for RTNL itself.
     pub(crate) fn try_lock() -> Option<RtnlGuard> {
         // SAFETY: no preconditions (process context, which callers are).
-        unsafe { helpers::cxlf_rtnl_trylock() }.then_some(RtnlGuard(()))
+        if unsafe { helpers::cxlf_rtnl_trylock() } {
+            // INVARIANT: taken just now; the guard is built only then
+            // (`then_some` would build, and drop, one either way).
+            Some(RtnlGuard(()))
+        } else {
+            None
+        }
     }
 }
 

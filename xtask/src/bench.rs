@@ -18,8 +18,9 @@ pub struct Series {
 }
 
 /// Parses the `BENCH {json}` lines of one benchmark's output. Numeric
-/// fields whose name ends in `_per_s`, `_ns`, `_pct` or `_of_raw` (a
-/// ratio the benchmark computed itself) are metrics.
+/// fields whose name ends in `_per_s`, `_ns`, `_pct`, `_of_raw` (a
+/// ratio the benchmark computed itself) or `_per_frame` (a count per
+/// frame) are metrics.
 pub fn parse_series(text: &str) -> Result<Vec<Series>> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -35,7 +36,7 @@ pub fn parse_series(text: &str) -> Result<Vec<Series>> {
         let metrics = value
             .iter()
             .filter(|(k, _)| {
-                ["_per_s", "_ns", "_pct", "_of_raw"]
+                ["_per_s", "_ns", "_pct", "_of_raw", "_per_frame"]
                     .iter()
                     .any(|suffix| k.ends_with(suffix))
             })
@@ -74,6 +75,8 @@ fn human(value: f64, metric: &str) -> String {
         format!("{value:.3} %")
     } else if metric.ends_with("_of_raw") {
         format!("{value:.3}x")
+    } else if metric.ends_with("_per_frame") {
+        format!("{value:.2}/frame")
     } else {
         format!("{value:.0}/s")
     }

@@ -159,7 +159,8 @@ impl NicModel {
     }
 
     /// Relays a scenario's `@@ NIC` command (`stop`, `start`, `inject
-    /// <port> <fault>`) to the model's control socket.
+    /// <port> <fault>`, `poll <idle-max-us>`) to the model's control
+    /// socket.
     pub fn command(&self, words: &str) -> Result<()> {
         use std::io::{BufRead, BufReader, Write};
         let w: Vec<&str> = words.split_whitespace().collect();
@@ -169,6 +170,10 @@ impl NicModel {
             ["inject", port, fault] => {
                 let port: usize = port.parse().context("NIC inject: port")?;
                 serde_json::json!({ "inject": { "port": port, "fault": fault } }).to_string()
+            }
+            ["poll", us] => {
+                let us: u64 = us.parse().context("NIC poll: microseconds")?;
+                serde_json::json!({ "poll": { "idle_max_us": us } }).to_string()
             }
             _ => bail!("unknown NIC command {words:?}"),
         };

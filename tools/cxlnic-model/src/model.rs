@@ -72,6 +72,12 @@ pub enum Command {
     Start,
     /// Every port's counters.
     Stats,
+    /// The longest pause between passes while idle, microseconds (the
+    /// device's polling cadence: a NIC in hardware polls all the time;
+    /// a model on a shared CPU backs off).
+    Poll {
+        idle_max_us: u64,
+    },
 }
 
 /// Each port's mode and per-queue counters (`stats`).
@@ -91,6 +97,7 @@ pub struct Model {
     devices: Vec<Device>,
     control: Option<UnixListener>,
     running: bool,
+    idle_max: Duration,
 }
 
 fn device_memory(bytes: usize) -> Result<OwnedFd> {
@@ -167,6 +174,7 @@ impl Model {
             devices,
             control,
             running: true,
+            idle_max: IDLE_MAX,
         })
     }
 
@@ -188,7 +196,7 @@ impl Model {
                 idle = idle.saturating_add(1);
                 if idle > SPIN_PASSES {
                     std::thread::sleep(pause);
-                    pause = (pause * 2).min(IDLE_MAX);
+                    pause = (pause * 2).min(self.idle_max);
                 }
             }
         }
@@ -332,6 +340,10 @@ impl Model {
                 serde_json::json!({ "ok": true })
             }
             Command::Stats => serde_json::to_value(self.stats()).unwrap_or_default(),
+            Command::Poll { idle_max_us } => {
+                self.idle_max = Duration::from_micros(idle_max_us.clamp(1, 100_000));
+                serde_json::json!({ "ok": true })
+            }
         }
     }
 
