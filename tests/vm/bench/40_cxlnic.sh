@@ -1,30 +1,39 @@
 # CXL-NIC between the two hosts' ports, in each queue mode, against
 # virtio-net between the same two VMs (the anchor): UDP request/response
 # p50/p99 at 64 and 1400 bytes, UDP packets per second at 64 bytes, TCP
-# throughput; then type1 at batch 1, 8 and 32, and with the device
-# model polling every 20 us at most when idle instead of 500 (its
-# cadence sets the latency floor); and what each mode cost the device
-# per frame (its counters). Host 1 serves, host 0 measures.
+# throughput; then type1 at batch 1, 8 and 32, with the device model
+# polling every 20 us at most when idle instead of 500, with device
+# interrupts off and an hrtimer polling every 250 us (ntb_netdev's fix),
+# and with the stack's busy polling (50 us); and what each mode cost the
+# device per frame (its counters). Host 1 serves, host 0 measures.
 set -e
 . /bench/lib.inc
 grep -q '^cxlnic_drv ' /proc/modules || insmod /lib/cxlfabric/cxlnic_drv.ko
 nic=$(ls /sys/bus/pci/drivers/cxlnic_drv/0000:*/net)
 ip addr add 10.11.0.$((h + 1))/24 dev "$nic"
 ip link set "$nic" up
-steps="type1 type2 pcie batch1 batch8 batch32 poll20us"
+steps="type1 type2 pcie batch1 batch8 batch32 poll20us timer250us busypoll"
 
 # A mode (type1, type2, pcie) or a type1 batch (batchN), both ends alike.
 set_step() {
 	ip link set "$nic" down
 	case $1 in
-	type1 | batch* | poll*) ethtool --set-priv-flags "$nic" type2 off pcie off ;;
+	type1 | batch* | poll* | timer* | busy*) ethtool --set-priv-flags "$nic" type2 off pcie off ;;
 	type2) ethtool --set-priv-flags "$nic" type2 on pcie off ;;
 	pcie) ethtool --set-priv-flags "$nic" type2 off pcie on ;;
 	esac
 	case $1 in
-	batch*) ethtool -C "$nic" rx-frames ${1#batch} ;;
-	*) ethtool -C "$nic" rx-frames 8 ;;
+	batch*) ethtool -C "$nic" rx-frames ${1#batch} rx-usecs 0 ;;
+	timer*) ethtool -C "$nic" rx-frames 8 rx-usecs 250 ;;
+	*) ethtool -C "$nic" rx-frames 8 rx-usecs 0 ;;
 	esac
+	# The stack's busy polling: a socket read spins on the NAPI context.
+	case $1 in
+	busy*) busy=50 ;;
+	*) busy=0 ;;
+	esac
+	echo $busy > /proc/sys/net/core/busy_read
+	echo $busy > /proc/sys/net/core/busy_poll
 	ip link set "$nic" up
 }
 
