@@ -6,21 +6,11 @@ set -e
 . /lib/cxlfabric/lib.sh
 say() { echo; echo "# $*"; }
 grep -q '^cxlnic_drv ' /proc/modules || insmod /lib/cxlfabric/cxlnic_drv.ko
-set -- $(for d in /sys/bus/pci/drivers/cxlnic_drv/0000:*; do ls $d/net; done)
-a=$1 b=$2
-mkdir -p /var/run/netns
-ip netns add peer
-ip link set "$b" netns peer
-ip addr add 10.11.0.1/24 dev "$a"
-peer ip addr add 10.11.0.2/24 dev "$b"
-peer ip link set lo up
+nic_split
+a=$nic_a b=$nic_b
 peer nicbench serve --port 7001 &
 server=$!
 say "$a here (10.11.0.1) and $b in namespace peer (10.11.0.2), linked by the device model; $(ethtool -i $a | grep bus-info)"
-# The device's counters summed over queues.
-dev_sum() { # ifname counter [peer]
-	${3:+peer} ethtool -S "$1" | awk -v n="$2" '$1 ~ "^q[0-9]+_dev_" n ":$" { s += $2 } END { print s + 0 }'
-}
 printf '%-6s %10s %22s   %s\n' mode "TCP Mbit/s" "UDP 64 B p50/p99 us" "device, per frame sent: descriptor reads, empty polls, head stores, doorbells; interrupts per frame received"
 for mode in type1 type2 pcie; do
 	ip link set "$a" down
@@ -36,12 +26,12 @@ for mode in type1 type2 pcie; do
 	tcp=$(nicbench --json tcp --to 10.11.0.2:7001 --bytes 20000000 | sed 's/.*"mbit_s":\([0-9.]*\).*/\1/')
 	sleep 0.1
 	for c in tx_frames tx_desc_reads tx_empty_polls head_writes doorbells rx_frames interrupts; do
-		eval "${c}0=$(dev_sum $a $c)"
+		eval "${c}0=$(nic_stat $a dev_$c)"
 	done
 	rr=$(nicbench --json udp-rr --to 10.11.0.2:7001 --size 64 --count 2000)
 	sleep 0.1
 	for c in tx_frames tx_desc_reads tx_empty_polls head_writes doorbells rx_frames interrupts; do
-		eval "d_$c=\$((\$(dev_sum $a $c) - ${c}0))"
+		eval "d_$c=\$((\$(nic_stat $a dev_$c) - ${c}0))"
 	done
 	p50=$(echo "$rr" | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')
 	p99=$(echo "$rr" | sed 's/.*"p99_us":\([0-9.]*\).*/\1/')
@@ -52,7 +42,7 @@ for mode in type1 type2 pcie; do
 		"$(per $d_interrupts $d_rx_frames)"
 done
 say "pcie mode pays an MMIO doorbell per request; type1/type2 none (the device polls the ready tags: its empty polls are the coherent reads CXL.cache would serve from its cache until the line changes)."
-say "TCG emulation: absolute numbers mean little; the device model polls with a backoff of up to 500 us when idle, which sets the request/response floor."
+say "TCG emulation: absolute numbers mean little; request/response times here are the emulated machine's floor (virtio-net's are alike, see cargo xtask bench), and the device model backs off up to 500 us between polls when idle."
 kill $server
 wait $server 2>/dev/null || true
 ip netns del peer

@@ -81,20 +81,26 @@ pool_attr_is() {
 	test "$(cat $sys/$1)" = "$2"
 }
 
-# Loads cxlnic_drv with `mode=$1` and sets its two linked ports up as
-# two hosts: $nic_a (10.11.0.1) here, $nic_b (10.11.0.2) in network
-# namespace `peer` (run commands there with `peer cmd...`).
-nic_pair() { # mode
-	insmod /lib/cxlfabric/cxlnic_drv.ko mode="$1"
+# Splits cxlnic_drv's two linked ports into two hosts, still down:
+# $nic_a (10.11.0.1) here, $nic_b (10.11.0.2) in network namespace
+# `peer` (run commands there with `peer cmd...`).
+nic_split() {
 	set -- $(for d in /sys/bus/pci/drivers/cxlnic_drv/0000:*; do ls $d/net; done)
 	nic_a=$1 nic_b=$2
 	mkdir -p /var/run/netns
 	ip netns add peer
 	ip link set "$nic_b" netns peer
 	ip addr add 10.11.0.1/24 dev "$nic_a"
-	ip link set "$nic_a" up
 	peer ip addr add 10.11.0.2/24 dev "$nic_b"
 	peer ip link set lo up
+}
+
+# Loads cxlnic_drv with `mode=$1`, splits its ports (nic_split) and
+# brings both up, waiting for carrier.
+nic_pair() { # mode
+	insmod /lib/cxlfabric/cxlnic_drv.ko mode="$1"
+	nic_split
+	ip link set "$nic_a" up
 	peer ip link set "$nic_b" up
 	wait_until 50 carrier_is "$nic_a" 1
 	wait_until 50 peer_carrier_is "$nic_b" 1

@@ -41,10 +41,6 @@ field() { # json name
 	echo "$1" | sed "s/.*\"$2\":\([0-9.e+-]*\).*/\1/"
 }
 
-dev_sum() { # counter
-	ethtool -S "$nic" | awk -v n="$1" '$1 ~ "^q[0-9]+_dev_" n ":$" { s += $2 } END { print s + 0 }'
-}
-
 measure() { # label address
 	wait_until 100 nicbench tcp --to $2:7001 --bytes 1000 > /dev/null 2>&1
 	rr64=$(nicbench --json udp-rr --to $2:7001 --size 64 --count 3000)
@@ -62,12 +58,12 @@ measure() { # label address
 cost() { # label address
 	sleep 0.1
 	for c in tx_frames rx_frames tx_desc_reads tx_empty_polls head_writes interrupts doorbells; do
-		eval "${c}0=$(dev_sum $c)"
+		eval "${c}0=$(nic_stat $nic dev_$c)"
 	done
 	nicbench udp-rr --to $2:7001 --size 64 --count 2000 > /dev/null
 	sleep 0.1
 	for c in tx_frames rx_frames tx_desc_reads tx_empty_polls head_writes interrupts doorbells; do
-		eval "d_$c=\$((\$(dev_sum $c) - ${c}0))"
+		eval "d_$c=\$((\$(nic_stat $nic dev_$c) - ${c}0))"
 	done
 	awk -v l="$1" -v t=$d_tx_frames -v r=$d_rx_frames -v dr=$d_tx_desc_reads \
 		-v ep=$d_tx_empty_polls -v hw=$d_head_writes -v ir=$d_interrupts -v db=$d_doorbells 'BEGIN {
