@@ -105,6 +105,16 @@ struct Lane {
 }
 
 /// The queues while the interface is up.
+///
+/// # Invariants
+///
+/// - `lent` holds every host allocation any lane's rings use; an entry
+///   leaves it only when the device has answered "off" to a later config,
+///   or its heartbeat stood still through the wait (it is resetting).
+/// - `configured`: the device took the config naming `lanes` (its ack
+///   carried that config's generation).
+/// - The port's `lanes` table holds exactly these lanes' queues from the
+///   end of `start` until `finish` empties it, before it frees anything.
 struct Up {
     lanes: KVec<Lane>,
     /// Host memory the device was told about; freed only once the device
@@ -189,11 +199,9 @@ impl Port {
             let slot = cfg.queue.get_mut(q as usize).ok_or(EINVAL)?;
             *slot = queue.config();
             let napi = Arc::new(Napi::add(dev, queue, index)?, GFP_KERNEL)?;
-            let irq = irq::Registration::request(
-                self.io.irq(VECTOR_QUEUE0 + q)?,
-                c_str!("cxlnic_drv-queue"),
-                napi.clone(),
-            )?;
+            let number = self.io.irq(VECTOR_QUEUE0 + q)?;
+            napi.set_irq(number);
+            let irq = irq::Registration::request(number, c_str!("cxlnic_drv-queue"), napi.clone())?;
             // Until enabled, the context ignores the timer.
             let ticker = match s.rx_usecs {
                 0 => None,
@@ -236,6 +244,7 @@ impl Port {
             // Frames may have arrived while it was still disabled.
             lane.napi.schedule();
         }
+        // INVARIANT: the table now names exactly `up.lanes`' queues.
         let empty = core::mem::replace(&mut *self.lanes.lock(), table);
         drop(empty);
         dev.tx_all(true);
@@ -342,7 +351,10 @@ impl Port {
             retry_ms: AtomicU64::new(0),
             backoff_ms: AtomicU64::new(RETRY_FIRST_MS),
         };
-        *this.watch.lock() = Some(Periodic::start(Arc::new(w, GFP_KERNEL)?, WATCH_MS)?);
+        // Its own queue: a restart waits on the device for up to seconds.
+        let w =
+            Periodic::start_own_queue(Arc::new(w, GFP_KERNEL)?, WATCH_MS, c_str!("cxlnic_watch"))?;
+        *this.watch.lock() = Some(w);
         Ok(())
     }
 

@@ -118,6 +118,18 @@ struct Rings {
     parts: KVec<Placed>,
 }
 
+/// A running queue pair.
+///
+/// # Invariants
+///
+/// - `tx.ring` and `rx.ring` are sized as `rings.shape.sizes` says; every
+///   entry between a ring's head and tail was posted to its part of
+///   `rings` (a TX slot holds a copied frame, an RX slot an empty buffer),
+///   and the driver line's tail words are the rings' tails as last
+///   published.
+/// - `irq` is what the driver line's interrupt word holds.
+/// - Heads are taken from shared memory only through `Producer::consume`,
+///   so an index never leaves `0..size` and never passes the tail.
 #[pin_data]
 pub(crate) struct Queue {
     rings: Rings,
@@ -158,6 +170,8 @@ impl Queue {
         rings.store(Part::DriverLine, LINE_RX_TAIL, rx.ring.tail())?;
         let irq = if shape.interrupts { IRQ_RX } else { 0 };
         rings.store(Part::DriverLine, LINE_IRQ, irq)?;
+        // INVARIANT: both rings sized from `shape`; every RX entry posted
+        // and its tail published; the TX ring empty; `irq` as stored.
         Arc::pin_init(
             pin_init!(Queue {
                 rings,

@@ -548,6 +548,9 @@ struct cxlf_periodic {
 	/* Returns the milliseconds until the next run. */
 	unsigned int (*fn)(void *ctx);
 	void *ctx;
+	/* The system's high-priority queue, or one of the work's own. */
+	struct workqueue_struct *wq;
+	bool own_wq;
 	bool stopping;
 };
 
@@ -559,23 +562,36 @@ static void cxlf_periodic_run(struct work_struct *work)
 	unsigned int next_ms = p->fn(p->ctx);
 
 	if (!READ_ONCE(p->stopping))
-		queue_delayed_work(system_highpri_wq, &p->dwork,
+		queue_delayed_work(p->wq, &p->dwork,
 				   max(1UL, msecs_to_jiffies(next_ms)));
 }
 
-/* In C: INIT_DELAYED_WORK() is a macro (and the work is embedded). */
+/*
+ * In C: INIT_DELAYED_WORK() is a macro (and the work is embedded). With a
+ * `wq_name`, the work gets an ordered high-priority queue of its own, so a
+ * run that waits on a device for seconds holds no shared worker.
+ */
 struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
-					  void *ctx, unsigned int first_ms)
+					  void *ctx, unsigned int first_ms,
+					  const char *wq_name)
 {
 	struct cxlf_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
 
 	if (!p)
 		return ERR_PTR(-ENOMEM);
+	p->wq = system_highpri_wq;
+	if (wq_name) {
+		p->wq = alloc_ordered_workqueue("%s", WQ_HIGHPRI, wq_name);
+		if (!p->wq) {
+			kfree(p);
+			return ERR_PTR(-ENOMEM);
+		}
+		p->own_wq = true;
+	}
 	INIT_DELAYED_WORK(&p->dwork, cxlf_periodic_run);
 	p->fn = fn;
 	p->ctx = ctx;
-	queue_delayed_work(system_highpri_wq, &p->dwork,
-			   msecs_to_jiffies(first_ms));
+	queue_delayed_work(p->wq, &p->dwork, msecs_to_jiffies(first_ms));
 	return p;
 }
 
@@ -586,6 +602,8 @@ void cxlf_periodic_stop(struct cxlf_periodic *p)
 {
 	WRITE_ONCE(p->stopping, true);
 	cancel_delayed_work_sync(&p->dwork);
+	if (p->own_wq)
+		destroy_workqueue(p->wq);
 	kfree(p);
 }
 
@@ -1459,6 +1477,13 @@ void cxlf_napi_del(struct napi_struct *napi)
 {
 	netif_napi_del(napi);
 	kfree(container_of(napi, struct cxlf_napi, napi));
+}
+
+/* In C: a static inline. The interrupt is what netlink's napi-get reports
+ * for the context. */
+void cxlf_napi_set_irq(struct napi_struct *napi, int irq)
+{
+	netif_napi_set_irq(napi, irq);
 }
 
 void cxlf_napi_enable(struct napi_struct *napi)

@@ -60,10 +60,12 @@ void cxlf_clear_flush(void *addr, size_t len);
 u32 cxlf_current_euid(void);
 u64 cxlf_ktime_boottime_ns(void);
 
-/* A function run again and again on a high-priority workqueue. */
+/* A function run again and again on a high-priority workqueue: the
+ * system's, or one of its own named `wq_name`. */
 struct cxlf_periodic;
 struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
-					  void *ctx, unsigned int first_ms);
+					  void *ctx, unsigned int first_ms,
+					  const char *wq_name);
 void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 
 /*
@@ -243,6 +245,7 @@ struct napi_struct *cxlf_napi_add(struct net_device *dev,
 				  int (*poll)(void *, struct napi_struct *, int),
 				  void *data, u16 rxq);
 void cxlf_napi_del(struct napi_struct *napi);
+void cxlf_napi_set_irq(struct napi_struct *napi, int irq);
 void cxlf_napi_enable(struct napi_struct *napi);
 void cxlf_napi_disable(struct napi_struct *napi);
 void cxlf_napi_schedule(struct napi_struct *napi);

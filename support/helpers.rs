@@ -186,6 +186,7 @@ extern "C" {
         func: unsafe extern "C" fn(*mut c_void) -> c_uint,
         ctx: *mut c_void,
         first_ms: c_uint,
+        wq_name: *const c_char,
     ) -> *mut CxlfPeriodic;
     pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
 
@@ -313,6 +314,7 @@ extern "C" {
         rxq: u16,
     ) -> *mut bindings::napi_struct;
     pub(crate) fn cxlf_napi_del(napi: *mut bindings::napi_struct);
+    pub(crate) fn cxlf_napi_set_irq(napi: *mut bindings::napi_struct, irq: c_int);
     pub(crate) fn cxlf_napi_enable(napi: *mut bindings::napi_struct);
     pub(crate) fn cxlf_napi_disable(napi: *mut bindings::napi_struct);
     pub(crate) fn cxlf_napi_schedule(napi: *mut bindings::napi_struct);

@@ -83,6 +83,14 @@ impl<T: Poll> Napi<T> {
     }
 
     /// Lets the context be scheduled (once; process context).
+    /// Records `irq` as the context's interrupt (what netlink's napi-get
+    /// reports).
+    pub(crate) fn set_irq(&self, irq: u32) {
+        let irq = c_int::try_from(irq).unwrap_or(-1);
+        // SAFETY: `raw` is live (invariant); C only stores the number.
+        unsafe { helpers::cxlf_napi_set_irq(self.raw, irq) };
+    }
+
     pub(crate) fn enable(&self) {
         if !self.enabled.swap(true, Ordering::AcqRel) {
             // SAFETY: live and disabled (invariant, `enabled` was false).

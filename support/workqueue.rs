@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Periodic work (upstream: `kernel::workqueue` with delayed work, 6.16):
-//! `T::run` again and again on the high-priority system workqueue, each run
+//! `T::run` again and again on the high-priority system workqueue, or on
+//! an ordered queue of its own for work that may wait long, each run
 //! choosing the delay until the next, until the [`Periodic`] is dropped.
 
 use super::helpers::{self, CxlfPeriodic};
 use core::marker::PhantomData;
 use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::sync::Arc;
 use kernel::types::ForeignOwnable;
 
@@ -36,15 +38,35 @@ unsafe impl<T: PeriodicWork> Send for Periodic<T> {}
 unsafe impl<T: PeriodicWork> Sync for Periodic<T> {}
 
 impl<T: PeriodicWork + 'static> Periodic<T> {
-    /// Runs `item.run()` in `first_ms`, then as often as it asks.
+    /// Runs `item.run()` in `first_ms`, then as often as it asks, on the
+    /// system's high-priority workqueue.
     pub(crate) fn start(item: Arc<T>, first_ms: u32) -> Result<Self> {
+        Self::start_on(item, first_ms, None)
+    }
+
+    /// As [`Periodic::start`], on an ordered high-priority workqueue of
+    /// its own named `name` (destroyed on drop), for runs that may sleep
+    /// long enough to hold up a shared worker.
+    pub(crate) fn start_own_queue(
+        item: Arc<T>,
+        first_ms: u32,
+        name: &'static CStr,
+    ) -> Result<Self> {
+        Self::start_on(item, first_ms, Some(name))
+    }
+
+    fn start_on(item: Arc<T>, first_ms: u32, name: Option<&'static CStr>) -> Result<Self> {
+        let name = name.map_or(core::ptr::null(), |n| n.as_char_ptr());
         let ctx = item.into_foreign();
         let raw = helpers::register_err_ptr(
             "periodic work",
             // SAFETY: `run_trampoline::<T>` expects an `Arc<T>` context,
             // which `ctx` is; it stays valid until `cxlf_periodic_stop`
-            // returns in `drop` (or, on failure, C did not keep it).
-            unsafe { helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms) },
+            // returns in `drop` (or, on failure, C did not keep it). `name`
+            // is null or a static C string (C copies it).
+            unsafe {
+                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms, name)
+            },
         );
         match raw {
             // INVARIANT: a live `cxlf_periodic` whose context is `ctx`, an

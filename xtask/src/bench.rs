@@ -2,7 +2,11 @@
 //! `tests/vm/bench/*.sh`, and reports each series side by side with the
 //! benchmark's anchor (its first series) as ratios. Absolute numbers from
 //! an emulated machine mean little; the ratios within one run are the
-//! result. Writes `target/xtask/bench/results.json` and prints a table.
+//! result. A benchmark that measures a series several times (rounds,
+//! each running every series once, so drift hits all alike) prints one
+//! line per time: the table shows the median and the spread (max - min
+//! over the median), and ratios are the medians'. Writes
+//! `target/xtask/bench/results.json` and prints a table.
 
 use crate::util::{out_dir, Phases};
 use crate::vm::{self, Mode, VmOptions};
@@ -47,8 +51,86 @@ pub fn parse_series(text: &str) -> Result<Vec<Series>> {
     Ok(out)
 }
 
-/// Each series' metrics divided by the anchor's (the first series).
-pub fn ratios(series: &[Series]) -> Vec<Vec<Option<f64>>> {
+/// A metric over the times its series was measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub runs: usize,
+}
+
+impl Metric {
+    /// (max - min) / median: how far apart the runs were.
+    pub fn spread(&self) -> Option<f64> {
+        (self.runs > 1 && self.median > 0.0).then(|| (self.max - self.min) / self.median)
+    }
+}
+
+/// A series with its repeats folded in.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub label: String,
+    pub metrics: Vec<Metric>,
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Folds the lines that share a label (the series' repeats), in the
+/// order labels first appear: each metric's median, min and max over the
+/// lines that have it.
+pub fn summarize(series: &[Series]) -> Vec<Summary> {
+    let mut labels: Vec<&str> = Vec::new();
+    for s in series {
+        if !labels.contains(&s.label.as_str()) {
+            labels.push(&s.label);
+        }
+    }
+    labels
+        .into_iter()
+        .map(|label| {
+            let lines: Vec<&Series> = series.iter().filter(|s| s.label == label).collect();
+            let mut names: Vec<&str> = Vec::new();
+            for (name, _) in lines.iter().flat_map(|s| &s.metrics) {
+                if !names.contains(&name.as_str()) {
+                    names.push(name);
+                }
+            }
+            let metrics = names
+                .into_iter()
+                .map(|name| {
+                    let mut values: Vec<f64> = lines
+                        .iter()
+                        .filter_map(|s| s.metrics.iter().find(|(n, _)| n == name))
+                        .map(|(_, v)| *v)
+                        .collect();
+                    values.sort_by(f64::total_cmp);
+                    Metric {
+                        name: name.to_string(),
+                        median: median(&values),
+                        min: values.first().copied().unwrap_or(f64::NAN),
+                        max: values.last().copied().unwrap_or(f64::NAN),
+                        runs: values.len(),
+                    }
+                })
+                .collect();
+            Summary {
+                label: label.to_string(),
+                metrics,
+            }
+        })
+        .collect()
+}
+
+/// Each series' medians divided by the anchor's (the first series).
+pub fn ratios(series: &[Summary]) -> Vec<Vec<Option<f64>>> {
     let Some(anchor) = series.first() else {
         return Vec::new();
     };
@@ -57,9 +139,9 @@ pub fn ratios(series: &[Series]) -> Vec<Vec<Option<f64>>> {
         .map(|s| {
             s.metrics
                 .iter()
-                .map(|(name, value)| {
-                    let base = anchor.metrics.iter().find(|(n, _)| n == name)?.1;
-                    (base > 0.0).then(|| value / base)
+                .map(|m| {
+                    let base = anchor.metrics.iter().find(|a| a.name == m.name)?.median;
+                    (base > 0.0).then(|| m.median / base)
                 })
                 .collect()
         })
@@ -133,33 +215,42 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
 
     let mut results = Map::new();
     println!(
-        "{:<16} {:<18} {:<22} {:>14} {:>9}",
-        "benchmark", "series", "metric", "value", "vs anchor"
+        "{:<16} {:<20} {:<22} {:>14} {:>11} {:>9}",
+        "benchmark", "series", "metric", "value", "spread", "vs anchor"
     );
     for name in &names {
-        let mut series = Vec::new();
+        let mut lines = Vec::new();
         for run in &runs {
             for block in run.report.blocks("bench").filter(|b| &b.name == name) {
-                series.extend(parse_series(&block.text)?);
+                lines.extend(parse_series(&block.text)?);
             }
         }
-        if series.is_empty() {
+        if lines.is_empty() {
             continue;
         }
+        let series = summarize(&lines);
         let ratios = ratios(&series);
         let mut rows = Vec::new();
         for (s, r) in series.iter().zip(&ratios) {
-            for ((metric, value), ratio) in s.metrics.iter().zip(r) {
+            for (m, ratio) in s.metrics.iter().zip(r) {
                 let ratio_text = ratio.map_or("-".to_string(), |x| format!("{x:.3}x"));
+                let spread_text = m.spread().map_or("-".to_string(), |x| {
+                    format!("{:.0}% /{}", x * 100.0, m.runs)
+                });
                 println!(
-                    "{:<16} {:<18} {:<22} {:>14} {:>9}",
+                    "{:<16} {:<20} {:<22} {:>14} {:>11} {:>9}",
                     name,
                     s.label,
-                    metric,
-                    human(*value, metric),
+                    m.name,
+                    human(m.median, &m.name),
+                    spread_text,
                     ratio_text
                 );
-                rows.push(json!({ "series": s.label, "metric": metric, "value": value, "ratio_to_anchor": ratio }));
+                rows.push(json!({
+                    "series": s.label, "metric": m.name, "value": m.median,
+                    "min": m.min, "max": m.max, "runs": m.runs,
+                    "ratio_to_anchor": ratio,
+                }));
             }
         }
         let anchor = series.first().map(|s| s.label.clone());
@@ -212,11 +303,41 @@ mod tests {
         assert_eq!(series[1].label, "cxl");
         assert_eq!(series[1].metrics.len(), 2, "_pct is a metric, ratio is not");
         assert_eq!(
-            ratios(&series),
+            ratios(&summarize(&series)),
             vec![vec![Some(1.0)], vec![None, Some(0.01)]]
         );
         assert_eq!(human(0.5, "cpu_pct"), "0.500 %");
         assert_eq!(human(0.4181, "cxl_put_of_raw"), "0.418x");
+    }
+
+    #[test]
+    fn repeats_fold_into_medians_and_ratios_use_them() {
+        let line =
+            |label: &str, v: f64| format!("BENCH {{\"label\":\"{label}\",\"x_per_s\":{v}}}\n");
+        // Rounds interleave the series; the anchor's repeats fold too.
+        let text: String = [
+            line("a", 100.0),
+            line("b", 50.0),
+            line("a", 300.0),
+            line("b", 70.0),
+            line("a", 200.0),
+            line("b", 400.0),
+            line("c", 9.0),
+        ]
+        .concat();
+        let s = summarize(&parse_series(&text).unwrap());
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["a", "b", "c"]);
+        let a = &s[0].metrics[0];
+        assert_eq!((a.median, a.min, a.max, a.runs), (200.0, 100.0, 300.0, 3));
+        assert_eq!(a.spread(), Some(1.0));
+        assert_eq!(s[1].metrics[0].median, 70.0, "the median, not the mean");
+        assert_eq!(s[2].metrics[0].spread(), None, "one run has no spread");
+        assert_eq!(
+            ratios(&s),
+            vec![vec![Some(1.0)], vec![Some(0.35)], vec![Some(0.045)]]
+        );
+        assert_eq!(median(&[1.0, 2.0, 4.0, 10.0]), 3.0);
     }
 
     #[test]

@@ -68,7 +68,8 @@ enum Cmd {
     },
     /// Benchmarks, each side by side with its anchor (JSON + table).
     Bench {
-        #[arg(long, default_value_t = 600)]
+        /// Per-boot timeout in seconds (benchmarks repeat their series).
+        #[arg(long, default_value_t = 2400)]
         timeout: u64,
         /// Only the benchmarks whose names contain this (each sets up what
         /// it needs, so any subset runs).

@@ -233,7 +233,7 @@ impl Model {
                 d.port.beat()?;
             }
             sent.push(d.port.transmit(&queues)?);
-            send_outbound(d, &mut carried)?;
+            send_outbound(d, &mut carried);
         }
         for (to, frame) in carried {
             if let Some(d) = self.devices.get_mut(to) {
@@ -241,7 +241,7 @@ impl Model {
             }
         }
         for d in &mut self.devices {
-            work += receive_from_host(d)?;
+            work += receive_from_host(d);
         }
         for (d, tx) in self.devices.iter_mut().zip(&sent) {
             let (progress, irqs) = d.port.receive(tx)?;
@@ -265,14 +265,17 @@ impl Model {
         for d in &mut self.devices {
             let partner = match &d.backend {
                 Backend::Link(l) => configured.get(*l).copied().unwrap_or(false),
-                // The host's side of a TAP is always there.
-                Backend::Tap(_) => true,
+                // The host's side of a TAP is there while the TAP works.
+                Backend::Tap(t) => t.healthy(),
                 Backend::None => false,
             };
             let up = self.running && d.port.mode().is_some() && partner;
             if up != d.port.link_up() {
                 d.port.set_link(up)?;
                 ring(d, VECTOR_CONFIG);
+            }
+            if let Backend::Tap(t) = &mut d.backend {
+                t.set_carrier(up);
             }
         }
         Ok(())
@@ -388,25 +391,24 @@ fn is_would_block(e: &anyhow::Error) -> bool {
 /// Hands the frames a port sent to its backend: a link's go to
 /// `carried` (delivered once every port has sent), a TAP's are written
 /// to the host now, and without a backend they are dropped.
-fn send_outbound(d: &mut Device, carried: &mut Vec<(usize, Vec<u8>)>) -> Result<()> {
+fn send_outbound(d: &mut Device, carried: &mut Vec<(usize, Vec<u8>)>) {
     let frames = d.port.outbound.drain(..).map(|(_, f)| f);
     match &mut d.backend {
         Backend::Link(to) => carried.extend(frames.map(|f| (*to, f))),
         Backend::Tap(tap) => {
-            tap.send(frames)?;
+            tap.send(frames);
         }
         // Dropping the drain empties `outbound`.
         Backend::None => drop(frames),
     }
-    Ok(())
 }
 
 /// Delivers to a TAP port what the host sent it (a bounded batch, never
 /// waiting); a port without a config takes nothing. Returns the frames
 /// read: work, so the loop keeps spinning while the host sends.
-fn receive_from_host(d: &mut Device) -> Result<u32> {
+fn receive_from_host(d: &mut Device) -> u32 {
     let Backend::Tap(tap) = &mut d.backend else {
-        return Ok(0);
+        return 0;
     };
     let port = &mut d.port;
     tap.receive(|frame| {

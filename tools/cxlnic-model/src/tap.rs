@@ -7,6 +7,12 @@
 //! the host sent is read from it, at most [`TAP_BUDGET`] frames a pass.
 //! Nothing here ever waits: a write the TAP cannot take now and a frame
 //! the port cannot take are dropped and counted, as a NIC does.
+//!
+//! A TAP that fails otherwise (deleted under the model, say) does not
+//! stop the model: the error is counted and logged once, the port loses
+//! carrier, and frames are dropped until the TAP works again. The TAP's
+//! own carrier follows the port's link, so the host sees the guest's
+//! interface go down.
 
 use anyhow::{Context, Result};
 use cxlnic_ring::layout::{FRAME_MAX, FRAME_MIN};
@@ -39,6 +45,15 @@ mod ioctl {
         nix::request_code_write!(b'T', 202, std::mem::size_of::<libc::c_int>()),
         libc::ifreq
     );
+
+    nix::ioctl_write_ptr!(
+        /// TUNSETCARRIER, <linux/if_tun.h>: `_IOW('T', 226, int)`, the
+        /// TAP's carrier on (non-zero) or off (Linux 4.19 and later).
+        tun_set_carrier,
+        b'T',
+        226,
+        libc::c_int
+    );
 }
 
 /// A TAP backend's counters (`stats`: a port's `tap`). "To host": frames
@@ -62,6 +77,9 @@ pub struct TapStats {
     /// header, longer than the layout's `FRAME_MAX`, or arriving while
     /// the port has no config.
     pub dropped_from_host: u64,
+    /// Reads and writes that failed for another reason than those above
+    /// (at most one a pass each way); the frame, if any, was dropped.
+    pub errors: u64,
 }
 
 /// An open TAP interface and what went through it.
@@ -70,6 +88,10 @@ pub struct Tap {
     file: File,
     buf: Vec<u8>,
     stats: TapStats,
+    /// The last read or write failed with this: no carrier for the port.
+    failing: Option<String>,
+    /// What TUNSETCARRIER was last asked (`None`: not yet, or refused).
+    carrier: Option<bool>,
 }
 
 /// Whether a TAP's kernel side accepts a name: 1 to 15 bytes (IFNAMSIZ
@@ -144,7 +166,54 @@ impl Tap {
             file,
             buf: vec![0; READ_BYTES],
             stats: TapStats::default(),
+            failing: None,
+            carrier: None,
         })
+    }
+
+    /// Whether the TAP works: its last read or write did not fail.
+    pub fn healthy(&self) -> bool {
+        self.failing.is_none()
+    }
+
+    /// Sets the TAP's carrier to the port's link. A kernel without
+    /// TUNSETCARRIER leaves it on, which is logged once.
+    pub fn set_carrier(&mut self, up: bool) {
+        if self.carrier == Some(up) {
+            return;
+        }
+        let on = libc::c_int::from(up);
+        // SAFETY: the fd is open; TUNSETCARRIER reads the int, which
+        // lives across the call.
+        match unsafe { ioctl::tun_set_carrier(self.file.as_raw_fd(), &on) } {
+            Ok(_) => self.carrier = Some(up),
+            Err(e) if self.carrier.is_some() || up => {
+                eprintln!("cxlnic-model: TAP {}: TUNSETCARRIER: {e}", self.name);
+                // Once: the next change is not retried.
+                self.carrier = Some(up);
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Counts a failed read or write and logs it when the TAP was
+    /// working (so a TAP that keeps failing logs once).
+    fn failed(&mut self, what: &str, e: &std::io::Error) {
+        self.stats.errors += 1;
+        if self.failing.is_none() {
+            eprintln!(
+                "cxlnic-model: TAP {}: {what}: {e}; dropping frames (no carrier) until it works",
+                self.name
+            );
+        }
+        self.failing = Some(format!("{what}: {e}"));
+    }
+
+    /// Notes a read or write that worked, logging a recovery.
+    fn worked(&mut self) {
+        if let Some(was) = self.failing.take() {
+            eprintln!("cxlnic-model: TAP {}: works again (was {was})", self.name);
+        }
     }
 
     /// The interface's name.
@@ -158,53 +227,66 @@ impl Tap {
     }
 
     /// Writes every frame the port sent to the host; a frame the TAP
-    /// cannot take is dropped and counted. Returns the frames written.
-    pub fn send(&mut self, frames: impl IntoIterator<Item = Vec<u8>>) -> Result<u32> {
+    /// cannot take is dropped and counted. After a write failed for
+    /// another reason, the rest of the batch is dropped too. Returns the
+    /// frames written.
+    pub fn send(&mut self, frames: impl IntoIterator<Item = Vec<u8>>) -> u32 {
         let mut sent = 0;
+        let mut failed = false;
         for frame in frames {
-            if self.send_one(&frame)? {
-                sent += 1;
+            if failed || !fits(frame.len()) {
+                self.stats.dropped_to_host += 1;
+                continue;
+            }
+            match self.send_one(&frame) {
+                Ok(true) => sent += 1,
+                Ok(false) => self.stats.dropped_to_host += 1,
+                Err(e) => {
+                    self.failed("write", &e);
+                    self.stats.dropped_to_host += 1;
+                    failed = true;
+                }
             }
         }
-        Ok(sent)
+        sent
     }
 
     /// Writes one frame: whether it went (a TAP write is a whole frame
-    /// or nothing).
-    fn send_one(&mut self, frame: &[u8]) -> Result<bool> {
-        if !fits(frame.len()) {
-            self.stats.dropped_to_host += 1;
-            return Ok(false);
-        }
+    /// or nothing), or the error that is not a dropped frame.
+    fn send_one(&mut self, frame: &[u8]) -> std::io::Result<bool> {
         match self.file.write(frame) {
             Ok(n) if n == frame.len() => {
+                self.worked();
                 self.stats.frames_to_host += 1;
                 self.stats.bytes_to_host += n as u64;
                 Ok(true)
             }
-            Ok(_) => {
-                self.stats.dropped_to_host += 1;
-                Ok(false)
-            }
-            Err(e) if drops_frame(&e) => {
-                self.stats.dropped_to_host += 1;
-                Ok(false)
-            }
-            Err(e) => Err(e).with_context(|| {
-                format!("TAP {}: write a frame of {} bytes", self.name, frame.len())
-            }),
+            Ok(_) => Ok(false),
+            Err(e) if drops_frame(&e) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
     /// Reads up to [`TAP_BUDGET`] frames the host sent, without waiting,
     /// and hands each that fits to `deliver`, which says whether the port
-    /// took it (it has a config). Returns the frames read.
-    pub fn receive(&mut self, mut deliver: impl FnMut(Vec<u8>) -> bool) -> Result<u32> {
+    /// took it (it has a config). A failed read ends the pass. Returns
+    /// the frames read.
+    pub fn receive(&mut self, mut deliver: impl FnMut(Vec<u8>) -> bool) -> u32 {
         let mut read = 0;
         while read < TAP_BUDGET {
-            let Some(len) = self.read_one()? else {
-                break;
+            let len = match self.read_one() {
+                Ok(Some(len)) => len,
+                // Nothing waits: the TAP works.
+                Ok(None) => {
+                    self.worked();
+                    break;
+                }
+                Err(e) => {
+                    self.failed("read", &e);
+                    break;
+                }
             };
+            self.worked();
             read += 1;
             if !fits(len) {
                 self.stats.dropped_from_host += 1;
@@ -217,17 +299,17 @@ impl Tap {
                 self.stats.dropped_from_host += 1;
             }
         }
-        Ok(read)
+        read
     }
 
     /// Reads one frame into the buffer: its length, or `None` when none
     /// waits (or a signal came first: the next pass reads it).
-    fn read_one(&mut self) -> Result<Option<usize>> {
+    fn read_one(&mut self) -> std::io::Result<Option<usize>> {
         match self.file.read(&mut self.buf) {
             Ok(n) => Ok(Some(n)),
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(None),
             Err(e) if e.kind() == ErrorKind::Interrupted => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("TAP {}: read", self.name)),
+            Err(e) => Err(e),
         }
     }
 }

@@ -649,6 +649,13 @@ mod host {
         }
     }
 
+    /// The interface's carrier as sysfs reads it ("0" or "1"; `None`
+    /// while it is down, when the kernel refuses the read).
+    pub fn carrier(name: &str) -> Option<String> {
+        let path = format!("/sys/class/net/{name}/carrier");
+        Some(std::fs::read_to_string(path).ok()?.trim().to_string())
+    }
+
     /// A broadcast frame of `len` bytes of `ETHERTYPE` whose payload is
     /// a function of `seq`.
     pub fn frame(len: usize, seq: u8) -> Vec<u8> {
@@ -754,15 +761,17 @@ fn a_tap_port_carries_frames_to_and_from_the_host() {
     assert!(pass_until(&mut b, |b| tap_stats(b).dropped_from_host == 1));
     assert!(d.receive(0).0.iter().all(|f| f.len() < 9100));
 
-    // A port the driver turned off loses carrier, and what the host
-    // sends it is dropped and counted.
+    // The TAP's carrier follows the port's link.
+    assert_eq!(host::carrier(&name).as_deref(), Some("1"));
+
+    // A port the driver turned off loses carrier, on both sides (so the
+    // host's stack holds what it would send).
     let mut off = d.config();
     off.mode = MODE_OFF;
     d.configure_with(&off);
     b.pass(2);
     assert_eq!(d.header().link, 0, "no config, no carrier");
-    host.send(&host::frame(64, 4)).unwrap();
-    assert!(pass_until(&mut b, |b| tap_stats(b).dropped_from_host == 2));
+    assert_eq!(host::carrier(&name).as_deref(), Some("0"));
 
     // The counters, also on the control socket's answer.
     let s = tap_stats(&b);
@@ -773,5 +782,27 @@ fn a_tap_port_carries_frames_to_and_from_the_host() {
     assert_eq!((s.frames_from_host, s.bytes_from_host), (1, 300));
     let v = b.model.command(Command::Stats);
     assert_eq!(v[0]["tap"]["frames_to_host"], 1, "{v}");
-    assert_eq!(v[0]["tap"]["dropped_from_host"], 2, "{v}");
+    assert_eq!(v[0]["tap"]["dropped_from_host"], 1, "{v}");
+    assert_eq!(s.errors, 0);
+
+    // The interface deleted under the model: the model goes on, counts
+    // the failure, drops what the port sends and takes the port's
+    // carrier away.
+    d.configure();
+    b.pass(2);
+    assert_eq!(d.header().link, LINK_UP);
+    let deleted = std::process::Command::new("ip")
+        .args(["link", "del", &name])
+        .status();
+    if !deleted.as_ref().is_ok_and(|s| s.success()) {
+        println!("not checked: a deleted TAP (`ip link del {name}`: {deleted:?})");
+        return;
+    }
+    assert!(d.send(0, &host::frame(100, 5)));
+    d.flush(0);
+    b.pass(2);
+    let s = tap_stats(&b);
+    assert!(s.errors >= 1, "{s:?}");
+    assert_eq!(s.dropped_to_host, 2, "{s:?}");
+    assert_eq!(d.header().link, 0, "a failing TAP, no carrier");
 }
