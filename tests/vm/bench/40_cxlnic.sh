@@ -20,7 +20,7 @@ ip addr add 10.11.0.$((h + 1))/24 dev "$nic"
 ip link set "$nic" up
 # Not ending in busypoll: the next round's anchor runs with its sysctls.
 steps="type1 type2 pcie batch1 batch8 batch32 busypoll timer250us idle500"
-rounds=3
+rounds=5
 
 # A mode (type1, type2, pcie) or a type1 batch (batchN), both ends alike.
 set_step() {
