@@ -12,6 +12,8 @@ use crate::util::{out_dir, Phases};
 use crate::vm::{self, Mode, VmOptions};
 use anyhow::{bail, Result};
 use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// One `BENCH {json}` line: a series of a benchmark.
@@ -177,38 +179,84 @@ pub fn parse_only(s: &str) -> std::result::Result<String, String> {
     }
 }
 
-pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<String>) -> Result<()> {
-    if let Some(o) = &only {
-        let dir = crate::util::repo_root().join("tests/vm/bench");
-        let mut any = false;
-        for entry in std::fs::read_dir(&dir)? {
-            let file = entry?.file_name().to_string_lossy().into_owned();
-            // As the guest matches: the name without `.sh`.
-            any |= file
-                .strip_suffix(".sh")
-                .is_some_and(|name| name.contains(o.as_str()));
-        }
-        if !any {
-            bail!(
-                "--only {o}: no benchmark in {} has that in its name",
-                dir.display()
-            );
+/// The benchmarks in `dir` (`*.sh`) whose names (without `.sh`) contain
+/// `only`, sorted.
+fn scripts(dir: &Path, only: Option<&str>) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    if !dir.is_dir() {
+        return Ok(names);
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let file = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(name) = file.strip_suffix(".sh") {
+            let wanted = match only {
+                Some(o) => name.contains(o),
+                None => true,
+            };
+            if wanted {
+                names.push(name.to_string());
+            }
         }
     }
-    let mut phases = Phases::default();
-    let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
-    // Two hosts: the RPC and remote-allocation benchmarks need a peer.
-    let mut opts = VmOptions::new(Mode::Bench, 2, timeout);
-    opts.only = only;
-    let runs = phases.time("boot", || vm::boot(&tree, &initramfs, &opts))?;
-    phases.summary();
+    names.sort();
+    Ok(names)
+}
+
+/// Runs the host benchmarks (`tests/bench-host/NAME.sh`, from the
+/// repository's root, on this machine rather than in a VM: the
+/// simulators' speed), each one's `BENCH` lines under its name.
+fn host_benches(names: &[String]) -> Result<Vec<(String, Vec<Series>)>> {
+    let root = crate::util::repo_root();
+    let mut out = Vec::new();
+    for name in names {
+        eprintln!("==> host benchmark {name}");
+        let script = root.join(HOST_DIR).join(format!("{name}.sh"));
+        let result = Command::new("sh")
+            .arg(&script)
+            .current_dir(&root)
+            .stderr(Stdio::inherit())
+            .output()?;
+        if !result.status.success() {
+            bail!("host benchmark {name} failed: {}", result.status);
+        }
+        let text = String::from_utf8_lossy(&result.stdout);
+        out.push((name.clone(), parse_series(&text)?));
+    }
+    Ok(out)
+}
+
+const VM_DIR: &str = "tests/vm/bench";
+const HOST_DIR: &str = "tests/bench-host";
+
+pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<String>) -> Result<()> {
+    let root = crate::util::repo_root();
+    let vm_names = scripts(&root.join(VM_DIR), only.as_deref())?;
+    let host_names = scripts(&root.join(HOST_DIR), only.as_deref())?;
+    if let Some(o) = &only {
+        if vm_names.is_empty() && host_names.is_empty() {
+            bail!("--only {o}: no benchmark in {VM_DIR} or {HOST_DIR} has that in its name");
+        }
+    }
+    // Host benchmarks first, while nothing else runs on the machine.
+    let mut blocks = host_benches(&host_names)?;
+    let mut runs = Vec::new();
+    if !vm_names.is_empty() {
+        let mut phases = Phases::default();
+        let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
+        // Two hosts: the RPC and remote-allocation benchmarks need a peer.
+        let mut opts = VmOptions::new(Mode::Bench, 2, timeout);
+        opts.only = only;
+        runs = phases.time("boot", || vm::boot(&tree, &initramfs, &opts))?;
+        phases.summary();
+    }
     // A benchmark's series from every host, host 0 first: its first series
     // is the anchor.
-    let mut names: Vec<String> = Vec::new();
     for run in &runs {
         for block in run.report.blocks("bench") {
-            if !names.contains(&block.name) {
-                names.push(block.name.clone());
+            let series = parse_series(&block.text)?;
+            match blocks.iter_mut().find(|(n, _)| n == &block.name) {
+                Some((_, all)) => all.extend(series),
+                None => blocks.push((block.name.clone(), series)),
             }
         }
     }
@@ -218,17 +266,11 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
         "{:<16} {:<20} {:<22} {:>14} {:>11} {:>9}",
         "benchmark", "series", "metric", "value", "spread", "vs anchor"
     );
-    for name in &names {
-        let mut lines = Vec::new();
-        for run in &runs {
-            for block in run.report.blocks("bench").filter(|b| &b.name == name) {
-                lines.extend(parse_series(&block.text)?);
-            }
-        }
+    for (name, lines) in &blocks {
         if lines.is_empty() {
             continue;
         }
-        let series = summarize(&lines);
+        let series = summarize(lines);
         let ratios = ratios(&series);
         let mut rows = Vec::new();
         for (s, r) in series.iter().zip(&ratios) {

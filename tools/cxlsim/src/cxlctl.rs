@@ -1,0 +1,153 @@
+//! Import of the switch topology `cxlctl --json topology` prints (the shape
+//! of `tools/cxlctl/src/topology.rs`: `{"devices": [{"name", "kind",
+//! "parent", ...attributes}]}`), so a run can mirror the testbed.
+//!
+//! Mapping: every `root`, `host-bridge` and `switch` (a switch port object)
+//! becomes a switch node linked to its parent; `requesters_per_root`
+//! requesters (hosts) attach to every root; every `memdev` becomes a memory
+//! node linked to the parent of its endpoint (an endpoint without a memdev
+//! becomes a memory of its own name). Decoders, regions and dax devices are
+//! ignored. The links between the root, host bridge and switch objects are
+//! ordinary links of the configured parameters (an approximation: in the
+//! machine, only the root port to switch and switch to device hops are PCIe
+//! links).
+
+use crate::config::LinkSpec;
+use crate::topology::{Graph, GraphBuilder, NodeKind};
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Root,
+    HostBridge,
+    Switch,
+    Endpoint,
+    Memdev,
+    Decoder,
+    Region,
+    DaxRegion,
+    Dax,
+    Other,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct Device {
+    pub name: String,
+    pub kind: Kind,
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+pub struct Topology {
+    pub devices: Vec<Device>,
+}
+
+pub fn parse(text: &str) -> Result<Topology> {
+    serde_json::from_str(text).context("parsing cxlctl --json topology output")
+}
+
+/// The fabric graph of a cxlctl topology.
+pub fn to_graph(topo: &Topology, requesters_per_root: u32) -> Result<Graph> {
+    if requesters_per_root == 0 {
+        bail!("requesters_per_root = 0: need at least one requester");
+    }
+    if requesters_per_root > 64 {
+        bail!("requesters_per_root = {requesters_per_root}: at most 64");
+    }
+    let by_name: BTreeMap<&str, &Device> =
+        topo.devices.iter().map(|d| (d.name.as_str(), d)).collect();
+    if by_name.len() != topo.devices.len() {
+        bail!("cxlctl topology names a device twice");
+    }
+    let is_port = |k: Kind| matches!(k, Kind::Root | Kind::HostBridge | Kind::Switch);
+    let mut b = GraphBuilder::new();
+    let mut roots = Vec::new();
+    for d in &topo.devices {
+        if is_port(d.kind) {
+            let id = b.add(&d.name, NodeKind::Switch)?;
+            if d.kind == Kind::Root {
+                roots.push(id);
+            }
+        }
+    }
+    if roots.is_empty() {
+        bail!("cxlctl topology has no root");
+    }
+    fn port_parent<'a>(
+        by_name: &BTreeMap<&str, &Device>,
+        d: &'a Device,
+    ) -> Result<Option<&'a str>> {
+        let is_port = |k: Kind| matches!(k, Kind::Root | Kind::HostBridge | Kind::Switch);
+        match d.parent.as_deref() {
+            None => Ok(None),
+            Some(p) => {
+                let pd = by_name
+                    .get(p)
+                    .with_context(|| format!("{}: parent {p:?} is not in the topology", d.name))?;
+                if !is_port(pd.kind) {
+                    bail!("{}: parent {p:?} is a {:?}, not a port", d.name, pd.kind);
+                }
+                Ok(Some(p))
+            }
+        }
+    }
+    for d in &topo.devices {
+        if is_port(d.kind) {
+            match port_parent(&by_name, d)? {
+                Some(p) => b.link_names(&d.name, p, LinkSpec::default())?,
+                None if d.kind != Kind::Root => {
+                    bail!("{}: a {:?} without a parent", d.name, d.kind)
+                }
+                None => {}
+            }
+        }
+    }
+    let mut n_req = 0;
+    for &root in &roots {
+        for _ in 0..requesters_per_root {
+            let r = b.add(&format!("r{n_req}"), NodeKind::Requester)?;
+            n_req += 1;
+            b.link(r, root, LinkSpec::default())?;
+        }
+    }
+    // Memories: memdevs under endpoints, and endpoints without a memdev.
+    let mut with_memdev = std::collections::BTreeSet::new();
+    let mut mems: Vec<(String, String)> = Vec::new(); // (memory name, endpoint)
+    for d in &topo.devices {
+        if d.kind == Kind::Memdev {
+            let Some(ep) = d.parent.as_deref() else {
+                continue; // not attached to the port tree (no cxl_port)
+            };
+            let epd = by_name
+                .get(ep)
+                .with_context(|| format!("{}: parent {ep:?} is not in the topology", d.name))?;
+            if epd.kind != Kind::Endpoint {
+                bail!("{}: parent {ep:?} is not an endpoint", d.name);
+            }
+            with_memdev.insert(ep.to_string());
+            mems.push((d.name.clone(), ep.to_string()));
+        }
+    }
+    for d in &topo.devices {
+        if d.kind == Kind::Endpoint && !with_memdev.contains(&d.name) {
+            mems.push((d.name.clone(), d.name.clone()));
+        }
+    }
+    mems.sort();
+    if mems.is_empty() {
+        bail!("cxlctl topology has no memory device (memdev or endpoint)");
+    }
+    for (name, ep) in &mems {
+        let epd = by_name[ep.as_str()];
+        let Some(p) = port_parent(&by_name, epd)? else {
+            bail!("endpoint {ep} has no parent port");
+        };
+        b.add(name, NodeKind::Memory)?;
+        b.link_names(name, p, LinkSpec::default())?;
+    }
+    b.build()
+}

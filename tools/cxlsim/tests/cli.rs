@@ -1,0 +1,87 @@
+use std::process::Command;
+
+fn cxlsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cxlsim"))
+}
+
+#[test]
+fn run_writes_json_csv_and_svg() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-cli-{}", std::process::id()));
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/small.toml");
+    let out = cxlsim()
+        .args(["run", ex, "--json", "-", "--csv"])
+        .arg(&dir)
+        .arg("--svg")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests_completed"], 20000);
+    for f in ["requesters.csv", "links.csv", "memories.csv", "latency.svg"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(text.len() > 100, "{f}");
+    }
+    let svg = std::fs::read_to_string(dir.join("latency.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("latency"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_config_fails_cleanly() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("bad.toml");
+    std::fs::write(&f, "[link]\nbandwidth_gbps = 0.0\n").unwrap();
+    let out = cxlsim().arg("run").arg(&f).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bandwidth_gbps = 0"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn perf_prints_json() {
+    let out = cxlsim()
+        .args(["perf", "--requests", "20000", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"], 20000);
+    assert!(v["events_per_sec"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bench_fast_snoop_writes_files() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-bench-{}", std::process::id()));
+    let out = cxlsim()
+        .args(["bench", "--only", "snoop", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("LIFO vs FIFO"), "{text}");
+    for f in ["snoop.csv", "snoop.svg", "bench.json"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn defaults_parse_back() {
+    let out = cxlsim().arg("defaults").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let c = cxlsim::Config::parse(&text).unwrap();
+    assert_eq!(c, cxlsim::Config::default());
+}
