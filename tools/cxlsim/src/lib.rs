@@ -19,6 +19,7 @@ pub mod experiments;
 pub mod link;
 pub mod memory;
 pub mod output;
+pub mod perf;
 pub mod plot;
 pub mod requester;
 pub mod rng;

@@ -79,6 +79,10 @@ enum Cmd {
         /// aggregate rate of a parallel sweep.
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Print `BENCH` lines for `cargo xtask bench` instead of JSON, with
+        /// the bare event queue's rate on as many events as the anchor.
+        #[arg(long)]
+        bench: bool,
     },
 }
 
@@ -184,7 +188,8 @@ fn main() -> Result<()> {
             requests,
             n,
             threads,
-        } => perf(requests, n, threads)?,
+            bench,
+        } => perf(requests, n, threads, bench)?,
     }
     Ok(())
 }
@@ -366,7 +371,14 @@ fn thread_cpu_seconds() -> Option<f64> {
     Some(ns as f64 / 1e9)
 }
 
-fn perf(requests: u64, n: u32, threads: usize) -> Result<()> {
+/// Events pending in the anchor's hold run: about what a 4 x 4 fabric with
+/// full requester queues keeps scheduled.
+const HOLD_PENDING: usize = 1024;
+/// Largest gap between an event and the one it schedules in the hold run
+/// (the models' delays are 1 to 100 ns).
+const HOLD_GAP_PS: u64 = 100_000;
+
+fn perf(requests: u64, n: u32, threads: usize, bench: bool) -> Result<()> {
     let cfg = perf_config(requests, n)?;
     let mut sim = Sim::new(&cfg, Path::new("."))?;
     let cpu0 = thread_cpu_seconds();
@@ -404,6 +416,34 @@ fn perf(requests: u64, n: u32, threads: usize) -> Result<()> {
         sweep_events_per_sec: total as f64 / sweep_seconds,
         sweep_seconds,
     };
-    println!("{}", serde_json::to_string_pretty(&r)?);
+    if !bench {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    let hold = cxlsim::perf::hold(rep.events, HOLD_PENDING, HOLD_GAP_PS, 1);
+    println!(
+        "BENCH {}",
+        serde_json::json!({
+            "label": "event-queue",
+            "events_per_s": hold.events_per_sec(),
+        })
+    );
+    println!(
+        "BENCH {}",
+        serde_json::json!({
+            "label": "cxlsim",
+            "events_per_s": r.events_per_sec,
+            "cpu_events_per_s": r.events_per_cpu_sec,
+            "requests_per_s": r.requests_per_sec,
+            "run_ns": r.seconds * 1e9,
+        })
+    );
+    println!(
+        "BENCH {}",
+        serde_json::json!({
+            "label": format!("cxlsim-{}-copies", r.sweep_threads),
+            "events_per_s": r.sweep_events_per_sec,
+        })
+    );
     Ok(())
 }

@@ -85,3 +85,30 @@ fn defaults_parse_back() {
     let c = cxlsim::Config::parse(&text).unwrap();
     assert_eq!(c, cxlsim::Config::default());
 }
+
+#[test]
+fn perf_bench_lines_put_the_event_queue_first() {
+    let out = cxlsim()
+        .args(["perf", "--requests", "20000", "--threads", "1", "--bench"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let series: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l.strip_prefix("BENCH ").expect(l)).unwrap())
+        .collect();
+    let labels: Vec<&str> = series
+        .iter()
+        .map(|s| s["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["event-queue", "cxlsim", "cxlsim-1-copies"]);
+    for s in &series {
+        assert!(s["events_per_s"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(series[1]["run_ns"].as_f64().unwrap() > 0.0);
+}
