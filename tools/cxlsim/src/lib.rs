@@ -9,7 +9,8 @@
 //! (traffic, caches, run-window hook), [`snoop`] (device-side
 //! snoop filter), [`sim`] (the models wired together), [`stats`], [`output`]
 //! (JSON/CSV), [`plot`] (SVG figures) and [`experiments`] (the checks against
-//! the paper).
+//! the paper), [`memchannel`] (the MemChannel control core driving run
+//! windows) and [`mcexp`] (the MemChannel experiments).
 #![forbid(unsafe_code)]
 
 pub mod config;
@@ -17,6 +18,8 @@ pub mod cxlctl;
 pub mod event;
 pub mod experiments;
 pub mod link;
+pub mod mcexp;
+pub mod memchannel;
 pub mod memory;
 pub mod output;
 pub mod perf;

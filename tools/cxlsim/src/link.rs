@@ -107,6 +107,11 @@ pub struct ChanCounters {
     pub turnaround_ps: u64,
     pub messages: u64,
     pub data_messages: u64,
+    /// Messages offered, and those offered while the queue (waiting plus
+    /// in transfer) held at least `Link::mark_threshold` (a congestion
+    /// mark, as a device-load field or ECN would carry).
+    pub offered: u64,
+    pub marked: u64,
 }
 
 /// One direction of a link, with the output queue of its sending port.
@@ -148,6 +153,8 @@ pub struct Link {
     cur_dir: u8,
     burst_count: u32,
     free_pending: bool,
+    /// Marking threshold (`u32::MAX`: off).
+    pub mark_threshold: u32,
 }
 
 impl Link {
@@ -159,6 +166,7 @@ impl Link {
             cur_dir: 0,
             burst_count: 0,
             free_pending: false,
+            mark_threshold: u32::MAX,
         }
     }
 
@@ -207,6 +215,12 @@ impl Link {
     #[inline]
     pub fn offer(&mut self, now: Ps, dir: u8, msg: Queued) -> Offer {
         let data = msg & DATA_BIT != 0;
+        if self.mark_threshold != u32::MAX {
+            let load = self.load(dir, now);
+            let c = &mut self.chans[dir as usize].counters;
+            c.offered += 1;
+            c.marked += (load >= self.mark_threshold as usize) as u64;
+        }
         if self.params.half {
             if self.chans[0].queue.is_empty()
                 && self.chans[1].queue.is_empty()

@@ -56,7 +56,7 @@ enum Cmd {
         #[arg(long)]
         full: bool,
         /// Which experiments.
-        #[arg(long, value_enum, default_values_t = vec![Exp::Topology, Exp::Duplex, Exp::Snoop])]
+        #[arg(long, value_enum, default_values_t = vec![Exp::Topology, Exp::Duplex, Exp::Snoop, Exp::Memchannel])]
         only: Vec<Exp>,
         /// Directory for JSON, CSV and SVG results.
         #[arg(long, default_value = "cxlsim-bench")]
@@ -91,6 +91,7 @@ enum Exp {
     Topology,
     Duplex,
     Snoop,
+    Memchannel,
 }
 
 fn load(path: &Path) -> Result<(Config, PathBuf)> {
@@ -331,6 +332,10 @@ fn bench(full: bool, only: &[Exp], out: &Path, threads: usize, seed: u64) -> Res
             points: pts,
         };
         all.insert("snoop".into(), serde_json::to_value(&s)?);
+    }
+    if only.contains(&Exp::Memchannel) {
+        let v = cxlsim::mcexp::bench(full, out, seed, threads)?;
+        all.insert("memchannel".into(), v);
     }
     all.insert("seconds".into(), t0.elapsed().as_secs_f64().into());
     output::write_json(&out.join("bench.json"), &all)?;

@@ -284,3 +284,83 @@ pub fn latency_cdf(cdfs: &[(String, Vec<(f64, f64)>)], path: &Path) -> Result<()
     root.present().map_err(err)?;
     Ok(())
 }
+
+/// A line of [`lines`]: label, points, dashed, colour index.
+pub struct Line {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+    pub color: usize,
+}
+
+/// A line chart (the MemChannel figures): one series per [`Line`], with
+/// markers on solid lines.
+pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line], path: &Path) -> Result<()> {
+    ensure_dir(path)?;
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let all = series.iter().flat_map(|l| l.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 >= x1 {
+        x0 = 0.0;
+        x1 = x1.max(1.0);
+    }
+    let y1 = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x0..x1, 0.0..y1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    for l in series {
+        let c = COLORS[l.color % COLORS.len()];
+        if l.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    l.points.iter().copied(),
+                    6,
+                    4,
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(l.label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(1))
+                });
+        } else {
+            chart
+                .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(l.label.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            if l.points.len() <= 40 {
+                chart
+                    .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                    .map_err(err)?;
+            }
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

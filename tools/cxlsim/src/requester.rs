@@ -66,11 +66,17 @@ pub fn parse_trace(text: &str) -> Result<Vec<TraceOp>> {
     Ok(ops)
 }
 
-/// A run window: issue only while `(now mod window) < run`.
+/// A run window: issue only while `((now - offset) mod window) < run`
+/// (windows start at `offset + k * window`). `run_ps == 0` with a window
+/// is closed: the requester issues nothing until a controller opens it.
+/// `window_ps == 0` is always open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunWindow {
     pub run_ps: Ps,
     pub window_ps: Ps,
+    /// Phase of the windows (each thread's windows start when it was
+    /// attached: they are not aligned).
+    pub offset_ps: Ps,
 }
 
 impl RunWindow {
@@ -78,25 +84,98 @@ impl RunWindow {
     pub const OPEN: RunWindow = RunWindow {
         run_ps: 1,
         window_ps: 1,
+        offset_ps: 0,
     };
+
+    /// Never open (until changed).
+    pub const CLOSED: RunWindow = RunWindow {
+        run_ps: 0,
+        window_ps: 1,
+        offset_ps: 0,
+    };
+
+    /// `run_ps` of every `window_ps`, windows aligned at time 0.
+    pub const fn new(run_ps: Ps, window_ps: Ps) -> RunWindow {
+        RunWindow {
+            run_ps,
+            window_ps,
+            offset_ps: 0,
+        }
+    }
 
     pub fn is_open(&self) -> bool {
         self.run_ps >= self.window_ps
     }
 
-    /// The first time at or after `now` the window allows issuing.
+    pub fn is_closed(&self) -> bool {
+        self.run_ps == 0 && self.window_ps > 0
+    }
+
+    /// The first time at or after `now` the window allows issuing;
+    /// `Ps::MAX` when closed.
     #[inline]
     pub fn next_open(&self, now: Ps) -> Ps {
         if self.run_ps >= self.window_ps || self.window_ps == 0 {
             return now;
         }
-        let phase = now % self.window_ps;
+        if self.run_ps == 0 {
+            return Ps::MAX;
+        }
+        let off = self.offset_ps % self.window_ps;
+        let at = now % self.window_ps;
+        // (at - off) mod window, without overflow.
+        let phase = if at >= off {
+            at - off
+        } else {
+            at + (self.window_ps - off)
+        };
         if phase < self.run_ps {
             now
         } else {
-            (now - phase).saturating_add(self.window_ps)
+            now.saturating_add(self.window_ps - phase)
         }
     }
+
+    /// Time the window is open within `[t0, t1)`.
+    pub fn open_ps(&self, t0: Ps, t1: Ps) -> Ps {
+        if t1 <= t0 {
+            return 0;
+        }
+        if self.run_ps >= self.window_ps || self.window_ps == 0 {
+            return t1 - t0;
+        }
+        if self.run_ps == 0 {
+            return 0;
+        }
+        // Open time in [0, t) counted from the windows' phase.
+        let w = self.window_ps;
+        let off = self.offset_ps % w;
+        let upto = |t: Ps| -> u128 {
+            // Shift so that windows start at multiples of w.
+            let s = t as u128 + (w - off) as u128;
+            let whole = s / w as u128;
+            let rem = (s % w as u128).min(self.run_ps as u128);
+            whole * self.run_ps as u128 + rem
+        };
+        (upto(t1) - upto(t0)).min(u64::MAX as u128) as Ps
+    }
+}
+
+/// What a controller sees of one link direction at a tick (counts since
+/// the previous tick).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkObservation {
+    /// Messages that started a transfer.
+    pub messages: u64,
+    /// Of them, data messages (one payload each).
+    pub data_messages: u64,
+    /// Messages offered while the output queue (waiting plus in transfer)
+    /// held at least the controller's `mark_threshold`.
+    pub marked: u64,
+    /// Messages offered.
+    pub offered: u64,
+    /// Serialisation time.
+    pub busy_ps: u64,
 }
 
 /// What a controller sees of one requester at a tick.
@@ -119,6 +198,31 @@ pub trait Controller {
     /// Period of `on_tick`; `None`: never called.
     fn period_ps(&self) -> Option<Ps>;
     fn on_tick(&mut self, now: Ps, obs: &[Observation], windows: &mut [RunWindow]);
+
+    /// A message offered to a link direction whose output queue (waiting
+    /// plus in transfer) holds at least this many is marked (counted in
+    /// [`LinkObservation::marked`]); `None`: no marking.
+    fn mark_threshold(&self) -> Option<u32> {
+        None
+    }
+
+    /// The windows every requester starts with (called once, before the
+    /// run; `windows` holds the configured ones).
+    fn on_start(&mut self, _windows: &mut [RunWindow]) {}
+
+    /// `on_tick` with the links' counters since the previous tick too
+    /// (index `2 * link + dir`, links in `Graph::links` order, direction 0
+    /// from `a` to `b`). The simulator calls this one; by default it
+    /// forwards to `on_tick`.
+    fn on_tick_links(
+        &mut self,
+        now: Ps,
+        obs: &[Observation],
+        _links: &[LinkObservation],
+        windows: &mut [RunWindow],
+    ) {
+        self.on_tick(now, obs, windows)
+    }
 }
 
 /// No controller.
@@ -256,7 +360,7 @@ impl RequesterParams {
                 if window_ps == 0 || run_ps == 0 || run_ps > window_ps {
                     bail!("{}", w("need 0 < run_ns <= window_ns"));
                 }
-                RunWindow { run_ps, window_ps }
+                RunWindow::new(run_ps, window_ps)
             }
             _ => bail!("{}", w("run_ns and window_ns go together")),
         };
@@ -536,15 +640,24 @@ mod tests {
 
     #[test]
     fn run_window_opens_periodically() {
-        let w = RunWindow {
-            run_ps: 30,
-            window_ps: 100,
-        };
+        let w = RunWindow::new(30, 100);
         assert_eq!(w.next_open(0), 0);
         assert_eq!(w.next_open(29), 29);
         assert_eq!(w.next_open(30), 100);
         assert_eq!(w.next_open(250), 300);
         assert_eq!(RunWindow::OPEN.next_open(77), 77);
+        assert_eq!(RunWindow::CLOSED.next_open(77), Ps::MAX);
+        assert_eq!(w.open_ps(0, 1000), 300);
+        assert_eq!(w.open_ps(20, 120), 30);
+        let o = RunWindow { offset_ps: 50, ..w };
+        assert_eq!(o.next_open(0), 50);
+        assert_eq!(o.next_open(10), 50);
+        assert_eq!(o.next_open(79), 79);
+        assert_eq!(o.next_open(80), 150);
+        assert_eq!(o.open_ps(0, 100), 30);
+        assert_eq!(o.open_ps(0, 60), 10);
+        assert_eq!(o.open_ps(0, 1000), 300);
+        assert_eq!(RunWindow::CLOSED.open_ps(0, 1000), 0);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use crate::link::ChanCounters;
 use crate::link::{Link, LinkParams, DATA_BIT};
 use crate::memory::{Dram, MemCounters, MemoryParams};
 use crate::requester::{
-    Controller, NoController, Observation, ReqCounters, Requester, RequesterParams, RunWindow,
+    Controller, LinkObservation, NoController, Observation, ReqCounters, Requester,
+    RequesterParams, RunWindow,
 };
 use crate::snoop::{Lookup, SfCounters, SnoopFilter, MAX_INVBLK};
 use crate::stats::{
@@ -124,6 +125,8 @@ pub struct Sim<C: Controller = NoController> {
     free: Vec<u32>,
     n_req: u32,
     ctrl: C,
+    /// Link counters at the previous controller tick, per direction.
+    last_chans: Vec<ChanCounters>,
     total: u64,
     completed: u64,
     start_at: u64,
@@ -288,6 +291,18 @@ impl<C: Controller> Sim<C> {
                 bail!("controller period must be > 0");
             }
         }
+        let mut ctrl = ctrl;
+        if let Some(t) = ctrl.mark_threshold() {
+            for l in &mut links {
+                l.mark_threshold = t.min(u32::MAX - 1);
+            }
+        }
+        let mut windows: Vec<RunWindow> = reqs.iter().map(|r| r.window).collect();
+        ctrl.on_start(&mut windows);
+        for (r, w) in reqs.iter_mut().zip(windows) {
+            r.window = if w.window_ps == 0 { RunWindow::OPEN } else { w };
+        }
+        let last_chans = vec![ChanCounters::default(); links.len() * 2];
         let post_ps = links
             .iter()
             .zip(&ends)
@@ -311,6 +326,7 @@ impl<C: Controller> Sim<C> {
             packets: Vec::new(),
             free: Vec::new(),
             ctrl,
+            last_chans,
             total,
             completed: 0,
             start_at,
@@ -335,6 +351,11 @@ impl<C: Controller> Sim<C> {
 
     pub fn controller(&self) -> &C {
         &self.ctrl
+    }
+
+    /// The controller, after the run.
+    pub fn into_controller(self) -> C {
+        self.ctrl
     }
 
     #[inline]
@@ -429,6 +450,10 @@ impl<C: Controller> Sim<C> {
             return;
         }
         let open = rq.window.next_open(now);
+        if open == Ps::MAX {
+            // Closed: a controller's window change reschedules it.
+            return;
+        }
         if open > now {
             rq.counters.gated_ps += open - now;
             self.q.schedule(open, Kind::Issue, issue_arg(r as u32, gen));
@@ -782,15 +807,23 @@ impl<C: Controller> Sim<C> {
                 o
             })
             .collect();
+        let mut links = Vec::with_capacity(self.last_chans.len());
+        for (i, last) in self.last_chans.iter_mut().enumerate() {
+            let c = &self.links[i / 2].chans[i % 2].counters;
+            links.push(LinkObservation {
+                messages: c.messages - last.messages,
+                data_messages: c.data_messages - last.data_messages,
+                marked: c.marked - last.marked,
+                offered: c.offered - last.offered,
+                busy_ps: c.busy_ps - last.busy_ps,
+            });
+            *last = c.clone();
+        }
         let mut windows: Vec<RunWindow> = self.reqs.iter().map(|r| r.window).collect();
-        self.ctrl.on_tick(now, &obs, &mut windows);
+        self.ctrl.on_tick_links(now, &obs, &links, &mut windows);
         for (r, w) in windows.into_iter().enumerate() {
             let rq = &mut self.reqs[r];
-            let w = if w.window_ps == 0 || w.run_ps == 0 {
-                RunWindow::OPEN
-            } else {
-                w
-            };
+            let w = if w.window_ps == 0 { RunWindow::OPEN } else { w };
             if w != rq.window {
                 rq.window = w;
                 if !rq.blocked && rq.issued < rq.params.requests {

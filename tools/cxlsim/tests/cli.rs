@@ -87,6 +87,36 @@ fn defaults_parse_back() {
 }
 
 #[test]
+fn bench_fast_memchannel_writes_files() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-bench-mc-{}", std::process::id()));
+    let out = cxlsim()
+        .args(["bench", "--only", "memchannel", "--threads", "2", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("paper's 96.1% sentence"), "{text}");
+    for f in [
+        "memchannel-isolation.csv",
+        "memchannel-isolation.svg",
+        "memchannel-fairness.csv",
+        "memchannel-fairness.svg",
+        "memchannel-utilization.csv",
+        "memchannel-convergence.csv",
+        "memchannel-convergence.svg",
+        "bench.json",
+    ] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn perf_bench_lines_put_the_event_queue_first() {
     let out = cxlsim()
         .args(["perf", "--requests", "20000", "--threads", "1", "--bench"])

@@ -49,10 +49,7 @@ impl Controller for Halver {
         self.ticks += 1;
         self.seen.push(obs[0].clone());
         if obs[0].bytes_total > 100_000 {
-            windows[0] = RunWindow {
-                run_ps: 500_000,
-                window_ps: 1_000_000,
-            };
+            windows[0] = RunWindow::new(500_000, 1_000_000);
         }
     }
 }

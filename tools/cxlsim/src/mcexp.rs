@@ -1,0 +1,963 @@
+//! MemChannel experiments (NSDI '26 §6) on simulated hosts: isolation of a
+//! victim under host-adapter and in-fabric contention (Fig. 9/10),
+//! fairness between two applications (Fig. 11), utilization under
+//! overload (the 96.1 % sentence) and re-convergence as channels join
+//! (Fig. 13). Each runs the control core through [`MemChannel`] and the
+//! same fabric without control (the controller only records).
+//!
+//! The fabric: thread `t<h>_<i>` of host `h` -> the host's adapter switch
+//! `a<h>` (unlimited link: a core's path into its adapter) -> the adapter
+//! link `a<h> - s0` -> switch `s0` -> the fabric link `s0 - m0` -> memory
+//! `m0`. Components are the adapter links and the fabric link.
+//!
+//! Scaling (see the README): the bottleneck runs at [`SCALE_GBPS`] (1 GB/s)
+//! instead of tens of GB/s and K is 1 ms (10 windows of T_W = 100 us)
+//! instead of 10 ms; the per-period constants (g, delta, the additive
+//! increase per period as a share of capacity, EWMA weight per period)
+//! are the kernel's, so the loop's dynamics in periods are unchanged.
+
+use crate::config::{Config, LinkSpec, RequesterOverride, TopologyConfig};
+use crate::experiments::par_map;
+use crate::memchannel::{link_index, ChannelSpec, ComponentSpec, McParams, MemChannel, Signal};
+use crate::sim::Sim;
+use crate::topology;
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::path::Path;
+
+/// Bottleneck bandwidth of the scaled fabric, GB/s (= 1e9 bytes/s).
+pub const SCALE_GBPS: f64 = 1.0;
+
+/// The components' configured maximum capacity over the link's payload
+/// bandwidth (1: the link's nominal rate, which our links deliver
+/// exactly). Note: Algorithm 1 cuts C only while `F <= C`; when a cut
+/// leaves C a hair under the saturated F, only alpha moves, by C/F per
+/// period, with the queue standing, until F drops below C (seen here as
+/// slow phases of the AIMD cycle; 1.25 did not help).
+pub const CAPACITY_HEADROOM: f64 = 1.0;
+
+/// Periods before measuring and periods measured.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct McSize {
+    pub warmup: u32,
+    pub measure: u32,
+}
+
+impl McSize {
+    pub const FAST: McSize = McSize {
+        warmup: 20,
+        measure: 10,
+    };
+    pub const FULL: McSize = McSize {
+        warmup: 40,
+        measure: 40,
+    };
+}
+
+/// A thread: requests in flight at most, and the least interval between
+/// issues (0: closed loop).
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadSpec {
+    pub queue: u32,
+    pub interval_ns: f64,
+}
+
+/// A channel of the experiment: host, weight, threads, join time.
+#[derive(Clone, Debug)]
+pub struct AppSpec {
+    pub name: String,
+    pub host: usize,
+    pub weight: u32,
+    pub threads: Vec<ThreadSpec>,
+    pub join_ns: u64,
+}
+
+/// Result of one run: the controller's per-period records.
+pub struct McRun {
+    pub ctrl: MemChannel,
+    pub names: Vec<String>,
+    /// Index of the bottleneck component.
+    pub bottleneck: usize,
+    pub bottleneck_bps: u64,
+}
+
+/// Builds and runs the fabric: `adapter_gbps` per host adapter,
+/// `fabric_gbps` for `s0 - m0`, for `periods` control periods.
+pub fn run_apps(
+    apps: &[AppSpec],
+    adapter_gbps: f64,
+    fabric_gbps: f64,
+    params: &McParams,
+    periods: u32,
+    seed: u64,
+) -> Result<McRun> {
+    let hosts = apps.iter().map(|a| a.host).max().map_or(0, |h| h + 1);
+    if hosts == 0 {
+        bail!("no application");
+    }
+    let mut requesters = Vec::new();
+    let mut links = Vec::new();
+    let mut overrides = Vec::new();
+    let mut thread_ids = Vec::new();
+    for (ai, a) in apps.iter().enumerate() {
+        let mut ids = Vec::new();
+        for (ti, t) in a.threads.iter().enumerate() {
+            let name = format!("t{ai}_{ti}");
+            ids.push(requesters.len());
+            requesters.push(name.clone());
+            links.push(LinkSpec {
+                a: name.clone(),
+                b: format!("a{}", a.host),
+                unlimited: Some(true),
+                ..Default::default()
+            });
+            overrides.push(RequesterOverride {
+                name,
+                queue_capacity: Some(t.queue),
+                issue_interval_ns: Some(t.interval_ns),
+                ..Default::default()
+            });
+        }
+        thread_ids.push(ids);
+    }
+    let mut switches = vec!["s0".to_string()];
+    for h in 0..hosts {
+        switches.push(format!("a{h}"));
+        links.push(LinkSpec {
+            a: format!("a{h}"),
+            b: "s0".into(),
+            bandwidth_gbps: Some(adapter_gbps),
+            ..Default::default()
+        });
+    }
+    links.push(LinkSpec {
+        a: "s0".into(),
+        b: "m0".into(),
+        bandwidth_gbps: Some(fabric_gbps),
+        ..Default::default()
+    });
+    let mut cfg = Config {
+        topology: TopologyConfig::Custom {
+            switches,
+            requesters,
+            memories: vec!["m0".into()],
+            links,
+        },
+        seed,
+        ..Config::default()
+    };
+    cfg.requester.requests = 1 << 40;
+    cfg.requester_override = overrides;
+    let k_ns = params.k_ns as f64;
+    // Half a period past the last tick.
+    cfg.run.max_time_ns = Some(k_ns * (periods as f64 + 0.5));
+    let graph = topology::build(&cfg.topology, Path::new("."))?;
+    let bps = |g: f64| (g * 1e9).round() as u64;
+    let cap = |g: f64| bps(g * CAPACITY_HEADROOM);
+    let mut comps = Vec::new();
+    for h in 0..hosts {
+        comps.push(ComponentSpec {
+            name: format!("adapter{h}"),
+            links: vec![link_index(&graph, &format!("a{h}"), "s0")?],
+            capacity_bps: cap(adapter_gbps),
+        });
+    }
+    comps.push(ComponentSpec {
+        name: "fabric".into(),
+        links: vec![link_index(&graph, "s0", "m0")?],
+        capacity_bps: cap(fabric_gbps),
+    });
+    let chans = apps
+        .iter()
+        .zip(&thread_ids)
+        .map(|(a, ids)| ChannelSpec {
+            name: a.name.clone(),
+            weight: a.weight,
+            threads: ids.clone(),
+            path: vec![a.host, hosts],
+            join_ns: a.join_ns,
+        })
+        .collect();
+    let (bottleneck, bottleneck_bps) = if adapter_gbps < fabric_gbps {
+        (0, bps(adapter_gbps))
+    } else {
+        (hosts, bps(fabric_gbps))
+    };
+    let ctrl = MemChannel::new(
+        params.clone(),
+        comps,
+        chans,
+        graph.requesters.len(),
+        graph.links.len(),
+        cfg.requester.line_bytes as u64,
+    )?;
+    let mut sim = Sim::with_controller(&cfg, Path::new("."), ctrl)?;
+    sim.run();
+    let ctrl = sim.into_controller();
+    Ok(McRun {
+        ctrl,
+        names: apps.iter().map(|a| a.name.clone()).collect(),
+        bottleneck,
+        bottleneck_bps,
+    })
+}
+
+impl McRun {
+    /// Mean raw rate of channel `c` over periods `from..` (bytes/s).
+    pub fn mean_rate(&self, c: usize, from: usize) -> f64 {
+        let r = &self.ctrl.records;
+        let n = r.len().saturating_sub(from).max(1);
+        r.iter().skip(from).map(|p| p.rate[c] as f64).sum::<f64>() / n as f64
+    }
+
+    /// Mean share of the bottleneck carried over periods `from..`.
+    pub fn utilization(&self, from: usize) -> f64 {
+        let r = &self.ctrl.records;
+        let n = r.len().saturating_sub(from).max(1);
+        r.iter()
+            .skip(from)
+            .map(|p| p.carried[self.bottleneck] as f64)
+            .sum::<f64>()
+            / n as f64
+            / self.bottleneck_bps as f64
+    }
+}
+
+fn params(enabled: bool) -> McParams {
+    McParams {
+        enabled,
+        ..McParams::default()
+    }
+}
+
+fn closed(queue: u32) -> ThreadSpec {
+    ThreadSpec {
+        queue,
+        interval_ns: 0.0,
+    }
+}
+
+// ---------------------------------------------------------------- isolation
+
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Contention {
+    /// Victim and contender on one host; the adapter is the bottleneck
+    /// (Fig. 9).
+    HostAdapter,
+    /// Victim and contender on two hosts; the fabric link into the memory
+    /// is the bottleneck (Fig. 10).
+    InFabric,
+}
+
+impl Contention {
+    pub fn name(self) -> &'static str {
+        match self {
+            Contention::HostAdapter => "host-adapter",
+            Contention::InFabric => "in-fabric",
+        }
+    }
+}
+
+/// Victim: one closed-loop thread with 3 requests in flight (about 42 % of
+/// the bottleneck alone). Contender: 4 threads, 8 in flight each, rate
+/// limited so that together they offer `load_pct` % of the bottleneck
+/// (thread rates spread by -4.5..+4.5 % so that they do not issue in
+/// lockstep).
+fn isolation_apps(kind: Contention, load_pct: u32) -> Vec<AppSpec> {
+    let mut apps = vec![AppSpec {
+        name: "victim".into(),
+        host: 0,
+        weight: 1,
+        threads: vec![closed(3)],
+        join_ns: 0,
+    }];
+    if load_pct > 0 {
+        let per_thread = SCALE_GBPS * load_pct as f64 / 100.0 / 4.0; // GB/s
+        apps.push(AppSpec {
+            name: "contender".into(),
+            host: match kind {
+                Contention::HostAdapter => 0,
+                Contention::InFabric => 1,
+            },
+            weight: 1,
+            threads: [-0.045, -0.015, 0.015, 0.045]
+                .iter()
+                .map(|e| ThreadSpec {
+                    queue: 8,
+                    interval_ns: 64.0 / (per_thread * (1.0 + e)),
+                })
+                .collect(),
+            join_ns: 0,
+        });
+    }
+    apps
+}
+
+fn isolation_fabric(kind: Contention) -> (f64, f64) {
+    match kind {
+        Contention::HostAdapter => (SCALE_GBPS, 2.0 * SCALE_GBPS),
+        Contention::InFabric => (2.0 * SCALE_GBPS, SCALE_GBPS),
+    }
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct IsolationPoint {
+    pub contention: Contention,
+    pub load_pct: u32,
+    pub control: bool,
+    /// Victim bandwidth, GB/s, and alone.
+    pub victim_gbps: f64,
+    pub alone_gbps: f64,
+    /// alone / with contention (completion time of a fixed amount of work).
+    pub slowdown: f64,
+    pub contender_gbps: f64,
+    /// Bottleneck utilization.
+    pub utilization: f64,
+}
+
+/// Victim slowdown vs the contender's offered load, with and without
+/// control.
+pub fn isolation_sweep(
+    kind: Contention,
+    loads: &[u32],
+    size: McSize,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<IsolationPoint>> {
+    let (ad, fa) = isolation_fabric(kind);
+    let periods = size.warmup + size.measure;
+    let from = size.warmup as usize;
+    let alone = run_apps(
+        &isolation_apps(kind, 0),
+        ad,
+        fa,
+        &params(false),
+        periods,
+        seed,
+    )?
+    .mean_rate(0, from);
+    let mut items = Vec::new();
+    for &l in loads {
+        for c in [false, true] {
+            items.push((l, c));
+        }
+    }
+    let res = par_map(&items, threads, |&(l, c)| -> Result<IsolationPoint> {
+        let r = run_apps(&isolation_apps(kind, l), ad, fa, &params(c), periods, seed)?;
+        let v = r.mean_rate(0, from);
+        Ok(IsolationPoint {
+            contention: kind,
+            load_pct: l,
+            control: c,
+            victim_gbps: v / 1e9,
+            alone_gbps: alone / 1e9,
+            slowdown: alone / v.max(1.0),
+            contender_gbps: if l > 0 {
+                r.mean_rate(1, from) / 1e9
+            } else {
+                0.0
+            },
+            utilization: r.utilization(from),
+        })
+    });
+    res.into_iter().collect()
+}
+
+// ---------------------------------------------------------------- fairness
+
+#[derive(Serialize, Clone, Debug)]
+pub struct FairnessPoint {
+    /// Threads per application.
+    pub threads: u32,
+    /// Weights of the hungry (A) and the light (B) application.
+    pub weight_a: u32,
+    pub weight_b: u32,
+    pub control: bool,
+    pub a_gbps: f64,
+    pub b_gbps: f64,
+    /// |A - B| in GB/s, and B/A relative to weight_b/weight_a.
+    pub gap_gbps: f64,
+    pub ratio_vs_weights: f64,
+    pub utilization: f64,
+}
+
+/// Two applications on one host sharing its adapter (the bottleneck): A's
+/// threads keep 4 requests in flight, B's 1 (A is the memory-hungry one);
+/// `n` threads each, weights `wa:wb`.
+pub fn fairness_apps(n: u32, wa: u32, wb: u32) -> Vec<AppSpec> {
+    vec![
+        AppSpec {
+            name: "A".into(),
+            host: 0,
+            weight: wa,
+            threads: vec![closed(4); n as usize],
+            join_ns: 0,
+        },
+        AppSpec {
+            name: "B".into(),
+            host: 0,
+            weight: wb,
+            threads: vec![closed(1); n as usize],
+            join_ns: 0,
+        },
+    ]
+}
+
+pub fn fairness_sweep(
+    ns: &[u32],
+    weights: &[(u32, u32)],
+    size: McSize,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<FairnessPoint>> {
+    let mut items = Vec::new();
+    for &(wa, wb) in weights {
+        for &n in ns {
+            for c in [false, true] {
+                items.push((n, wa, wb, c));
+            }
+        }
+    }
+    let periods = size.warmup + size.measure;
+    let from = size.warmup as usize;
+    let res = par_map(
+        &items,
+        threads,
+        |&(n, wa, wb, c)| -> Result<FairnessPoint> {
+            let r = run_apps(
+                &fairness_apps(n, wa, wb),
+                SCALE_GBPS,
+                2.0 * SCALE_GBPS,
+                &params(c),
+                periods,
+                seed,
+            )?;
+            let (a, b) = (r.mean_rate(0, from) / 1e9, r.mean_rate(1, from) / 1e9);
+            Ok(FairnessPoint {
+                threads: n,
+                weight_a: wa,
+                weight_b: wb,
+                control: c,
+                a_gbps: a,
+                b_gbps: b,
+                gap_gbps: (a - b).abs(),
+                ratio_vs_weights: if a > 0.0 {
+                    (b / a) / (wb as f64 / wa as f64)
+                } else {
+                    0.0
+                },
+                utilization: r.utilization(from),
+            })
+        },
+    );
+    res.into_iter().collect()
+}
+
+// ---------------------------------------------------------------- utilization
+
+#[derive(Serialize, Clone, Debug)]
+pub struct UtilizationPoint {
+    pub channels: u32,
+    pub control: bool,
+    pub utilization: f64,
+    /// Jain's fairness index of the channels' bandwidth.
+    pub jain: f64,
+}
+
+/// Overload: `n` channels on `n` hosts, 4 closed-loop threads each (4,
+/// 3, 6, 5, ... in flight per thread: unequal, so that without control
+/// they get unequal bandwidth), all through the fabric link (the
+/// bottleneck; adapters at twice its bandwidth).
+pub fn overload_apps(n: u32, join_every_ns: u64) -> Vec<AppSpec> {
+    overload_apps_q(n, join_every_ns, &[4, 3, 6, 5])
+}
+
+/// [`overload_apps`] with `q[i % q.len()]` requests in flight per thread
+/// of channel `i`.
+pub fn overload_apps_q(n: u32, join_every_ns: u64, q: &[u32]) -> Vec<AppSpec> {
+    let q = if q.is_empty() { &[4u32][..] } else { q };
+    (0..n as usize)
+        .map(|i| AppSpec {
+            name: format!("ch{i}"),
+            host: i,
+            weight: 1,
+            threads: vec![closed(q[i % q.len()]); 4],
+            join_ns: join_every_ns.saturating_mul(i as u64),
+        })
+        .collect()
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    if s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (x.len() as f64 * s2)
+    }
+}
+
+pub fn utilization_sweep(
+    ns: &[u32],
+    size: McSize,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<UtilizationPoint>> {
+    let mut items = Vec::new();
+    for &n in ns {
+        for c in [false, true] {
+            items.push((n, c));
+        }
+    }
+    let periods = size.warmup + size.measure;
+    let from = size.warmup as usize;
+    let res = par_map(&items, threads, |&(n, c)| -> Result<UtilizationPoint> {
+        let r = run_apps(
+            &overload_apps(n, 0),
+            2.0 * SCALE_GBPS,
+            SCALE_GBPS,
+            &params(c),
+            periods,
+            seed,
+        )?;
+        let rates: Vec<f64> = (0..n as usize).map(|i| r.mean_rate(i, from)).collect();
+        Ok(UtilizationPoint {
+            channels: n,
+            control: c,
+            utilization: r.utilization(from),
+            jain: jain(&rates),
+        })
+    });
+    res.into_iter().collect()
+}
+
+// ---------------------------------------------------------------- re-convergence
+
+#[derive(Serialize, Clone, Debug)]
+pub struct ConvergenceTrace {
+    pub control: bool,
+    /// Period length (ns) and join interval (periods).
+    pub k_ns: u64,
+    pub join_every: u32,
+    /// Per period: end time (ms) and each channel's bandwidth (GB/s; 0
+    /// before it joins).
+    pub t_ms: Vec<f64>,
+    pub gbps: Vec<Vec<f64>>,
+    /// Per join: periods until every joined channel stays within `tol` of
+    /// the equal share of what the bottleneck carried (2-period averages),
+    /// `None` if not within the interval.
+    pub converge_periods: Vec<Option<u32>>,
+    /// Per join: the least bottleneck utilization in its interval, and the
+    /// periods until utilization is back at 90 % or more for good.
+    pub min_utilization: Vec<f64>,
+    pub util_recover_periods: Vec<Option<u32>>,
+    pub tolerance: f64,
+    pub utilization: f64,
+}
+
+/// `n` identical channels (4 threads, 4 in flight each, as the paper's
+/// copies of one synthetic workload) join every `join_every` periods; the
+/// run lasts `n * join_every` periods.
+pub fn convergence(
+    n: u32,
+    join_every: u32,
+    control: bool,
+    tol: f64,
+    seed: u64,
+) -> Result<ConvergenceTrace> {
+    let p = params(control);
+    let every_ns = p.k_ns.saturating_mul(join_every as u64);
+    let periods = n.saturating_mul(join_every);
+    let r = run_apps(
+        &overload_apps_q(n, every_ns, &[4]),
+        2.0 * SCALE_GBPS,
+        SCALE_GBPS,
+        &p,
+        periods,
+        seed,
+    )?;
+    let recs = &r.ctrl.records;
+    let t_ms: Vec<f64> = recs.iter().map(|x| x.t_ns as f64 / 1e6).collect();
+    let gbps: Vec<Vec<f64>> = (0..n as usize)
+        .map(|c| recs.iter().map(|x| x.rate[c] as f64 / 1e9).collect())
+        .collect();
+    let mut converge = Vec::new();
+    let (mut min_util, mut recover) = (Vec::new(), Vec::new());
+    for j in 0..n as usize {
+        let start = j * join_every as usize;
+        let end = ((j + 1) * join_every as usize).min(recs.len());
+        let active = j + 1;
+        let ok = |i: usize| -> bool {
+            if i < 1 {
+                return false;
+            }
+            let avg = |c: usize| (gbps[c][i] + gbps[c][i - 1]) / 2.0;
+            let total: f64 = (0..active).map(avg).sum();
+            let fair = total / active as f64;
+            fair > 0.0 && (0..active).all(|c| (avg(c) - fair).abs() <= tol * fair)
+        };
+        // The first period from which every later one in the interval is
+        // within the tolerance (the joiner's first period is the one
+        // after its join tick).
+        let mut first = None;
+        for i in (start + 2..end).rev() {
+            if ok(i) {
+                first = Some(i);
+            } else {
+                break;
+            }
+        }
+        converge.push(first.map(|i| (i - start) as u32));
+        let util = |i: usize| recs[i].carried[r.bottleneck] as f64 / r.bottleneck_bps as f64;
+        min_util.push((start..end).map(util).fold(1.0, f64::min));
+        let mut back = None;
+        for i in (start..end).rev() {
+            if util(i) >= 0.9 {
+                back = Some(i);
+            } else {
+                break;
+            }
+        }
+        recover.push(back.map(|i| (i - start) as u32));
+    }
+    let from = recs.len().saturating_sub(join_every as usize / 2);
+    Ok(ConvergenceTrace {
+        control,
+        k_ns: p.k_ns,
+        join_every,
+        t_ms,
+        gbps,
+        converge_periods: converge,
+        min_utilization: min_util,
+        util_recover_periods: recover,
+        tolerance: tol,
+        utilization: r.utilization(from),
+    })
+}
+
+// ---------------------------------------------------------------- bench
+
+/// The paper's numbers quoted next to ours.
+pub const PAPER_UTILIZATION: f64 = 0.961;
+
+/// `cxlsim bench --only memchannel`: runs the four experiments, prints ours
+/// next to the paper's, writes `memchannel-*.{csv,svg}` into `out` and
+/// returns the JSON of everything.
+pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_json::Value> {
+    use crate::output;
+    use crate::plot::{self, Line};
+    use std::time::Instant;
+    let size = if full { McSize::FULL } else { McSize::FAST };
+    let mut all = serde_json::Map::new();
+    all.insert("size".into(), serde_json::to_value(size)?);
+
+    // Isolation (Fig. 9/10).
+    let loads: &[u32] = if full {
+        &[0, 20, 40, 60, 80, 100]
+    } else {
+        &[0, 50, 100]
+    };
+    let t = Instant::now();
+    let mut iso = Vec::new();
+    for kind in [Contention::HostAdapter, Contention::InFabric] {
+        iso.extend(isolation_sweep(kind, loads, size, seed, threads)?);
+    }
+    println!(
+        "MemChannel isolation: victim slowdown vs contending load ({} + {} periods of K, {:.1} s)",
+        size.warmup,
+        size.measure,
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "  {:<13} {:>5} {:>10} {:>10} {:>9} {:>9}",
+        "contention", "load", "without", "with", "util w/o", "util with"
+    );
+    for kind in [Contention::HostAdapter, Contention::InFabric] {
+        for &l in loads {
+            let get = |c: bool| {
+                iso.iter()
+                    .find(|p| p.contention == kind && p.load_pct == l && p.control == c)
+            };
+            if let (Some(a), Some(b)) = (get(false), get(true)) {
+                println!(
+                    "  {:<13} {:>4}% {:>9.2}x {:>9.2}x {:>8.1}% {:>8.1}%",
+                    kind.name(),
+                    l,
+                    a.slowdown,
+                    b.slowdown,
+                    a.utilization * 100.0,
+                    b.utilization * 100.0
+                );
+            }
+        }
+    }
+    println!("  paper at 100%: host adapter (Fig. 9) 7.0x/8.8x without, 2.5x with; in fabric (Fig. 10) 7.2x/4.2x without, 3.1x/2.1x with");
+    let heavy: Vec<f64> = iso
+        .iter()
+        .filter(|p| p.control && p.load_pct >= 80)
+        .map(|p| p.utilization)
+        .collect();
+    let heavy_mean = heavy.iter().sum::<f64>() / heavy.len().max(1) as f64;
+    println!(
+        "  utilization with control at contending load >= 80% (the paper's 96.1% sentence): ours {:.1}%, paper {:.1}%",
+        heavy_mean * 100.0,
+        PAPER_UTILIZATION * 100.0
+    );
+    all.insert("utilization_heavy_contention".into(), heavy_mean.into());
+    let mut lines = Vec::new();
+    for (ki, kind) in [Contention::HostAdapter, Contention::InFabric]
+        .into_iter()
+        .enumerate()
+    {
+        for c in [false, true] {
+            lines.push(Line {
+                label: format!(
+                    "{} {}",
+                    kind.name(),
+                    if c { "with MemChannel" } else { "without" }
+                ),
+                points: iso
+                    .iter()
+                    .filter(|p| p.contention == kind && p.control == c)
+                    .map(|p| (p.load_pct as f64, p.slowdown))
+                    .collect(),
+                dashed: !c,
+                color: ki,
+            });
+        }
+    }
+    plot::lines(
+        "Victim slowdown vs contending traffic (Fig. 9/10)",
+        "contending load, % of the bottleneck",
+        "victim slowdown (x)",
+        &lines,
+        &out.join("memchannel-isolation.svg"),
+    )?;
+    output::write(
+        &out.join("memchannel-isolation.csv"),
+        &output::to_csv(&iso)?,
+    )?;
+    all.insert("isolation".into(), serde_json::to_value(&iso)?);
+
+    // Fairness (Fig. 11).
+    let ns: &[u32] = if full { &[1, 2, 4, 8, 12] } else { &[1, 8] };
+    let t = Instant::now();
+    let fair = fairness_sweep(ns, &[(1, 1), (1, 2)], size, seed, threads)?;
+    println!(
+        "MemChannel fairness: A (4 in flight per thread) vs B (1), one host ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "  {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}",
+        "weights", "threads", "control", "A GB/s", "B GB/s", "gap", "B/A/wts", "util"
+    );
+    for p in &fair {
+        println!(
+            "  {:>4}:{:<2} {:>7} {:>8} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8.1}%",
+            p.weight_a,
+            p.weight_b,
+            p.threads,
+            if p.control { "with" } else { "without" },
+            p.a_gbps,
+            p.b_gbps,
+            p.gap_gbps,
+            p.ratio_vs_weights,
+            p.utilization * 100.0
+        );
+    }
+    println!("  paper (15 threads): gap 8.9 -> 1.3 GB/s (Bwaves+Silo), 11.5 -> 1.8 (Bwaves+MICA), 3.1 -> 0.1 (MICA+Silo)");
+    let mut lines = Vec::new();
+    for (i, (app, c)) in [("A", false), ("B", false), ("A", true), ("B", true)]
+        .into_iter()
+        .enumerate()
+    {
+        lines.push(Line {
+            label: format!("{app} {}", if c { "with MemChannel" } else { "without" }),
+            points: fair
+                .iter()
+                .filter(|p| p.control == c && p.weight_a == p.weight_b)
+                .map(|p| {
+                    (
+                        p.threads as f64,
+                        if app == "A" { p.a_gbps } else { p.b_gbps },
+                    )
+                })
+                .collect(),
+            dashed: !c,
+            color: i % 2,
+        });
+    }
+    plot::lines(
+        "Two applications, equal weights (Fig. 11)",
+        "threads per application",
+        "bandwidth, GB/s (bottleneck 1 GB/s)",
+        &lines,
+        &out.join("memchannel-fairness.svg"),
+    )?;
+    output::write(
+        &out.join("memchannel-fairness.csv"),
+        &output::to_csv(&fair)?,
+    )?;
+    all.insert("fairness".into(), serde_json::to_value(&fair)?);
+
+    // Utilization under overload.
+    let t = Instant::now();
+    let util = utilization_sweep(&[2, 4], size, seed, threads)?;
+    println!(
+        "MemChannel utilization under overload ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+    for p in &util {
+        println!(
+            "  {} channels, {:<7}: utilization {:>5.1}%  Jain {:.3}",
+            p.channels,
+            if p.control { "with" } else { "without" },
+            p.utilization * 100.0,
+            p.jain
+        );
+    }
+    println!(
+        "  paper: {:.1}% (96-97%) with MemChannel",
+        PAPER_UTILIZATION * 100.0
+    );
+    // The same with the core's default gain and increase (g = 1/16,
+    // 10 % per period): the load factor outlives the initial overload and
+    // C collapses.
+    let core_defaults = McParams {
+        g_ppm: 62_500,
+        increase_ppm_per_k: 100_000,
+        ..McParams::default()
+    };
+    let periods = size.warmup + size.measure;
+    let cd = par_map(&[Signal::Queue, Signal::Model], threads, |&sig| {
+        let p = McParams {
+            signal: sig,
+            ..core_defaults.clone()
+        };
+        run_apps(
+            &overload_apps(4, 0),
+            2.0 * SCALE_GBPS,
+            SCALE_GBPS,
+            &p,
+            periods,
+            seed,
+        )
+        .map(|r| (sig, r.utilization(size.warmup as usize)))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
+    for (sig, u) in &cd {
+        println!(
+            "  4 channels, with, core defaults g = 1/16 and 10%/K, {sig:?} signal: utilization {:.1}%",
+            u * 100.0
+        );
+    }
+    all.insert(
+        "utilization_core_defaults".into(),
+        serde_json::to_value(
+            cd.iter()
+                .map(|(s, u)| (format!("{s:?}"), *u))
+                .collect::<Vec<_>>(),
+        )?,
+    );
+    output::write(
+        &out.join("memchannel-utilization.csv"),
+        &output::to_csv(&util)?,
+    )?;
+    all.insert("utilization".into(), serde_json::to_value(&util)?);
+
+    // Re-convergence (Fig. 13).
+    let every = if full { 40 } else { 20 };
+    let t = Instant::now();
+    let traces = par_map(&[false, true], threads, |&c| {
+        convergence(4, every, c, 0.15, seed)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
+    println!(
+        "MemChannel re-convergence: 4 channels join every {every} periods ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+    for tr in &traces {
+        let conv: Vec<String> = tr
+            .converge_periods
+            .iter()
+            .map(|c| c.map_or("-".into(), |p| format!("{p} K")))
+            .collect();
+        let rec: Vec<String> = tr
+            .util_recover_periods
+            .iter()
+            .zip(&tr.min_utilization)
+            .map(|(c, m)| {
+                format!(
+                    "{:.0}% -> {}",
+                    m * 100.0,
+                    c.map_or("-".into(), |p| format!("{p} K"))
+                )
+            })
+            .collect();
+        println!(
+            "  {:<7}: within {:.0}% of the equal share after each join: {}; utilization at the end {:.1}%",
+            if tr.control { "with" } else { "without" },
+            tr.tolerance * 100.0,
+            conv.join(", "),
+            tr.utilization * 100.0
+        );
+        println!(
+            "           least utilization after each join -> periods until >= 90% for good: {}",
+            rec.join(", ")
+        );
+    }
+    println!("  paper (Fig. 13): bandwidth drops at each join and recovers within about 0.5 s (50 periods of 10 ms)");
+    let mut lines = Vec::new();
+    for tr in &traces {
+        for (c, g) in tr.gbps.iter().enumerate() {
+            lines.push(Line {
+                label: format!("ch{c} {}", if tr.control { "with" } else { "without" }),
+                points: tr
+                    .t_ms
+                    .iter()
+                    .copied()
+                    .zip(g.iter().copied())
+                    .skip(c * tr.join_every as usize)
+                    .collect(),
+                dashed: !tr.control,
+                color: c,
+            });
+        }
+    }
+    plot::lines(
+        "Channels joining at run time (Fig. 13)",
+        "time, ms (K = 1 ms)",
+        "bandwidth, GB/s",
+        &lines,
+        &out.join("memchannel-convergence.svg"),
+    )?;
+    #[derive(Serialize)]
+    struct Row {
+        control: bool,
+        t_ms: f64,
+        channel: usize,
+        gbps: f64,
+    }
+    let mut rows = Vec::new();
+    for tr in &traces {
+        for (c, g) in tr.gbps.iter().enumerate() {
+            for (t, v) in tr.t_ms.iter().zip(g) {
+                rows.push(Row {
+                    control: tr.control,
+                    t_ms: *t,
+                    channel: c,
+                    gbps: *v,
+                });
+            }
+        }
+    }
+    output::write(
+        &out.join("memchannel-convergence.csv"),
+        &output::to_csv(&rows)?,
+    )?;
+    all.insert("convergence".into(), serde_json::to_value(&traces)?);
+    Ok(serde_json::Value::Object(all))
+}

@@ -1,0 +1,473 @@
+//! MemChannel on simulated hosts: the `no_std` control core that
+//! `mchannel_sched` compiles into the kernel (`mchannel-core`, the same
+//! source files) driving the simulator's run windows.
+//!
+//! What is simulated: a channel (an application) is a set of requesters
+//! (its threads) with a weight and a path of components. A component is
+//! one or more links of the fabric (a host adapter, a switch port, the
+//! link into a memory device) with a configured capacity. Every control
+//! period K the [`MemChannel`] controller (the simulator's [`Controller`]
+//! hook) does what `mchannel_sched/fabric.rs` `Fabric::step` does each K,
+//! with the same core calls:
+//!
+//! 1. per channel, the bytes its threads completed and the time each was
+//!    free to run (its run window's open time in the period: the kernel's
+//!    `wall - parked`) give the rate `bytes / wall` and the demand (sum
+//!    over threads of `bytes / free`), smoothed with the core's `Ewma` and
+//!    `keep = exp_neg(wall, K)` ([`Estimator`]; `Fabric::step`);
+//! 2. per component, the tree of the joined channels that cross it
+//!    (flat: every channel a child of the component; `tree_of`), the
+//!    congestion signal `L` (below), `Component::update_load`,
+//!    `Component::adjust_capacity`, then `Component::update_shared` with no
+//!    remote hosts (Eq. 4 over the tree; `update_components`), each
+//!    channel's alpha at the component read back from its node;
+//! 3. per channel, `path_share` over its components' alphas and
+//!    `RunWindow::run_ns(weight, alpha, demand)` (Eq. 5/7; the minimum run
+//!    is 1 % of T_W as in the kernel's `min_run_ns`; `update_budgets`);
+//! 4. every thread of the channel gets the budget T_R of every window of
+//!    T_W from the next period on (`threads.update_each`). Each thread's
+//!    windows have their own phase (a thread's windows start when it is
+//!    attached: the core's `RunState`), here the thread's index times the
+//!    golden ratio, modulo T_W, so that windows are spread and not aligned.
+//!
+//! The congestion signal (a config field, [`Signal`]): `Queue` (default)
+//! is the share of the messages offered to the component's links in the
+//! period that found the output queue (waiting plus in transfer) holding
+//! at least `mark_threshold` messages, the larger of the two directions
+//! (CXL's device-load field marks responses of an overloaded device in
+//! the same way); `Model` is the core's `Congestion::Model` of the
+//! component's configured capacity at the measured rate, as the kernel
+//! uses without hardware signals.
+//!
+//! Simplified against the kernel: no debt (the simulator's gate is exact:
+//! a thread never runs past its budget, but its requests in flight still
+//! complete after the window closes), no perf-counter meter (bytes are
+//! the simulator's completed payload bytes), no cross-host sharing, no
+//! best-effort flag; a channel that joins later starts with an empty
+//! estimator, as a newly created one does.
+
+use crate::event::Ps;
+use crate::requester::{Controller, LinkObservation, Observation, RunWindow};
+use crate::topology::Graph;
+use anyhow::{bail, Result};
+use mchannel_core::component::{Component, Params};
+use mchannel_core::congestion::Congestion;
+use mchannel_core::estimator::Estimator;
+use mchannel_core::fixed::{exp_neg, mul_div, Q32};
+use mchannel_core::tree::{self, Node};
+use mchannel_core::window::{path_share, RunWindow as CoreWindow, WEIGHT_MAX};
+use serde::{Deserialize, Serialize};
+
+const NS_PER_S: u64 = 1_000_000_000;
+const PS_PER_NS: u64 = 1_000;
+
+/// Where a component's congestion signal `L` comes from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Signal {
+    /// Share of messages that found the output queue at or above
+    /// `mark_threshold`.
+    #[default]
+    Queue,
+    /// The core's `Congestion::Model` at the component's capacity.
+    Model,
+}
+
+/// Controller constants (the core's `Params` and the window), scaled in
+/// time: see the README's "MemChannel at scale".
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct McParams {
+    /// Apply the run windows (false: observe and record only, the
+    /// "without MemChannel" baseline).
+    pub enabled: bool,
+    /// T_W, ns.
+    pub t_w_ns: u64,
+    /// Control period K, ns (a multiple of T_W keeps whole windows per
+    /// period).
+    pub k_ns: u64,
+    /// Gain g of Eq. 6, ppm.
+    pub g_ppm: u32,
+    /// Threshold delta, ppm (below 1,000,000).
+    pub delta_ppm: u32,
+    /// Additive increase per period at `l = 0`, in ppm of the component's
+    /// capacity per `(delta - l)`: lambda = this * capacity / K. The core's
+    /// default (lambda = 10 capacity / s at K = 10 ms) is 100,000.
+    pub increase_ppm_per_k: u32,
+    /// Congestion signal.
+    pub signal: Signal,
+    /// Queue length (messages) at which an offered message is marked.
+    pub mark_threshold: u32,
+}
+
+impl Default for McParams {
+    fn default() -> Self {
+        McParams {
+            enabled: true,
+            t_w_ns: 100_000,
+            k_ns: 1_000_000,
+            g_ppm: 500_000,
+            delta_ppm: 100_000,
+            increase_ppm_per_k: 300_000,
+            signal: Signal::Queue,
+            mark_threshold: 8,
+        }
+    }
+}
+
+/// A component: links of the graph (indices into `Graph::links`) and its
+/// capacity in payload bytes per second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComponentSpec {
+    pub name: String,
+    pub links: Vec<usize>,
+    pub capacity_bps: u64,
+}
+
+/// A channel: its threads (requester indices), weight, path (component
+/// indices) and the time it joins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelSpec {
+    pub name: String,
+    pub weight: u32,
+    pub threads: Vec<usize>,
+    pub path: Vec<usize>,
+    pub join_ns: u64,
+}
+
+/// One control period's record.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeriodRecord {
+    /// End of the period, ns.
+    pub t_ns: u64,
+    /// Per channel: raw rate in the period (bytes/s), smoothed demand,
+    /// alpha, T_R (ns).
+    pub rate: Vec<u64>,
+    pub demand: Vec<u64>,
+    pub alpha: Vec<u64>,
+    pub t_r_ns: Vec<u64>,
+    /// Per component: capacity estimate C, aggregate smoothed rate F, load
+    /// factor l and signal L (ppm), and the payload bytes/s the busier
+    /// direction of its links carried.
+    pub capacity: Vec<u64>,
+    pub f: Vec<u64>,
+    pub load_ppm: Vec<u64>,
+    pub signal_ppm: Vec<u64>,
+    pub carried: Vec<u64>,
+}
+
+struct Chan {
+    spec: ChannelSpec,
+    window: CoreWindow,
+    estimator: Estimator,
+    alphas: Vec<u64>,
+    alpha: u64,
+    t_r_ns: u64,
+    joined: bool,
+}
+
+struct Comp {
+    spec: ComponentSpec,
+    core: Component,
+    signal: Congestion,
+}
+
+/// The controller (see the module documentation).
+pub struct MemChannel {
+    params: McParams,
+    chans: Vec<Chan>,
+    comps: Vec<Comp>,
+    /// Per requester: (channel, window phase in ps).
+    thread_of: Vec<Option<(usize, Ps)>>,
+    last_ps: Ps,
+    line_bytes: u64,
+    pub records: Vec<PeriodRecord>,
+}
+
+/// Index of the link between nodes named `a` and `b` in `graph`.
+pub fn link_index(graph: &Graph, a: &str, b: &str) -> Result<usize> {
+    let id = |n: &str| graph.nodes.iter().position(|x| x.name == n);
+    let (Some(x), Some(y)) = (id(a), id(b)) else {
+        bail!("memchannel: no node {a:?} or {b:?}");
+    };
+    match graph.links.iter().position(|l| {
+        (l.a as usize == x && l.b as usize == y) || (l.a as usize == y && l.b as usize == x)
+    }) {
+        Some(i) => Ok(i),
+        None => bail!("memchannel: no link between {a} and {b}"),
+    }
+}
+
+impl MemChannel {
+    /// Checks everything: `requesters` and `links` are the fabric's counts.
+    pub fn new(
+        params: McParams,
+        components: Vec<ComponentSpec>,
+        channels: Vec<ChannelSpec>,
+        requesters: usize,
+        links: usize,
+        line_bytes: u64,
+    ) -> Result<MemChannel> {
+        if params.t_w_ns == 0 || params.t_w_ns > 1_000_000_000 {
+            bail!("memchannel t_w_ns = {}: 1 ns to 1 s", params.t_w_ns);
+        }
+        if params.k_ns < params.t_w_ns || params.k_ns > 10_000_000_000 {
+            bail!("memchannel k_ns = {}: from t_w_ns to 10 s", params.k_ns);
+        }
+        if params.g_ppm > 1_000_000 || params.delta_ppm >= 1_000_000 {
+            bail!("memchannel g_ppm <= 1e6 and delta_ppm < 1e6");
+        }
+        if params.mark_threshold == 0 {
+            bail!("memchannel mark_threshold must be at least 1");
+        }
+        let window = CoreWindow::new(params.t_w_ns, (params.t_w_ns / 100).max(1))
+            .expect("0 < t_w / 100 <= t_w");
+        let mut comps = Vec::new();
+        for c in components {
+            if c.links.is_empty() || c.links.iter().any(|&l| l >= links) {
+                bail!("memchannel component {}: bad or no links", c.name);
+            }
+            // lambda such that one period at l = 0 adds `increase` * delta
+            // of the capacity.
+            let per_k = mul_div(
+                c.capacity_bps,
+                u64::from(params.increase_ppm_per_k),
+                1_000_000,
+            );
+            let p = Params {
+                max_capacity: c.capacity_bps,
+                k_ns: params.k_ns,
+                g: Q32::from_ppm(params.g_ppm),
+                delta: Q32::from_ppm(params.delta_ppm),
+                lambda: mul_div(per_k, NS_PER_S, params.k_ns),
+            };
+            let Ok(core) = Component::new(p) else {
+                bail!("memchannel component {}: bad parameters", c.name);
+            };
+            comps.push(Comp {
+                signal: Congestion::Model {
+                    capacity: c.capacity_bps,
+                },
+                spec: c,
+                core,
+            });
+        }
+        let mut thread_of = vec![None; requesters];
+        let mut chans = Vec::new();
+        let mut k = 0u64;
+        for (ci, c) in channels.into_iter().enumerate() {
+            if !(1..=WEIGHT_MAX).contains(&c.weight) {
+                bail!("memchannel channel {}: weight 1..={WEIGHT_MAX}", c.name);
+            }
+            if c.path.is_empty() || c.path.iter().any(|&p| p >= comps.len()) {
+                bail!("memchannel channel {}: bad or empty path", c.name);
+            }
+            for &t in &c.threads {
+                match thread_of.get_mut(t) {
+                    Some(slot @ None) => {
+                        // Golden-ratio phases: spread for any count.
+                        let frac = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u128;
+                        let tw = u128::from(params.t_w_ns * PS_PER_NS);
+                        *slot = Some((ci, ((frac * tw) >> 32) as Ps));
+                        k += 1;
+                    }
+                    _ => bail!("memchannel channel {}: thread {t} bad or taken", c.name),
+                }
+            }
+            chans.push(Chan {
+                window,
+                estimator: Estimator::default(),
+                alphas: vec![u64::MAX; c.path.len()],
+                alpha: u64::MAX,
+                t_r_ns: params.t_w_ns,
+                joined: c.join_ns == 0,
+                spec: c,
+            });
+        }
+        Ok(MemChannel {
+            params,
+            chans,
+            comps,
+            thread_of,
+            last_ps: 0,
+            line_bytes,
+            records: Vec::new(),
+        })
+    }
+
+    pub fn params(&self) -> &McParams {
+        &self.params
+    }
+
+    fn window_of(&self, ch: &Chan, phase: Ps) -> RunWindow {
+        if !ch.joined {
+            return RunWindow::CLOSED;
+        }
+        let tw = self.params.t_w_ns.saturating_mul(PS_PER_NS);
+        let tr = if self.params.enabled {
+            ch.t_r_ns.saturating_mul(PS_PER_NS).min(tw)
+        } else {
+            tw
+        };
+        RunWindow {
+            run_ps: tr,
+            window_ps: tw,
+            offset_ps: phase,
+        }
+    }
+
+    fn apply(&self, windows: &mut [RunWindow]) {
+        for (t, w) in windows.iter_mut().enumerate() {
+            if let Some(Some((c, phase))) = self.thread_of.get(t) {
+                *w = self.window_of(&self.chans[*c], *phase);
+            }
+        }
+    }
+
+    /// `L` of component `c` from the links' counters.
+    fn queue_signal(&self, c: &Comp, links: &[LinkObservation]) -> Q32 {
+        let mut best = Q32::ZERO;
+        for &l in &c.spec.links {
+            for d in 0..2 {
+                if let Some(o) = links.get(2 * l + d) {
+                    best = best.max(Q32::ratio(o.marked, o.offered).min(Q32::ONE));
+                }
+            }
+        }
+        best
+    }
+
+    fn carried(&self, c: &Comp, links: &[LinkObservation], wall_ns: u64) -> u64 {
+        let mut best = 0;
+        for &l in &c.spec.links {
+            for d in 0..2 {
+                if let Some(o) = links.get(2 * l + d) {
+                    let b = o.data_messages.saturating_mul(self.line_bytes);
+                    best = best.max(mul_div(b, NS_PER_S, wall_ns));
+                }
+            }
+        }
+        best
+    }
+}
+
+impl Controller for MemChannel {
+    fn period_ps(&self) -> Option<Ps> {
+        Some(self.params.k_ns.saturating_mul(PS_PER_NS))
+    }
+
+    fn on_tick(&mut self, now: Ps, obs: &[Observation], windows: &mut [RunWindow]) {
+        self.on_tick_links(now, obs, &[], windows)
+    }
+
+    fn mark_threshold(&self) -> Option<u32> {
+        (self.params.signal == Signal::Queue).then_some(self.params.mark_threshold)
+    }
+
+    fn on_start(&mut self, windows: &mut [RunWindow]) {
+        self.apply(windows);
+    }
+
+    fn on_tick_links(
+        &mut self,
+        now: Ps,
+        obs: &[Observation],
+        links: &[LinkObservation],
+        windows: &mut [RunWindow],
+    ) {
+        let wall_ns = now.saturating_sub(self.last_ps) / PS_PER_NS;
+        if wall_ns == 0 {
+            return;
+        }
+        let keep = exp_neg(wall_ns, self.params.k_ns);
+        let mut raw = vec![0u64; self.chans.len()];
+        // 1. Estimators (Fabric::step).
+        for (ci, ch) in self.chans.iter_mut().enumerate() {
+            if !ch.joined {
+                continue;
+            }
+            let (mut bytes, mut demand, mut ran) = (0u64, 0u64, false);
+            for &t in &ch.spec.threads {
+                let Some(o) = obs.get(t) else { continue };
+                let w = windows.get(t).copied().unwrap_or(RunWindow::OPEN);
+                let free_ns = w.open_ps(self.last_ps, now) / PS_PER_NS;
+                bytes = bytes.saturating_add(o.bytes_since_last);
+                if free_ns > 0 {
+                    demand = demand.saturating_add(mul_div(o.bytes_since_last, NS_PER_S, free_ns));
+                    ran = true;
+                }
+            }
+            let rate = mul_div(bytes, NS_PER_S, wall_ns);
+            raw[ci] = rate;
+            ch.estimator.rate.update(rate, keep);
+            if ran {
+                ch.estimator.demand.update(demand, keep);
+            }
+        }
+        // 2. Components (update_components, tree_of).
+        let mut signals = Vec::with_capacity(self.comps.len());
+        let mut carried = Vec::with_capacity(self.comps.len());
+        for ci in 0..self.comps.len() {
+            let mut nodes: Vec<Node> = Vec::new();
+            let mut ids: Vec<(usize, usize)> = Vec::new();
+            for (i, ch) in self.chans.iter().enumerate() {
+                if !ch.joined {
+                    continue;
+                }
+                let Some(pos) = ch.spec.path.iter().position(|&c| c == ci) else {
+                    continue;
+                };
+                let mut node = Node::new(tree::ROOT, ch.spec.weight);
+                node.rate = ch.estimator.rate();
+                node.demand = ch.estimator.demand();
+                node.alpha = ch.alphas[pos];
+                nodes.push(node);
+                ids.push((i, pos));
+            }
+            let comp = &self.comps[ci];
+            let signal = match self.params.signal {
+                Signal::Queue => self.queue_signal(comp, links),
+                Signal::Model => comp.signal.signal(comp.core.rate()),
+            };
+            carried.push(self.carried(comp, links, wall_ns));
+            signals.push(signal);
+            if tree::check(&mut nodes).is_err() {
+                continue;
+            }
+            let comp = &mut self.comps[ci];
+            comp.core.update_load(signal);
+            comp.core.adjust_capacity();
+            comp.core.update_tree(&mut nodes);
+            for (n, &(i, pos)) in nodes.iter().zip(&ids) {
+                self.chans[i].alphas[pos] = n.alpha;
+            }
+        }
+        // 3. Budgets (update_budgets), then joins.
+        let join_now = now / PS_PER_NS;
+        for ch in &mut self.chans {
+            if !ch.joined {
+                ch.joined = ch.spec.join_ns <= join_now;
+                continue;
+            }
+            ch.alpha = path_share(ch.alphas.iter().copied());
+            ch.t_r_ns = ch
+                .window
+                .run_ns(ch.spec.weight, ch.alpha, ch.estimator.demand());
+        }
+        self.records.push(PeriodRecord {
+            t_ns: join_now,
+            rate: raw,
+            demand: self.chans.iter().map(|c| c.estimator.demand()).collect(),
+            alpha: self.chans.iter().map(|c| c.alpha).collect(),
+            t_r_ns: self.chans.iter().map(|c| c.t_r_ns).collect(),
+            capacity: self.comps.iter().map(|c| c.core.capacity()).collect(),
+            f: self.comps.iter().map(|c| c.core.rate()).collect(),
+            load_ppm: self.comps.iter().map(|c| c.core.load().to_ppm()).collect(),
+            signal_ppm: signals.iter().map(|s| s.to_ppm()).collect(),
+            carried,
+        });
+        self.last_ps = now;
+        // 4. Windows.
+        self.apply(windows);
+    }
+}
