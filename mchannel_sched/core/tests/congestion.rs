@@ -14,6 +14,18 @@ const GB: u64 = 1_000_000_000;
 /// with `demands`, rates the next period `min(alpha, D)`); returns each
 /// period's (C, F).
 fn run(max: u64, device: u64, demands: &[u64], periods: usize) -> Vec<(u64, u64)> {
+    run_plant(max, device, demands, periods, false)
+}
+
+/// `run`, where `carried` caps the rate at what the device carries (a
+/// device cannot go faster than it does, whatever the channels ask).
+fn run_plant(
+    max: u64,
+    device: u64,
+    demands: &[u64],
+    periods: usize,
+    carried: bool,
+) -> Vec<(u64, u64)> {
     let mut c = Component::new(Params::default_for(max)).unwrap();
     let signal = Congestion::Model { capacity: device };
     let cap = *demands.iter().max().unwrap();
@@ -24,6 +36,9 @@ fn run(max: u64, device: u64, demands: &[u64], periods: usize) -> Vec<(u64, u64)
         c.adjust_capacity();
         let alpha = c.update_share(f, cap);
         f = demands.iter().map(|&d| d.min(alpha)).sum();
+        if carried {
+            f = f.min(device);
+        }
         out.push((c.capacity(), f));
     }
     out
@@ -41,11 +56,13 @@ proptest! {
         let demand = max.saturating_mul(overload) / channels as u64;
         let trace = run(max, device, &vec![demand; channels], 1_000);
         // After 2 s (200 periods of 10 ms): below the device's throughput
-        // on average, never far above it, and not starved.
+        // on average, never far above it, and not starved. The additive
+        // step is 1 % of the maximum a period, 8 % of a device of an
+        // eighth of it: the saw-tooth peaks up to 6 % above such a device.
         let tail = &trace[200..];
         let mean = tail.iter().map(|t| t.1 as f64).sum::<f64>() / tail.len() as f64;
         let most = tail.iter().map(|t| t.0).max().unwrap();
-        prop_assert!(most as f64 <= device as f64 * 1.05, "C up to {} of {}", most, device);
+        prop_assert!(most as f64 <= device as f64 * 1.08, "C up to {} of {}", most, device);
         prop_assert!(mean >= device as f64 * 0.7, "mean F {} of {}", mean, device);
         prop_assert!(mean <= device as f64, "mean F {} of {}", mean, device);
     }
@@ -57,5 +74,30 @@ proptest! {
     ) {
         let trace = run(max, max.saturating_mul(2), &vec![max; channels], 300);
         prop_assert!(trace.iter().all(|t| t.0 == max));
+    }
+}
+
+proptest! {
+    /// An overload followed by the throttled channels: the load factor
+    /// must not outlive the congestion and keep cutting C. With DCTCP's g
+    /// of 1/16, or cuts in periods without congestion, the component fell
+    /// to 2-11 % of the device within 100 periods (what `tools/cxlsim`
+    /// found against simulated queues).
+    #[test]
+    fn an_overload_does_not_collapse_the_capacity(
+        max in 100 * MB..100 * GB,
+        eighths in 1u64..=8,
+        channels in 1usize..6,
+        overload in 2u64..8,
+    ) {
+        let device = max / 8 * eighths;
+        let demand = max.saturating_mul(overload) / channels as u64;
+        let trace = run_plant(max, device, &vec![demand; channels], 400, true);
+        // From the third period on (the first carries nothing yet).
+        let least = trace[2..].iter().map(|t| t.1).min().unwrap();
+        prop_assert!(
+            least as f64 >= device as f64 * 0.5,
+            "F fell to {} of the device's {}", least, device
+        );
     }
 }
