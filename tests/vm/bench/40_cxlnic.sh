@@ -63,14 +63,15 @@ measure() { # label address
 }
 
 # The device's transactions per frame over a UDP request/response run.
+counters="tx_frames rx_frames tx_desc_reads tx_empty_polls head_writes interrupts doorbells"
 cost() { # label address
 	sleep 0.1
-	for c in tx_frames rx_frames tx_desc_reads tx_empty_polls head_writes interrupts doorbells; do
+	for c in $counters; do
 		eval "${c}0=$(nic_stat $nic dev_$c)"
 	done
 	nicbench udp-rr --to $2:7001 --size 64 --count 2000 > /dev/null
 	sleep 0.1
-	for c in tx_frames rx_frames tx_desc_reads tx_empty_polls head_writes interrupts doorbells; do
+	for c in $counters; do
 		eval "d_$c=\$((\$(nic_stat $nic dev_$c) - ${c}0))"
 	done
 	awk -v l="$1" -v t=$d_tx_frames -v r=$d_rx_frames -v dr=$d_tx_desc_reads \

@@ -1,6 +1,6 @@
-//! Import of the switch topology `cxlctl --json topology` prints (the shape
-//! of `tools/cxlctl/src/topology.rs`: `{"devices": [{"name", "kind",
-//! "parent", ...attributes}]}`), so a run can mirror the testbed.
+//! Import of the switch topology `cxlctl --json topology` prints (read
+//! with cxlctl's own types: `{"devices": [{"name", "kind", "parent",
+//! ...attributes}]}`), so a run can mirror the testbed.
 //!
 //! Mapping: every `root`, `host-bridge` and `switch` (a switch port object)
 //! becomes a switch node linked to its parent; `requesters_per_root`
@@ -15,36 +15,8 @@
 use crate::config::LinkSpec;
 use crate::topology::{Graph, GraphBuilder, NodeKind};
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
+pub use cxlctl::topology::{Device, Kind, Topology};
 use std::collections::BTreeMap;
-
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    Root,
-    HostBridge,
-    Switch,
-    Endpoint,
-    Memdev,
-    Decoder,
-    Region,
-    DaxRegion,
-    Dax,
-    Other,
-}
-
-#[derive(Deserialize, Clone, Debug)]
-pub struct Device {
-    pub name: String,
-    pub kind: Kind,
-    #[serde(default)]
-    pub parent: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Debug)]
-pub struct Topology {
-    pub devices: Vec<Device>,
-}
 
 pub fn parse(text: &str) -> Result<Topology> {
     serde_json::from_str(text).context("parsing cxlctl --json topology output")

@@ -28,12 +28,36 @@ fn ensure_dir(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Figure 10: aggregate bandwidth (multiples of one port) vs n, a line per
-/// topology, with the paper's expectation dashed.
-pub fn topology(points: &[TopologyPoint], path: &Path) -> Result<()> {
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A white 800 x 500 SVG canvas writing to `path` (its directory made).
+fn canvas(path: &Path) -> Result<Area<'_>> {
     ensure_dir(path)?;
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
+    Ok(root)
+}
+
+/// Draws the legend at `pos` and writes the figure.
+fn finish<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    root: &Area<'a>,
+    pos: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(pos)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// Figure 10: aggregate bandwidth (multiples of one port) vs n, a line per
+/// topology, with the paper's expectation dashed.
+pub fn topology(points: &[TopologyPoint], path: &Path) -> Result<()> {
+    let root = canvas(path)?;
     let xmax = points.iter().map(|p| p.n).max().unwrap_or(1) as f64;
     let ymax = points
         .iter()
@@ -87,23 +111,13 @@ pub fn topology(points: &[TopologyPoint], path: &Path) -> Result<()> {
             ))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperLeft)
 }
 
 /// Figure 16: payload bandwidth normalised to the read-only case vs read
 /// ratio, a line per header ratio, full duplex solid and half dashed.
 pub fn duplex(points: &[DuplexPoint], path: &Path) -> Result<()> {
-    ensure_dir(path)?;
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
+    let root = canvas(path)?;
     let norm = |p: &DuplexPoint| {
         let base = points
             .iter()
@@ -165,23 +179,13 @@ pub fn duplex(points: &[DuplexPoint], path: &Path) -> Result<()> {
                 .map_err(err)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 /// Figure 14: bandwidth, latency and invalidations of each victim policy,
 /// normalised to FIFO (grouped bars).
 pub fn snoop(points: &[SnoopPoint], path: &Path) -> Result<()> {
-    ensure_dir(path)?;
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
+    let root = canvas(path)?;
     let vals: Vec<[f64; 3]> = points
         .iter()
         .map(|p| {
@@ -232,22 +236,12 @@ pub fn snoop(points: &[SnoopPoint], path: &Path) -> Result<()> {
             .label(*name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }
 
 /// Latency CDF of each requester of a run.
 pub fn latency_cdf(cdfs: &[(String, Vec<(f64, f64)>)], path: &Path) -> Result<()> {
-    ensure_dir(path)?;
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
+    let root = canvas(path)?;
     let xmax = cdfs
         .iter()
         .flat_map(|(_, c)| c.iter().map(|p| p.0))
@@ -274,15 +268,7 @@ pub fn latency_cdf(cdfs: &[(String, Vec<(f64, f64)>)], path: &Path) -> Result<()
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::LowerRight)
 }
 
 /// A line of [`lines`]: label, points, dashed, colour index.
@@ -296,9 +282,7 @@ pub struct Line {
 /// A line chart (the MemChannel figures): one series per [`Line`], with
 /// markers on solid lines.
 pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line], path: &Path) -> Result<()> {
-    ensure_dir(path)?;
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
+    let root = canvas(path)?;
     let all = series.iter().flat_map(|l| l.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
     for &(x, y) in all {
@@ -354,13 +338,5 @@ pub fn lines(title: &str, x_desc: &str, y_desc: &str, series: &[Line], path: &Pa
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    finish(&mut chart, &root, SeriesLabelPosition::UpperRight)
 }

@@ -4,6 +4,15 @@ fn cxlsim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cxlsim"))
 }
 
+/// Asserts that the command exited 0, showing its stderr if not.
+fn succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn run_writes_json_csv_and_svg() {
     let dir = std::env::temp_dir().join(format!("cxlsim-cli-{}", std::process::id()));
@@ -15,11 +24,7 @@ fn run_writes_json_csv_and_svg() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests_completed"], 20000);
     for f in ["requesters.csv", "links.csv", "memories.csv", "latency.svg"] {
@@ -65,11 +70,7 @@ fn bench_fast_snoop_writes_files() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("LIFO vs FIFO"), "{text}");
     for f in ["snoop.csv", "snoop.svg", "bench.json"] {
@@ -94,11 +95,7 @@ fn bench_fast_memchannel_writes_files() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("paper's 96.1% sentence"), "{text}");
     for f in [
@@ -122,11 +119,7 @@ fn perf_bench_lines_put_the_event_queue_first() {
         .args(["perf", "--requests", "20000", "--threads", "1", "--bench"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     let series: Vec<serde_json::Value> = text
         .lines()
