@@ -17,6 +17,7 @@ mod support;
 
 mod chardev;
 mod device;
+mod drain;
 mod mapping;
 mod pool;
 mod region;
@@ -32,6 +33,7 @@ use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::module_param_uint;
 use support::region::provider::{export_beluga_regions, SourceCell};
 use support::sharedmem::ClaimedRange;
+use support::time;
 use support::workqueue::Periodic;
 
 module! {
@@ -58,9 +60,11 @@ export_beluga_regions!(crate::REGIONS, crate::region::Registry);
 /// One bound pool. Torn down at unbind by dropping its fields, in this
 /// order: it leaves the region registry (no new kernel users), the device
 /// node goes (no new opens, no sysfs reads), the reaper and the tick stop,
-/// and last the pool itself shuts down (mappings revoked, pins waited
-/// for, the host slot detached, memory released). A probe that fails
-/// part-way drops what it built, in the reverse order, the same way.
+/// and last the pool itself shuts down (mappings revoked, the host slot
+/// detached, memory released; or, while pages are pinned, handed to a
+/// drain that keeps the lease and does it when they are released). A
+/// probe that fails part-way drops what it built, in the reverse order,
+/// the same way.
 struct BelugaPool {
     _listed: Listed,
     _misc: Pin<KBox<MiscDeviceRegistration<PoolFile>>>,
@@ -104,12 +108,23 @@ impl Drop for Listed {
 }
 
 /// Shuts the pool down when dropped (the last field of `BelugaPool`).
-struct ShutDownOnDrop(Arc<PoolDevice>);
+struct ShutDownOnDrop(Arc<PoolDevice>, Arc<Registry>);
 
 impl Drop for ShutDownOnDrop {
     fn drop(&mut self) {
-        self.0.shutdown();
-        pr_info!("{}: released\n", self.0.name());
+        let dev = &self.0;
+        if dev.shutdown() {
+            return;
+        }
+        if self.1.drains.adopt(dev).is_err() {
+            pr_warn!(
+                "{}: no memory to drain in the background; unbind waits for the pinned pages\n",
+                dev.name()
+            );
+            while !dev.drain_step() {
+                time::sleep_ms(dev.drain_step_ms());
+            }
+        }
     }
 }
 
@@ -137,7 +152,7 @@ impl Driver<DaxBus> for BelugaPool {
         };
         let dev = PoolDevice::new(config, claim, dax.inode(), dax.target_node())?;
         // From here on, failing drops these in reverse: shutdown last.
-        let shutdown = ShutDownOnDrop(dev.clone());
+        let shutdown = ShutDownOnDrop(dev.clone(), registry.clone());
         let tick = Periodic::start(dev.clone(), 0)?;
         let quiet = StopPolling(dev.clone());
         let reaper = Periodic::start(Arc::new(Reaper(dev.clone()), GFP_KERNEL)?, 0)?;
@@ -168,8 +183,20 @@ impl Driver<DaxBus> for BelugaPool {
     }
 }
 
+/// Dropped in field order: the driver (every pool unbinds), then the
+/// wait for pools still draining pinned pages.
 struct BelugaDax {
     _driver: Pin<KBox<DaxDriverRegistration<BelugaPool>>>,
+    _drains: WaitDrains,
+}
+
+/// Waits on drop until no unbound pool has pages referenced.
+struct WaitDrains(Arc<Registry>);
+
+impl Drop for WaitDrains {
+    fn drop(&mut self) {
+        self.0.drains.wait_all();
+    }
 }
 
 impl kernel::Module for BelugaDax {
@@ -190,8 +217,11 @@ impl kernel::Module for BelugaDax {
             DaxDriverRegistration::register(registry.clone()),
             GFP_KERNEL,
         )?;
-        REGIONS.install(registry);
-        Ok(BelugaDax { _driver: driver })
+        REGIONS.install(registry.clone());
+        Ok(BelugaDax {
+            _driver: driver,
+            _drains: WaitDrains(registry),
+        })
     }
 }
 

@@ -68,7 +68,8 @@ pub(crate) enum Status {
     /// The tables failed validation when this host was to manage them.
     Corrupt(&'static str),
     Attached,
-    /// Unbound: the memory is released.
+    /// Unbound: nothing is served; the memory is released, or will be
+    /// once no page is referenced.
     Gone,
 }
 
@@ -93,6 +94,11 @@ pub(crate) struct Inner {
     /// tick polls the mailboxes between ticks for a while after it
     /// (`engine::pace`).
     last_served_ns: u64,
+    /// Unbound: the engine, kept (and stepped, for the lease) until no
+    /// page is referenced; calls see no engine.
+    draining: Option<KBox<PoolEngine>>,
+    /// Unbound with pages still referenced: when that was last logged.
+    drain_logged_ns: Option<u64>,
 }
 
 impl Inner {
@@ -213,6 +219,8 @@ impl PoolDevice {
                     logged_manager: None,
                     busy_until_ns: 0,
                     last_served_ns: 0,
+                    draining: None,
+                    drain_logged_ns: None,
                 }, "beluga:inner"),
             }),
             GFP_KERNEL,
@@ -921,6 +929,9 @@ impl PoolDevice {
         let _serial = self.calls.lock();
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
+        if inner.status == Status::Gone {
+            return Err(ENODEV);
+        }
         if !inner.held.is_empty() {
             pr_err!("{}: format refused: this host holds objects\n", self.name());
             return Err(EBUSY);
@@ -1086,53 +1097,88 @@ impl PoolDevice {
     }
 
     /// Unbind: no more ticks run (the caller stopped them). Revokes every
-    /// mapping, leaves the pool cleanly, and releases the memory.
-    pub(crate) fn shutdown(&self) {
+    /// mapping; if no page is referenced any more, leaves the pool and
+    /// releases the memory, and returns true. Otherwise (a pin: O_DIRECT
+    /// in flight, io_uring buffers, RDMA) the memory stays claimed and
+    /// this host in the pool: the caller calls [`PoolDevice::drain_step`]
+    /// until it returns true. Unbind does not wait here: the pin may be
+    /// held by the very task that unbinds (a child that inherited an
+    /// io_uring ring), which would then wait forever.
+    pub(crate) fn shutdown(&self) -> bool {
         // Not `calls`: a caller waiting for a manager that does not answer
         // would hold up the unbind; it sees the engine gone at its next poll.
         {
-            let mut inner = self.inner.lock();
-            self.revoke_all(&mut inner);
+            let mut guard = self.inner.lock();
+            let inner = &mut *guard;
+            self.revoke_all(inner);
+            // INVARIANT: from here on no call, format or attach finds an
+            // engine, and the status says why (ENODEV).
+            inner.draining = inner.engine.take();
+            inner.status = Status::Gone;
         }
-        // Pages must be unreferenced before they go: a pin (O_DIRECT in
-        // flight, io_uring buffers, RDMA) keeps the unbind waiting, as
-        // the pagemap's own teardown would.
-        let mut waited_ms: u32 = 0;
-        loop {
-            let pinned = {
-                let inner = self.inner.lock();
-                inner
-                    .mem
-                    .as_ref()
-                    .and_then(|m| m.pages.referenced(0, self.size))
-                    .unwrap_or(0)
-            };
-            if pinned == 0 {
-                break;
-            }
-            if waited_ms % 10_000 == 0 {
+        self.drain_step()
+    }
+
+    /// One step of an unbound pool whose pages may still be referenced:
+    /// keeps its lease (another host must not reuse pinned sections), and
+    /// once nothing references a page, leaves the pool and releases the
+    /// memory. True once released.
+    pub(crate) fn drain_step(&self) -> bool {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let Some(mem) = inner.mem.as_ref() else {
+            return true;
+        };
+        let now = time::boottime_ns();
+        let report = inner.draining.as_mut().map(|e| e.tick(mem, now));
+        if report.is_some_and(|r| r.lease_lost) {
+            pr_warn!(
+                "{}: lease lost while pinned pages wait; other hosts may reuse them\n",
+                self.name()
+            );
+        }
+        let pinned = mem.pages.referenced(0, self.size).unwrap_or(0);
+        if pinned > 0 {
+            let due = inner
+                .drain_logged_ns
+                .map_or(true, |t| now.saturating_sub(t) >= DRAIN_LOG_NS);
+            if due {
+                inner.drain_logged_ns = Some(now);
                 pr_warn!(
-                    "{}: unbind waits for {} referenced pages (pinned by a process or a driver)\n",
+                    "{}: unbound with {} pages still referenced (pinned by a process or a driver); the memory stays claimed and this host in the pool until they are released\n",
                     self.name(),
                     pinned
                 );
             }
-            time::sleep_ms(100);
-            waited_ms = waited_ms.saturating_add(100);
+            return false;
         }
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        if let (Some(mem), Some(engine)) = (inner.mem.as_ref(), inner.engine.as_mut()) {
+        if let Some(engine) = inner.draining.as_mut() {
             if engine.detach(mem, time::boottime_ns()).is_err() {
                 pr_warn!("{}: could not mark the host slot detached\n", self.name());
             }
         }
-        inner.engine = None;
+        inner.draining = None;
         inner.mem = None;
         inner.claim = None;
-        inner.status = Status::Gone;
+        pr_info!("{}: released\n", self.name());
+        true
+    }
+
+    /// Left the pool and released the memory (unbound, nothing pinned).
+    pub(crate) fn released(&self) -> bool {
+        self.inner.lock().mem.is_none()
+    }
+
+    /// How often a drain steps (well within the shortest lease).
+    pub(crate) fn drain_step_ms(&self) -> u32 {
+        self.idle_tick_ms().min(DRAIN_STEP_MS)
     }
 }
+
+/// An unbound pool with referenced pages says so this often.
+const DRAIN_LOG_NS: u64 = 10_000_000_000;
+/// The longest time between two drain steps.
+const DRAIN_STEP_MS: u32 = 100;
 
 impl PeriodicWork for PoolDevice {
     fn run(&self) -> u32 {

@@ -4,6 +4,7 @@
 //! other modules, found by pool name in the registry of bound pools.
 
 use crate::device::PoolDevice;
+use crate::drain::Drains;
 use crate::mapping::HoldRef;
 use crate::pool::objects::{Name, FLAG_SHARED};
 use crate::support::region::provider::{RegionSource, SharedRegion};
@@ -21,19 +22,23 @@ const REGION_RACE_MS: u32 = 20;
 const KERNEL_UID: u32 = 0;
 const KERNEL_MODE: u32 = 0o600;
 
-/// The pools bound to this driver.
+/// The pools bound to this driver, and those unbound that wait for
+/// their pages' last references (`drain.rs`).
 #[pin_data]
 pub(crate) struct Registry {
     #[pin]
     pools: Mutex<KVec<Arc<PoolDevice>>>,
+    #[pin]
+    pub(crate) drains: Drains,
 }
 
 impl Registry {
     pub(crate) fn new() -> Result<Arc<Registry>> {
         Arc::pin_init(
-            pin_init!(Registry {
+            try_pin_init!(Registry {
                 pools <- new_mutex!(KVec::new(), "beluga:registry"),
-            }),
+                drains <- Drains::new(),
+            }? Error),
             GFP_KERNEL,
         )
     }

@@ -66,13 +66,19 @@ impl kernel::Module for MchannelCoreKunit {
 
 selftests::suites!(shared_kunit_suite);
 
-/// An attached-thread state for channel `channel`.
+/// An attached-thread state for channel `channel`, attached by a
+/// privileged caller.
 fn attached(task: &Task, channel: u32) -> threads::Attached {
+    by_user(task, channel, None)
+}
+
+/// As [`attached`], for `user`'s quota (`None`: privileged).
+fn by_user(task: &Task, channel: u32, user: Option<u32>) -> threads::Attached {
     threads::Attached {
         task: task.into(),
         channel,
         follow_forks: false,
-        privileged: true,
+        user,
         run: thread::RunState::new(0, 100_000, 50_000),
         queued: false,
         spare: None,
@@ -101,7 +107,7 @@ fn some_tasks(n: usize) -> Result<KVec<ARef<Task>>> {
 }
 
 fn attach_then_detach_leaves_no_trace() -> Result {
-    let table = threads::Threads::new(16)?;
+    let table = threads::Threads::new(16, 16)?;
     let me = kernel::current!();
     kassert_eq!(table.live(), 0);
     table.insert(me, || attached(me, 7))?;
@@ -122,7 +128,7 @@ fn attach_then_detach_leaves_no_trace() -> Result {
 }
 
 fn a_full_table_refuses_and_frees_its_slots() -> Result {
-    let table = threads::Threads::new(16)?;
+    let table = threads::Threads::new(16, 16)?;
     let tasks = some_tasks(17)?;
     kassert!(
         tasks.len() == 17,
@@ -157,10 +163,64 @@ fn a_full_table_refuses_and_frees_its_slots() -> Result {
     Ok(())
 }
 
+fn a_user_past_its_quota_gets_edquot() -> Result {
+    let table = threads::Threads::new(16, 3)?;
+    let tasks = some_tasks(6)?;
+    kassert!(tasks.len() == 6, "only {} tasks", tasks.len());
+    for t in tasks.iter().take(3) {
+        table.insert(t, || by_user(t, 0, Some(1000)))?;
+    }
+    let edquot = support::error::edquot();
+    kassert!(table.insert(&tasks[3], || by_user(&tasks[3], 0, Some(1000))) == Err(edquot));
+    kassert_eq!(table.user_threads(1000), 3);
+    // Other users and privileged callers are not held by it.
+    table.insert(&tasks[3], || by_user(&tasks[3], 0, Some(1001)))?;
+    table.insert(&tasks[4], || attached(&tasks[4], 0))?;
+    kassert_eq!(table.user_threads(1001), 1);
+    // A detach gives the quota back.
+    kassert!(table.remove(&tasks[0]).is_some());
+    kassert_eq!(table.user_threads(1000), 2);
+    table.insert(&tasks[5], || by_user(&tasks[5], 0, Some(1000)))?;
+    kassert_eq!(table.user_threads(1000), 3);
+    for t in tasks.iter() {
+        drop(table.remove(t));
+    }
+    kassert_eq!(table.user_threads(1000), 0);
+    kassert_eq!(table.user_threads(1001), 0);
+    kassert_eq!(table.live(), 0);
+    Ok(())
+}
+
+fn unprivileged_users_leave_room_for_root() -> Result {
+    // 16 threads, an eighth (2) kept for privileged callers.
+    let table = threads::Threads::new(16, 16)?;
+    let tasks = some_tasks(17)?;
+    kassert!(tasks.len() == 17, "only {} tasks", tasks.len());
+    for (i, t) in tasks.iter().take(14).enumerate() {
+        // Several users: the share, not one quota, is what runs out.
+        let uid = 1000 + (i % 3) as u32;
+        table.insert(t, || by_user(t, 0, Some(uid)))?;
+    }
+    let t = &tasks[14];
+    kassert!(table.insert(t, || by_user(t, 0, Some(2000))) == Err(ENOSPC));
+    table.insert(t, || attached(t, 0))?;
+    let t = &tasks[15];
+    table.insert(t, || attached(t, 0))?;
+    let t = &tasks[16];
+    kassert!(table.insert(t, || attached(t, 0)) == Err(ENOSPC), "full");
+    for t in tasks.iter() {
+        drop(table.remove(t));
+    }
+    kassert_eq!(table.live(), 0);
+    Ok(())
+}
+
 kunit_tests!(
     mchannel_threads,
     [
         attach_then_detach_leaves_no_trace,
         a_full_table_refuses_and_frees_its_slots,
+        a_user_past_its_quota_gets_edquot,
+        unprivileged_users_leave_room_for_root,
     ]
 );

@@ -21,6 +21,7 @@ use crate::fabric::{self, Channel, Fabric};
 use crate::meter::{self, ChannelMeter};
 use crate::pr_info_ratelimited;
 use crate::support::cred;
+use crate::support::error::edquot;
 use crate::support::kvec::VecExt;
 use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
 use crate::support::task;
@@ -118,10 +119,23 @@ fn check_weight_meter(spec: &abi::ChannelSpec) -> Result<ChannelMeter> {
             abi::WEIGHT_MAX
         );
     }
-    if spec._pad != 0 {
-        refuse!(EINVAL, "mchannel: channel padding is not zero\n");
-    }
     meter::meter_of(spec)
+}
+
+/// The owner `spec` names (`CHANNEL_OWNER`), or `None`; `owner_uid` is 0
+/// without the flag.
+fn check_owner(spec: &abi::ChannelSpec) -> Result<Option<u32>> {
+    if spec.flags & abi::CHANNEL_OWNER != 0 {
+        return Ok(Some(spec.owner_uid));
+    }
+    if spec.owner_uid != 0 {
+        refuse!(
+            EINVAL,
+            "mchannel: owner_uid {} without CHANNEL_OWNER\n",
+            spec.owner_uid
+        );
+    }
+    Ok(None)
 }
 
 impl Device {
@@ -153,7 +167,8 @@ impl Device {
         let (mut reader, mut writer) = user.reader_writer();
         let mut spec: abi::ChannelSpec = reader.read()?;
         let name = check_name(&spec.name, "channel")?;
-        if spec.flags & !(abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT) != 0 {
+        let known = abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT | abi::CHANNEL_OWNER;
+        if spec.flags & !known != 0 {
             refuse!(
                 EINVAL,
                 "mchannel: unknown channel flags {:#x}\n",
@@ -168,6 +183,7 @@ impl Device {
             );
         }
         let meter = check_weight_meter(&spec)?;
+        let owner = check_owner(&spec)?.unwrap_or_else(cred::current_euid);
         let t_w = check_window(spec.t_w_ns)?;
         let mut fabric = self.fabric.lock();
         let (ids, depth) = if spec.parent == abi::NO_PARENT {
@@ -178,8 +194,9 @@ impl Device {
         let window = fabric::run_window(t_w)?;
         let channel = Channel {
             name,
-            flags: spec.flags,
+            flags: spec.flags & !abi::CHANNEL_OWNER,
             weight: spec.weight,
+            owner,
             parent: spec.parent,
             depth,
             path: ids,
@@ -268,6 +285,7 @@ impl Device {
         require_nice("SET_CHANNEL")?;
         let spec: abi::ChannelSpec = user.reader().read()?;
         let meter = check_weight_meter(&spec)?;
+        let owner = check_owner(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
         let window = fabric::run_window(t_w)?;
         let mut fabric = self.fabric.lock();
@@ -278,6 +296,10 @@ impl Device {
             refuse!(EINVAL, "mchannel: a group runs no threads: no meter\n");
         }
         ch.weight = spec.weight;
+        if let Some(uid) = owner {
+            // Threads attached already stay: ownership rules new attaches.
+            ch.owner = uid;
+        }
         if ch.meter != meter {
             // Counts in the old meter's units go; a perf counter for the
             // old event is dropped next period and one made for the new.
@@ -393,7 +415,6 @@ impl Device {
     fn attach(&self, user: UserSlice) -> Result {
         let args: abi::AttachArgs = user.reader().read()?;
         let (t, privileged) = Self::permitted(&args, "attach")?;
-        let process = args.flags & abi::ATTACH_PROCESS != 0;
         let fabric = self.fabric.lock();
         let Some(ch) = fabric.channel(args.channel) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", args.channel);
@@ -405,20 +426,69 @@ impl Device {
                 args.channel
             );
         }
+        // Rights on the channel: a user may not crowd a channel it does
+        // not own (its threads would share that channel's budget).
+        let user = (!privileged).then(cred::current_euid);
+        if let Some(uid) = user.filter(|&uid| uid != ch.owner) {
+            refuse!(
+                EPERM,
+                "mchannel: channel {} belongs to uid {}; uid {} needs CAP_SYS_NICE to attach to it\n",
+                args.channel,
+                ch.owner,
+                uid
+            );
+        }
         let (t_w, t_r) = (ch.window.t_w_ns(), ch.t_r_ns);
+        let mut done = KVec::new();
+        let result = self.attach_threads(&t, &args, user, (t_w, t_r), &mut done);
+        if result.is_err() {
+            // All or nothing: the threads this call attached go again.
+            for th in done.iter() {
+                if let Some(a) = self.shared.threads.remove(th) {
+                    if a.parked {
+                        a.task.wake_up();
+                    }
+                }
+            }
+        }
+        drop(fabric);
+        result?;
+        if done.is_empty() {
+            refuse!(
+                EBUSY,
+                "mchannel: every thread of {} is attached already\n",
+                args.pid
+            );
+        }
+        Ok(())
+    }
+
+    /// Attaches `t` (or its process) to `args.channel` with budget `t_r`
+    /// of windows `t_w`, for `user`'s quota (`None`: privileged); `done`
+    /// collects the threads attached.
+    fn attach_threads(
+        &self,
+        t: &Task,
+        args: &abi::AttachArgs,
+        user: Option<u32>,
+        (t_w, t_r): (u64, u64),
+        done: &mut KVec<ARef<Task>>,
+    ) -> Result {
+        let process = args.flags & abi::ATTACH_PROCESS != 0;
         // Two passes: a thread created during the first by one not yet
         // attached is in the list by the second; later ones are followed
         // by the fork probe.
-        let mut attached = 0usize;
         for pass in 0..2 {
             if pass == 1 && !process {
                 break;
             }
-            for th in self.threads_of(&t, process)?.iter() {
+            for th in self.threads_of(t, process)?.iter() {
+                // Room first: a thread attached is always recorded.
+                done.reserve(1, GFP_KERNEL)?;
                 let spare = self.shared.park_item(GFP_KERNEL)?;
                 let run = RunState::new(monotonic_ns(), t_w, t_r);
                 let added = self.shared.threads.insert(th, || {
-                    Shared::attached(th, args.channel, process, privileged, run, spare)
+                    Shared::attached(th, args.channel, process, user, run, spare)
                 });
                 match added {
                     Ok(()) if task::is_exiting(th) => {
@@ -427,27 +497,35 @@ impl Device {
                         drop(self.shared.threads.remove(th));
                     }
                     Ok(()) => {
+                        done.push(th.clone(), GFP_NOWAIT)?;
                         self.shared.settle(th);
-                        attached = attached.saturating_add(1);
                     }
                     Err(e) if e == EEXIST && (process || pass == 1) => {}
                     Err(e) if e == EEXIST => {
                         refuse!(EBUSY, "mchannel: thread {} is attached already\n", args.pid)
                     }
-                    Err(e) if e == ENOSPC => refuse!(ENOSPC, "mchannel: thread table full\n"),
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(Self::not_attached(e, user, &self.shared)),
                 }
             }
         }
-        drop(fabric);
-        if attached == 0 {
-            refuse!(
-                EBUSY,
-                "mchannel: every thread of {} is attached already\n",
-                args.pid
-            );
-        }
         Ok(())
+    }
+
+    /// Logs why a thread could not be attached; returns the error.
+    fn not_attached(e: Error, user: Option<u32>, shared: &Shared) -> Error {
+        match user {
+            _ if e == ENOSPC && user.is_some() => pr_info_ratelimited!(
+                "mchannel: the thread table's part for callers without CAP_SYS_NICE is full\n"
+            ),
+            _ if e == ENOSPC => pr_info_ratelimited!("mchannel: thread table full\n"),
+            Some(uid) if e == edquot() => pr_info_ratelimited!(
+                "mchannel: uid {} has {} threads attached, its quota (user_threads)\n",
+                uid,
+                shared.threads.user_threads(uid)
+            ),
+            _ => {}
+        }
+        e
     }
 
     fn detach(&self, user: UserSlice) -> Result {
@@ -460,7 +538,7 @@ impl Device {
             if !privileged {
                 // Only the privileged may undo what the privileged did.
                 let mut by_admin = false;
-                if let Some(privileged) = self.shared.threads.with(th, |a| a.privileged) {
+                if let Some(privileged) = self.shared.threads.with(th, |a| a.privileged()) {
                     by_admin = privileged;
                 }
                 if by_admin {

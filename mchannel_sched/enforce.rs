@@ -75,10 +75,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(max_threads: usize) -> Result<Arc<Shared>> {
+    pub(crate) fn new(max_threads: usize, user_threads: usize) -> Result<Arc<Shared>> {
         Ok(Arc::new(
             Shared {
-                threads: Threads::new(max_threads)?,
+                threads: Threads::new(max_threads, user_threads)?,
                 pending: Arc::new(Pending::new(), GFP_KERNEL)?,
                 shutdown: AtomicBool::new(false),
                 counters: Counters::default(),
@@ -107,7 +107,7 @@ impl Shared {
         task: &Task,
         channel: u32,
         follow_forks: bool,
-        privileged: bool,
+        user: Option<u32>,
         run: RunState,
         spare: TaskWorkBox<Park>,
     ) -> Attached {
@@ -115,7 +115,7 @@ impl Shared {
             task: task.into(),
             channel,
             follow_forks,
-            privileged,
+            user,
             run,
             queued: false,
             spare: Some(spare),
@@ -170,8 +170,15 @@ impl Shared {
     }
 
     /// Until when `me` parks now, if it does; otherwise it is no longer
-    /// queued. Refills its spare item from `spare`.
-    fn park_until(&self, me: &Task, spare: &mut Option<TaskWorkBox<Park>>) -> Option<u64> {
+    /// queued. Refills its spare item from `spare`. Its running since
+    /// `entered`, when its park item started, was the module's work, not
+    /// its own: the budget does not count it.
+    fn park_until(
+        &self,
+        me: &Task,
+        spare: &mut Option<TaskWorkBox<Park>>,
+        entered: u64,
+    ) -> Option<u64> {
         self.threads
             .with(me, |a| {
                 if a.spare.is_none() {
@@ -179,6 +186,7 @@ impl Shared {
                 }
                 let stop = self.shutdown.load(Ordering::Acquire) || task::is_exiting(me);
                 let now = monotonic_ns();
+                a.run.exempt(now, entered);
                 if !a.run.on_cpu() && !stop {
                     // Running, but not switched in since it was attached:
                     // a short sleep has the switch probe see it.
@@ -209,6 +217,7 @@ pub(crate) struct Park {
 
 impl TaskWork for Park {
     fn run(self) {
+        let entered = monotonic_ns();
         let shared = self.shared;
         let me = kernel::current!();
         // The next item, allocated here where sleeping is allowed; the
@@ -216,7 +225,7 @@ impl TaskWork for Park {
         let mut spare = shared.park_item(GFP_KERNEL).ok();
         // Still queued while it sleeps: the timer that fires when it wakes
         // in debt does not queue a second item.
-        while let Some(until) = shared.park_until(me, &mut spare) {
+        while let Some(until) = shared.park_until(me, &mut spare, entered) {
             let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
             let now = monotonic_ns();
             shared.threads.with(me, |a| {
@@ -403,10 +412,11 @@ impl SchedProbes for Enforcer {
             return;
         }
         let inherited = self.shared.threads.with(parent, |a| {
-            a.follow_forks
-                .then(|| (a.channel, a.privileged, a.run.next_ns()))
+            a.follow_forks.then(|| (a.channel, a.user, a.run.next_ns()))
         });
-        let Some(Some((channel, privileged, (t_r, t_w)))) = inherited else {
+        // A child counts against its parent's user's quota too: past it,
+        // the child is not attached (a fork miss).
+        let Some(Some((channel, user, (t_r, t_w)))) = inherited else {
             return;
         };
         let Ok(spare) = self.shared.park_item(GFP_ATOMIC) else {
@@ -415,7 +425,7 @@ impl SchedProbes for Enforcer {
         };
         let run = RunState::new(monotonic_ns(), t_w, t_r);
         let added = self.shared.threads.insert(child, || {
-            Shared::attached(child, channel, true, privileged, run, spare)
+            Shared::attached(child, channel, true, user, run, spare)
         });
         match added {
             Ok(()) => bump(&self.shared.counters.forks),

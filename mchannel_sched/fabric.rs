@@ -58,6 +58,8 @@ pub(crate) struct Channel {
     pub(crate) name: [u8; abi::NAME_BYTES],
     pub(crate) flags: u32,
     pub(crate) weight: u32,
+    /// The uid that may attach threads without `CAP_SYS_NICE`.
+    pub(crate) owner: u32,
     /// A group's id, or `NO_PARENT`; a parent outlives its children.
     pub(crate) parent: u32,
     /// Groups above it (0: under the components), below `MAX_DEPTH`.
@@ -119,6 +121,7 @@ impl Channel {
             self.run_ns,
             self.granted_ns,
             self.max_overrun_ns,
+            u64::from(self.owner),
         ]);
     }
 

@@ -58,6 +58,11 @@ module_param_uint!(
     /// Most threads attached at once (16..=65536).
     max_threads
 );
+module_param_uint!(
+    /// Most threads one user without `CAP_SYS_NICE` attaches
+    /// (1..=max_threads).
+    user_threads
+);
 module_param_string!(
     /// The beluga pool holding the cross-host slots; empty: this host
     /// alone.
@@ -129,7 +134,16 @@ impl kernel::Module for MchannelSched {
             pr_err!("max_threads={} is outside 16..=65536\n", max);
             return Err(EINVAL);
         }
-        let shared = Shared::new(max as usize)?;
+        let per_user = user_threads();
+        if !(1..=max).contains(&per_user) {
+            pr_err!(
+                "user_threads={} is outside 1..=max_threads ({})\n",
+                per_user,
+                max
+            );
+            return Err(EINVAL);
+        }
+        let shared = Shared::new(max as usize, per_user as usize)?;
         let release = Release(shared.clone());
         let probes = SchedRegistration::register(Enforcer::new(shared.clone())?)?;
         let dev = Arc::pin_init(
@@ -160,8 +174,9 @@ impl kernel::Module for MchannelSched {
         fabric.set_sysfs(sysfs::Root::new(misc.as_parent())?)?;
         drop(fabric);
         pr_info!(
-            "loaded: up to {} threads, K = {} ms\n",
+            "loaded: up to {} threads ({} per unprivileged user), K = {} ms\n",
             max,
+            per_user,
             fabric::K_NS / 1_000_000
         );
         Ok(MchannelSched {

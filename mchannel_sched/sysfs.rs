@@ -44,7 +44,7 @@ const _: () = assert!(same(&CHANNEL_NAMES, &abi::CHANNEL_ATTRS));
 const _: () = assert!(same(&COMPONENT_NAMES, &abi::COMPONENT_ATTRS));
 
 /// Rates are bytes per second, times nanoseconds (`uapi`'s names).
-const CHANNEL_NAMES: [&CStr; 15] = [
+const CHANNEL_NAMES: [&CStr; 16] = [
     c_str!("id"),
     c_str!("weight"),
     c_str!("parent"),
@@ -60,6 +60,7 @@ const CHANNEL_NAMES: [&CStr; 15] = [
     c_str!("run_ns"),
     c_str!("granted_ns"),
     c_str!("max_overrun_ns"),
+    c_str!("owner_uid"),
 ];
 
 /// A channel's values, in `CHANNEL_NAMES` order.

@@ -12,10 +12,15 @@
 //! so a stale key never leads to freed memory. Inserting and removing
 //! (attach, detach, fork, exit) take `insert`; tombstones are reused by
 //! inserts and cleared when the table empties.
+//!
+//! Threads attached by callers without `CAP_SYS_NICE` count against their
+//! user's quota, and together never take the last eighth of the table: an
+//! unprivileged user cannot keep root from attaching.
 
 use crate::control::thread::RunState;
 use crate::enforce::Park;
 use crate::new_raw_spinlock_irq;
+use crate::support::error::edquot;
 use crate::support::spinlock_irq::RawSpinLockIrq;
 use crate::support::task_work::TaskWorkBox;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -40,9 +45,10 @@ pub(crate) struct Attached {
     pub(crate) channel: u32,
     /// Threads and processes it creates join its channel.
     pub(crate) follow_forks: bool,
-    /// Attached by a caller with `CAP_SYS_NICE`: only such a caller may
-    /// detach it.
-    pub(crate) privileged: bool,
+    /// The user whose quota it counts against, or `None` if a caller with
+    /// `CAP_SYS_NICE` attached it (then only such a caller may detach it).
+    /// Threads it forks inherit it.
+    pub(crate) user: Option<u32>,
     pub(crate) run: RunState,
     /// A park item is queued (the timer queues at most one).
     pub(crate) queued: bool,
@@ -61,6 +67,88 @@ pub(crate) struct Attached {
     /// When its slice on a CPU began, and the scheduler's count of its
     /// on-CPU time then (`enforce.rs` charges the difference).
     pub(crate) slice: Option<(u64, u64)>,
+}
+
+impl Attached {
+    /// Attached by a caller with `CAP_SYS_NICE`.
+    pub(crate) fn privileged(&self) -> bool {
+        self.user.is_none()
+    }
+}
+
+/// Users with unprivileged attaches at once.
+const QUOTA_USERS: usize = 64;
+
+/// What unprivileged callers hold of the table.
+///
+/// # Invariants
+///
+/// An entry with a non-zero count is the only one for its uid; `total` is
+/// the sum of the counts.
+pub(crate) struct Quota {
+    /// (uid, attached threads); a zero count is a free entry.
+    users: [(u32, usize); QUOTA_USERS],
+    total: usize,
+    /// Most threads per user, and all unprivileged users together.
+    per_user: usize,
+    shared: usize,
+}
+
+impl Quota {
+    fn new(max_threads: usize, per_user: usize) -> Quota {
+        // The last eighth (at least one) stays for privileged callers.
+        let reserved = (max_threads / 8).max(1);
+        // INVARIANT: no entry holds anything.
+        Quota {
+            users: [(0, 0); QUOTA_USERS],
+            total: 0,
+            per_user,
+            shared: max_threads.saturating_sub(reserved),
+        }
+    }
+
+    /// Counts one more thread for `uid`: `ENOSPC` when the unprivileged
+    /// share of the table is used up, `EDQUOT` when `uid`'s quota is (or
+    /// too many users hold threads).
+    fn charge(&mut self, uid: u32) -> Result {
+        if self.total >= self.shared {
+            return Err(ENOSPC);
+        }
+        let at = match self.users.iter().position(|&(u, n)| n > 0 && u == uid) {
+            Some(i) => i,
+            None => self
+                .users
+                .iter()
+                .position(|&(_, n)| n == 0)
+                .ok_or_else(edquot)?,
+        };
+        let entry = &mut self.users[at];
+        if entry.1 >= self.per_user {
+            return Err(edquot());
+        }
+        // INVARIANT: `uid`'s entry (found, or a free one), and the total,
+        // grow together.
+        *entry = (uid, entry.1.saturating_add(1));
+        self.total = self.total.saturating_add(1);
+        Ok(())
+    }
+
+    /// Counts one thread of `uid` less.
+    fn release(&mut self, uid: u32) {
+        if let Some(entry) = self.users.iter_mut().find(|e| e.1 > 0 && e.0 == uid) {
+            // INVARIANT: as in `charge`.
+            entry.1 = entry.1.saturating_sub(1);
+            self.total = self.total.saturating_sub(1);
+        }
+    }
+
+    /// Threads `uid` has attached without `CAP_SYS_NICE`.
+    pub(crate) fn of(&self, uid: u32) -> usize {
+        self.users
+            .iter()
+            .find(|e| e.1 > 0 && e.0 == uid)
+            .map_or(0, |e| e.1)
+    }
 }
 
 /// A slot's state: `None` while free.
@@ -107,17 +195,19 @@ impl Slot {
 ///
 /// `slots.len()` is a power of two; a slot's `key` is the address of the
 /// task its state holds, or `EMPTY`/`TOMBSTONE` when it holds none, and
-/// changes only under `insert`; `live` counts slots with a task.
+/// changes only under `insert`; `live` counts slots with a task; the
+/// quota counts, per user, the slots whose thread has that user.
 pub(crate) struct Threads {
     slots: KVec<Pin<KBox<Slot>>>,
     max_threads: usize,
     live: AtomicUsize,
-    insert: Pin<KBox<SpinLock<()>>>,
+    insert: Pin<KBox<SpinLock<Quota>>>,
 }
 
 impl Threads {
-    /// A table for up to `max_threads` threads (twice as many slots).
-    pub(crate) fn new(max_threads: usize) -> Result<Threads> {
+    /// A table for up to `max_threads` threads (twice as many slots), of
+    /// which one user without `CAP_SYS_NICE` attaches at most `per_user`.
+    pub(crate) fn new(max_threads: usize, per_user: usize) -> Result<Threads> {
         let n = max_threads
             .checked_mul(2)
             .and_then(usize::checked_next_power_of_two)
@@ -126,7 +216,8 @@ impl Threads {
         for _ in 0..n {
             slots.push(KBox::pin_init(Slot::new(), GFP_KERNEL)?, GFP_KERNEL)?;
         }
-        let insert = KBox::pin_init(new_spinlock!((), "mchannel:threads"), GFP_KERNEL)?;
+        let quota = Quota::new(max_threads, per_user);
+        let insert = KBox::pin_init(new_spinlock!(quota, "mchannel:threads"), GFP_KERNEL)?;
         // INVARIANT: a power of two; every slot empty.
         Ok(Threads {
             slots,
@@ -171,16 +262,26 @@ impl Threads {
         state.of(task).map(f)
     }
 
+    /// Threads `uid` has attached without `CAP_SYS_NICE`.
+    pub(crate) fn user_threads(&self, uid: u32) -> usize {
+        self.insert.lock().of(uid)
+    }
+
     /// Attaches `task` with `make`'s state. `EEXIST` if it is attached
-    /// already, `ENOSPC` if the table is full. Callable where sleeping is
-    /// not allowed.
+    /// already, `ENOSPC` if the table is full (or, for a state with a
+    /// user, the part of it unprivileged users may take), `EDQUOT` if the
+    /// state's user has its quota. Callable where sleeping is not allowed.
     pub(crate) fn insert(&self, task: &Task, make: impl FnOnce() -> Attached) -> Result {
-        let _guard = self.insert.lock();
+        let mut quota = self.insert.lock();
         if self.find(task).is_some() {
             return Err(EEXIST);
         }
         if self.live() >= self.max_threads {
             return Err(ENOSPC);
+        }
+        let attached = make();
+        if let Some(uid) = attached.user {
+            quota.charge(uid)?;
         }
         let key = key_of(task);
         let mask = self.slots.len() - 1;
@@ -190,7 +291,7 @@ impl Threads {
             if matches!(slot.key.load(Ordering::Relaxed), EMPTY | TOMBSTONE) {
                 *slot.state.lock() = ThreadState {
                     key,
-                    attached: Some(make()),
+                    attached: Some(attached),
                 };
                 // INVARIANT: the state holds the task before the probes can
                 // find the key.
@@ -200,19 +301,26 @@ impl Threads {
             }
             i = (i + 1) & mask;
         }
+        // Unreachable (there are twice as many slots as threads): undo.
+        if let Some(uid) = attached.user {
+            quota.release(uid);
+        }
         Err(ENOSPC)
     }
 
     /// Detaches `task`; returns its state for the caller to finish (wake
     /// it if parked, drop its references outside any lock).
     pub(crate) fn remove(&self, task: &Task) -> Option<Attached> {
-        let _guard = self.insert.lock();
+        let mut quota = self.insert.lock();
         let slot = self.find(task)?;
         let attached = {
             let mut state = slot.state.lock();
             state.key = EMPTY;
             state.attached.take()
         };
+        if let Some(uid) = attached.as_ref().and_then(|a| a.user) {
+            quota.release(uid);
+        }
         // INVARIANT: the state holds no task any more.
         slot.key.store(TOMBSTONE, Ordering::Release);
         if self.live.fetch_sub(1, Ordering::AcqRel) == 1 {

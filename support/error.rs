@@ -21,3 +21,8 @@ pub(crate) fn etimedout() -> Error {
 pub(crate) fn enobufs() -> Error {
     Error::from_errno(-(bindings::ENOBUFS as i32))
 }
+
+/// `EDQUOT`: a per-user quota is used up.
+pub(crate) fn edquot() -> Error {
+    Error::from_errno(-(bindings::EDQUOT as i32))
+}

@@ -6,8 +6,12 @@
 //! Every structure is `#[repr(C)]` of integers with explicit padding (its
 //! size is asserted below). Names are NUL-padded bytes; rates are bytes per
 //! second, times nanoseconds, fractions parts per million. Ids are chosen
-//! by the kernel. Operations that change anything need `CAP_SYS_NICE`;
-//! attaching another process also needs the right to renice it.
+//! by the kernel. Operations that change anything need `CAP_SYS_NICE`.
+//! Attaching needs rights on the channel (its owner's uid, or
+//! `CAP_SYS_NICE`) and on the thread (the right to renice it); callers
+//! without `CAP_SYS_NICE` attach at most a per-user number of threads
+//! (`EDQUOT` past it) and never the last slots of the table, which stay
+//! for privileged callers.
 
 use super::ioctl::{iow, iowr};
 
@@ -53,6 +57,11 @@ pub const CHANNEL_GROUP: u32 = 1;
 /// `ChannelSpec::flags`: best effort (weight ignored: it gets what the
 /// weighted channels leave).
 pub const CHANNEL_BEST_EFFORT: u32 = 2;
+/// `ChannelSpec::flags`: `owner_uid` names the channel's owner (with
+/// `CREATE_CHANNEL`, or to change it with `SET_CHANNEL`). Without it a
+/// new channel is owned by its creator's effective uid and `owner_uid`
+/// must be 0.
+pub const CHANNEL_OWNER: u32 = 4;
 
 /// `ChannelSpec::meter`: how a channel's bytes are counted (the rate and
 /// demand its budget is computed from).
@@ -109,7 +118,9 @@ pub struct ChannelSpec {
     pub perf_config: u64,
     /// `METER_PERF`: `PERF_TYPE_*`.
     pub perf_type: u32,
-    pub _pad: u32,
+    /// With `CHANNEL_OWNER`: the uid (in the initial user namespace)
+    /// that may attach its threads without `CAP_SYS_NICE`.
+    pub owner_uid: u32,
     pub name: [u8; NAME_BYTES],
 }
 
@@ -175,7 +186,7 @@ pub struct ChannelStat {
 /// per second, times in nanoseconds; `parent` is `NO_PARENT` or a group's
 /// id). The module's names are checked against these at build time.
 pub const SYSFS_ROOT: &str = "/sys/class/misc/mchannel";
-pub const CHANNEL_ATTRS: [&str; 15] = [
+pub const CHANNEL_ATTRS: [&str; 16] = [
     "id",
     "weight",
     "parent",
@@ -191,6 +202,7 @@ pub const CHANNEL_ATTRS: [&str; 15] = [
     "run_ns",
     "granted_ns",
     "max_overrun_ns",
+    "owner_uid",
 ];
 /// `.../components/<name>/<attribute>` (`kind` is `COMPONENT_*`; `load_ppm`
 /// and `signal_ppm` are parts per million; `rate` is F of every host;

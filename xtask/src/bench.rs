@@ -24,9 +24,9 @@ pub struct Series {
 }
 
 /// Parses the `BENCH {json}` lines of one benchmark's output. Numeric
-/// fields whose name ends in `_per_s`, `_ns`, `_pct`, `_of_raw` (a
-/// ratio the benchmark computed itself) or `_per_frame` (a count per
-/// frame) are metrics.
+/// fields whose name ends in `_per_s`, `_ns`, `_pct`, `_ppm` (parts per
+/// million), `_of_raw` (a ratio the benchmark computed itself) or
+/// `_per_frame` (a count per frame) are metrics.
 pub fn parse_series(text: &str) -> Result<Vec<Series>> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -42,7 +42,7 @@ pub fn parse_series(text: &str) -> Result<Vec<Series>> {
         let metrics = value
             .iter()
             .filter(|(k, _)| {
-                ["_per_s", "_ns", "_pct", "_of_raw", "_per_frame"]
+                ["_per_s", "_ns", "_pct", "_ppm", "_of_raw", "_per_frame"]
                     .iter()
                     .any(|suffix| k.ends_with(suffix))
             })
@@ -157,6 +157,8 @@ fn human(value: f64, metric: &str) -> String {
         format!("{value:.0} ns")
     } else if metric.ends_with("_pct") {
         format!("{value:.3} %")
+    } else if metric.ends_with("_ppm") {
+        format!("{value:.0} ppm")
     } else if metric.ends_with("_of_raw") {
         format!("{value:.3}x")
     } else if metric.ends_with("_per_frame") {
@@ -350,6 +352,7 @@ mod tests {
         );
         assert_eq!(human(0.5, "cpu_pct"), "0.500 %");
         assert_eq!(human(0.4181, "cxl_put_of_raw"), "0.418x");
+        assert_eq!(human(4000.0, "abs_err_at_10pct_ppm"), "4000 ppm");
     }
 
     #[test]

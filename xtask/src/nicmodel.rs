@@ -45,15 +45,22 @@ pub struct NicModel {
     rams: Vec<PathBuf>,
 }
 
-/// The file backing host `host`'s RAM.
+/// The file backing host `host`'s RAM: in /dev/shm (RAM, never written
+/// back to disk), named by the run directory's mode and a hash of its
+/// full path, so that two checkouts running VMs at once never share one.
 pub fn ram_path(run_dir: &Path, host: usize) -> PathBuf {
-    // /dev/shm: RAM, never written back to disk.
-    let tag = run_dir
+    use sha2::{Digest, Sha256};
+    let mode = run_dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("vm")
         .to_string();
-    PathBuf::from(format!("/dev/shm/cxlfabric-{tag}-ram{host}"))
+    let full = run_dir
+        .canonicalize()
+        .unwrap_or_else(|_| run_dir.to_path_buf());
+    let digest = Sha256::digest(full.as_os_str().as_encoded_bytes());
+    let tag: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    PathBuf::from(format!("/dev/shm/cxlfabric-{mode}-{tag}-ram{host}"))
 }
 
 impl NicModel {
@@ -211,5 +218,20 @@ impl Drop for NicModel {
         for r in &self.rams {
             let _ = fs::remove_file(r);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ram_files_are_per_checkout() {
+        let a = ram_path(Path::new("/src/one/target/xtask/vm-test"), 0);
+        let b = ram_path(Path::new("/src/two/target/xtask/vm-test"), 0);
+        assert_ne!(a, b);
+        assert_eq!(a, ram_path(Path::new("/src/one/target/xtask/vm-test"), 0));
+        assert_ne!(a, ram_path(Path::new("/src/one/target/xtask/vm-test"), 1));
+        assert!(a.starts_with("/dev/shm"));
     }
 }

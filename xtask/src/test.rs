@@ -252,7 +252,10 @@ fn vm_tests(
         "vm",
         tree,
         initramfs,
-        VmOptions::new(Mode::Test, 1, opts.timeout),
+        VmOptions {
+            only: opts.only.clone(),
+            ..VmOptions::new(Mode::Test, 1, opts.timeout)
+        },
     ) else {
         return Ok(());
     };
@@ -337,6 +340,8 @@ fn multihost(
         "two hosts",
         tree,
         initramfs,
+        // Every two-host scenario runs: later ones use what earlier ones
+        // left (47's channels in 50).
         VmOptions::new(Mode::Multihost, 2, opts.timeout),
     ) else {
         return Ok(());

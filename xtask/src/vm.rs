@@ -45,7 +45,9 @@ pub struct VmOptions {
     pub mode: Mode,
     pub hosts: usize,
     pub timeout: Duration,
-    /// Bench mode: run only the benchmarks whose names contain this.
+    /// Run only the benchmarks (bench mode) or scenarios (test mode)
+    /// that this selects: a part of the name, or (for scenarios) the
+    /// directory's name.
     pub only: Option<String>,
 }
 

@@ -66,6 +66,7 @@ macro_rules! suites {
                 after_a_long_sleep_the_next_window_starts_now,
                 a_late_timer_is_paid_back_by_later_windows,
                 time_the_scheduler_charged_counts_against_the_budget,
+                the_enforcements_own_time_is_exempt,
             ]
         );
     };
@@ -585,6 +586,30 @@ pub fn time_the_scheduler_charged_counts_against_the_budget() -> Outcome {
     t.switch_out(45 * US);
     t.reconcile(5 * US, 8 * US);
     check_eq!(t.ran_ns(45 * US), 27 * US, "3 over, 1 of credit left");
+    Ok(())
+}
+
+pub fn the_enforcements_own_time_is_exempt() -> Outcome {
+    // T_W = 100 us, T_R = 30 us; the park item starts at 30 us and the
+    // thread sleeps at 50: those 20 us are not its running.
+    let mut s = RunState::new(0, 100 * US, 30 * US);
+    s.switch_in(0);
+    s.exempt(50 * US, 30 * US);
+    check_eq!(s.ran_ns(50 * US), 30 * US);
+    s.switch_out(50 * US);
+    check_eq!(s.ran_ns(50 * US), 30 * US, "the slice restarted at 50 us");
+    // Woken in the next window at 100 us, back to user space at 110 us:
+    // the way back is exempt too (the item started before the slice).
+    s.switch_in(100 * US);
+    s.exempt(110 * US, 30 * US);
+    check_eq!(s.ran_ns(110 * US), 0);
+    check_eq!(s.debt_ns(), 0, "no overrun was charged");
+    check_eq!(s.check(110 * US), OnCpu::Budget(30 * US));
+    // Running before the item started still counts.
+    let mut t = RunState::new(0, 100 * US, 30 * US);
+    t.switch_in(0);
+    t.exempt(20 * US, 15 * US);
+    check_eq!(t.ran_ns(25 * US), 20 * US);
     Ok(())
 }
 

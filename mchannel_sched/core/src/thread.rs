@@ -319,6 +319,21 @@ impl RunState {
         }
     }
 
+    /// The thread's on-CPU time from `since_ns` to `now_ns` was not its
+    /// own work but the enforcement's (parking it, and the way back from
+    /// its sleep): the current window does not count it. Only time in
+    /// the slice in progress, and in the current window, is taken off.
+    pub fn exempt(&mut self, now_ns: u64, since_ns: u64) {
+        self.roll(now_ns);
+        if let Some(slice) = self.on_cpu_since {
+            let from = slice.max(since_ns).max(self.start_ns).min(now_ns);
+            // INVARIANT: the slice's time before `from` joins the window;
+            // the slice restarts at `now_ns`.
+            self.ran_ns = self.ran_ns.saturating_add(from.saturating_sub(slice));
+            self.on_cpu_since = Some(now_ns.max(slice));
+        }
+    }
+
     pub fn on_cpu(&self) -> bool {
         self.on_cpu_since.is_some()
     }

@@ -735,3 +735,176 @@ mod tests {
         }
     }
 }
+
+/// Who writes the unbind in [`pin_unbind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unbinder {
+    /// A shell started with fork and exec (the ring's descriptor closes on
+    /// exec).
+    Exec,
+    /// A thread of the process that holds the pin.
+    Thread,
+    /// A forked child that does not exec (it inherits the ring).
+    Fork,
+}
+
+/// Kernel log lines so far that contain `needle`.
+fn kmsg_count(needle: &str) -> Result<usize> {
+    use std::io::Read;
+    let mut kmsg = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .context("open /dev/kmsg")?;
+    let mut buf = vec![0u8; 8192];
+    let mut n = 0;
+    loop {
+        // One record per read; EAGAIN at the end, EPIPE where the ring
+        // overwrote what this reader had not read yet.
+        match kmsg.read(&mut buf) {
+            Ok(0) => break,
+            Ok(len) => n += usize::from(String::from_utf8_lossy(&buf[..len]).contains(needle)),
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e).context("read /dev/kmsg"),
+        }
+    }
+    Ok(n)
+}
+
+/// How long [`pin_unbind`] waits for the pinning process to exit, and
+/// then for the unbind to complete (the ring's teardown is deferred work).
+const UNBIND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A process maps 2 MiB, registers it as an io_uring fixed buffer, has
+/// `by` unbind the pool under the pin; the unbind returns (the pin may be
+/// the unbinder's own), the mapping is revoked (SIGBUS), and the memory
+/// stays claimed while pinned (no "released"); then the process closes
+/// the ring and exits: it must be able to exit, and the pool must then
+/// release its memory (it logs "released") within `UNBIND_TIMEOUT`.
+pub fn pin_unbind(dev: &Path, dax: &str, by: Unbinder) -> Result<()> {
+    let name = dev.file_name().and_then(|n| n.to_str()).unwrap_or("beluga");
+    let released = format!("{name}: released");
+    let before = kmsg_count(&released)?;
+    let unbind = "/sys/bus/dax/drivers/beluga_dax/unbind";
+    // SAFETY: the child runs the check and leaves with `_exit`.
+    let child = match unsafe { nix::unistd::fork() }.context("fork")? {
+        nix::unistd::ForkResult::Child => {
+            let code = match pin_then_exit(dev, dax, unbind, by, &released) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("pin-unbind ({by:?}): {e:#}");
+                    1
+                }
+            };
+            // SAFETY: leave at once, as `in_child` does.
+            unsafe { libc::_exit(code) }
+        }
+        nix::unistd::ForkResult::Parent { child } => child,
+    };
+    let mut status = WaitStatus::StillAlive;
+    wait_for(UNBIND_TIMEOUT, || {
+        status = nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG))?;
+        Ok(match status {
+            WaitStatus::StillAlive => Err("running: the pinning process cannot exit".into()),
+            _ => Ok(()),
+        })
+    })
+    .with_context(|| format!("unbind by {by:?}"))?;
+    ensure!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "the pinning process: {status:?}"
+    );
+    wait_for(UNBIND_TIMEOUT, || {
+        Ok(if kmsg_count(&released)? > before {
+            Ok(())
+        } else {
+            Err(format!("no \"{released}\": the unbind did not complete"))
+        })
+    })
+    .with_context(|| format!("after the pin went (unbind by {by:?})"))
+}
+
+/// The pinning process of [`pin_unbind`]: returns once the ring is closed,
+/// leaving the unbinder running.
+fn pin_then_exit(dev: &Path, dax: &str, unbind: &str, by: Unbinder, released: &str) -> Result<()> {
+    let before = kmsg_count(released)?;
+    let pool = Pool::open(dev)?;
+    let obj = pool.alloc(2 * MIB as u64, None, Sharing::Private, 0o600)?;
+    let m = pool.map(&obj)?;
+    fill(&m)?;
+    let ring = Ring::new(8)?;
+    ring.register_buffer(m.as_ptr(), 2 * MIB)
+        .context("IORING_REGISTER_BUFFERS")?;
+    let dax_name = dax.to_string();
+    let (unbind, dax) = (unbind.to_string(), dax.to_string());
+    let command = format!("echo {dax} > {unbind}");
+    let write_unbind = move || std::fs::write(unbind, dax);
+    let mut finished: Box<dyn FnMut() -> bool> = match by {
+        Unbinder::Exec => {
+            let mut child = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(command)
+                .spawn()?;
+            Box::new(move || matches!(child.try_wait(), Ok(Some(_))))
+        }
+        Unbinder::Thread => {
+            let t = std::thread::spawn(write_unbind);
+            Box::new(move || t.is_finished())
+        }
+        Unbinder::Fork => {
+            // SAFETY: the child only writes the file and leaves.
+            match unsafe { nix::unistd::fork() }? {
+                nix::unistd::ForkResult::Child => {
+                    let code = i32::from(write_unbind().is_err());
+                    // SAFETY: leave at once, as `in_child` does.
+                    unsafe { libc::_exit(code) }
+                }
+                nix::unistd::ForkResult::Parent { child } => Box::new(move || {
+                    !matches!(
+                        nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
+                        Ok(WaitStatus::StillAlive)
+                    )
+                }),
+            }
+        }
+    };
+    wait_for(UNBIND_TIMEOUT, || {
+        Ok(if finished() {
+            Ok(())
+        } else {
+            Err("writing unbind has not returned".into())
+        })
+    })
+    .context("unbind under a pin")?;
+    std::thread::sleep(Duration::from_millis(300));
+    ensure!(
+        kmsg_count(released)? == before,
+        "the pool released its memory while a page was pinned"
+    );
+    // Its range stays claimed: beluga_dax cannot bind the instance again
+    // meanwhile. (Not tried with device_dax: 6.12's dev_dax_probe keeps
+    // a stale pgmap pointer after a failed probe, and refuses every later
+    // bind with EINVAL.)
+    let bind = "/sys/bus/dax/drivers/beluga_dax/bind";
+    ensure!(
+        std::fs::write(bind, &dax_name).is_err(),
+        "beluga_dax bound {dax_name} again while its pages were pinned"
+    );
+    let touched = in_child(|| {
+        let mut b = [0u8; 1];
+        let _ = m.read(0, &mut b);
+        0
+    })?;
+    ensure!(
+        matches!(
+            touched,
+            WaitStatus::Signaled(_, nix::sys::signal::Signal::SIGBUS, _)
+        ),
+        "touching the revoked mapping: {touched:?}"
+    );
+    drop(ring);
+    drop(m);
+    drop(pool);
+    Ok(())
+}

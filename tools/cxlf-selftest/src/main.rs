@@ -62,6 +62,16 @@ enum Cmd {
     },
     /// beluga_dax: hold a mapping until `ready` is removed, then touch it
     /// (expected to die of SIGBUS when the pool was unbound meanwhile).
+    /// beluga_dax: unbind under an io_uring pin that its process then
+    /// lets go of; the unbind must complete.
+    BelugaPinUnbind {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        #[arg(long, default_value = "dax0.0")]
+        dax: String,
+        #[arg(long, value_enum)]
+        by: beluga_gup::Unbinder,
+    },
     BelugaHold {
         #[arg(long, default_value = "/dev/beluga0.0")]
         dev: std::path::PathBuf,
@@ -185,11 +195,11 @@ enum Cmd {
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
     },
-    /// mchannel_sched benchmarks: overhead, accuracy or scale.
+    /// mchannel_sched benchmarks: overhead, accuracy, progress or scale.
     MchannelBench {
         #[arg(long, default_value = "/dev/mchannel")]
         dev: std::path::PathBuf,
-        /// overhead, accuracy or scale.
+        /// overhead, accuracy, progress or scale.
         which: String,
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
@@ -573,6 +583,7 @@ fn main() -> Result<()> {
             threads,
             uid,
         } => beluga_fuzz::fuzz(&dev, seconds, seed, threads, uid),
+        Cmd::BelugaPinUnbind { dev, dax, by } => beluga_gup::pin_unbind(&dev, &dax, by),
         Cmd::BelugaHold {
             dev,
             ready,
@@ -656,8 +667,9 @@ fn main() -> Result<()> {
         } => match which.as_str() {
             "overhead" => mchannel_bench::overhead(&dev, seconds),
             "accuracy" => mchannel_bench::accuracy(&dev, seconds),
+            "progress" => mchannel_bench::progress(&dev, seconds),
             "scale" => mchannel_bench::scale(&dev, seconds, &counts),
-            _ => anyhow::bail!("overhead, accuracy or scale, not {which:?}"),
+            _ => anyhow::bail!("overhead, accuracy, progress or scale, not {which:?}"),
         },
         Cmd::MchannelStream {
             dev,

@@ -9,6 +9,11 @@
 //!   SCHED_DEADLINE at a 100 us period (anchor), mchannel at T_W = 100 us,
 //!   and CFS `cpu.max` at its 1 ms minimum (a quota of 1 ms of every
 //!   1/f ms: both quota and period are at least 1 ms);
+//! - progress: the work a thread gets done at each target fraction, as
+//!   its bytes against an unattached thread's in the same round, for
+//!   SCHED_DEADLINE (anchor), mchannel and `cpu.max` as above: the run
+//!   fraction counts kernel time too, and a limiter whose own switching
+//!   costs eat the budget shows it here;
 //! - scale: N streaming threads (1, 64, 1024) unattached (anchor) and
 //!   attached, aggregate progress and the module's cost per window.
 
@@ -257,10 +262,67 @@ pub fn accuracy(dev: &Path, secs: f64) -> Result<()> {
         for (&pct, &g) in TARGETS.iter().zip(got) {
             let err = (g - f64::from(pct) / 100.0).abs();
             worst = worst.max(err);
-            metrics.push((format!("err_at_{pct}pct_ns"), err * 1e9));
+            // Of the time: parts per million.
+            metrics.push((format!("abs_err_at_{pct}pct_ppm"), err * 1e6));
         }
         series(label, &metrics);
         println!("{label}: largest absolute error {worst:.3} of the time");
+    }
+    Ok(())
+}
+
+/// One channel limiting a single streaming thread to `pct` % of a CPU
+/// (its demand is `METER` MB/s; the capacity `pct` % of it).
+fn limited_channel(m: &Mchannel, tag: &str, pct: u32) -> Result<u32> {
+    channel(m, tag, METER * 10_000 * u64::from(pct), 100, METER)
+}
+
+pub fn progress(dev: &Path, secs: f64) -> Result<()> {
+    let m = Mchannel::open(dev)?;
+    let labels = [
+        "SCHED_DEADLINE 100us",
+        "mchannel T_W=100us",
+        "cpu.max 1ms quota",
+    ];
+    // Per limiter and target: each round's bytes against the unattached
+    // thread's just before it, and the kernel's share of the time.
+    let mut got = vec![vec![(vec![], vec![]); TARGETS.len()]; labels.len()];
+    for round in 0..ROUNDS.min(3) {
+        for (ti, &pct) in TARGETS.iter().enumerate() {
+            let free = one(dev, None, 0.3, secs, || Ok(()))?;
+            let dl = one(dev, None, 0.5, secs, || {
+                sched_deadline(u64::from(pct) * 1000, 100_000)
+            })?;
+            let c = limited_channel(&m, &format!("prog{pct}-{round}"), pct)?;
+            let mc = one(dev, Some(c), 1.0, secs, || Ok(()));
+            m.destroy_channel(c)?;
+            let mc = mc?;
+            let period_us = 100_000 / u64::from(pct);
+            let cfs = in_cpu_max(1000, period_us, || one(dev, None, 0.5, secs, || Ok(())))?;
+            for (li, p) in [dl, mc, cfs].iter().enumerate() {
+                let cell = &mut got[li][ti];
+                cell.0.push(p.bytes_per_s / free.bytes_per_s);
+                cell.1.push(p.system_fraction / p.run_fraction.max(1e-9));
+            }
+        }
+    }
+    for (label, cells) in labels.iter().zip(&got) {
+        let mut metrics = vec![];
+        let mut line = vec![];
+        for (&pct, (progress, system)) in TARGETS.iter().zip(cells) {
+            let (p, k) = (median(progress.clone()), median(system.clone()));
+            metrics.push((format!("progress_at_{pct}pct_of_raw"), p));
+            line.push(format!(
+                "{:.2}: {p:.3} ({:.0} % kernel)",
+                f64::from(pct) / 100.0,
+                k * 100.0
+            ));
+        }
+        series(label, &metrics);
+        println!(
+            "{label}: work done of an unattached thread's, per target: {}",
+            line.join(", ")
+        );
     }
     Ok(())
 }

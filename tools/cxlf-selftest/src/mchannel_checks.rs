@@ -379,10 +379,76 @@ fn perf_needs_perfmon(dev: &Path, comp: u32) -> Result<()> {
     })
 }
 
+/// The per-user quota of unprivileged attaches, as the module was loaded.
+fn user_threads() -> Result<usize> {
+    let path = "/sys/module/mchannel_sched/parameters/user_threads";
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("{path}: {text:?}"))
+}
+
+/// Threads that wait until this is dropped, and their thread ids.
+struct IdleThreads {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    tids: Vec<i32>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl IdleThreads {
+    fn spawn(n: usize) -> Result<IdleThreads> {
+        let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+        let stop_rx = std::sync::Arc::new(std::sync::Mutex::new(stop_rx));
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let mut idle = IdleThreads {
+            stop: Some(stop),
+            tids: Vec::with_capacity(n),
+            handles: Vec::with_capacity(n),
+        };
+        for _ in 0..n {
+            let (tid_tx, stop_rx) = (tid_tx.clone(), stop_rx.clone());
+            idle.handles
+                .push(
+                    std::thread::Builder::new()
+                        .stack_size(64 << 10)
+                        .spawn(move || {
+                            let _ = tid_tx.send(nix::unistd::gettid().as_raw());
+                            // Each waits on the lock or the channel until the
+                            // sender goes.
+                            let _ = stop_rx.lock().map(|rx| rx.recv());
+                        })?,
+                );
+        }
+        for _ in 0..n {
+            idle.tids.push(tid_rx.recv().context("a thread's id")?);
+        }
+        Ok(idle)
+    }
+}
+
+impl Drop for IdleThreads {
+    fn drop(&mut self) {
+        self.stop = None;
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// As uid 1000: privileged operations are EPERM; attaching to a channel
+/// it does not own (root's) is EPERM, to one it owns works; its own
+/// threads only; past its quota EDQUOT, and an ATTACH_PROCESS that
+/// crosses the quota attaches nothing.
 fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
     use nix::unistd::{setuid, Uid};
     let root_tid = nix::unistd::gettid().as_raw();
-    checks_in_child("unprivileged", || {
+    let root = Mchannel::open(dev)?;
+    let mut spec = channel_spec("user-1000", 1, &[comp], 0, 10, false)?;
+    spec.flags |= abi::CHANNEL_OWNER;
+    spec.owner_uid = 1000;
+    let owned = root.create_channel(&spec).context("create user-1000")?.id;
+    let quota = user_threads()?;
+    let result = checks_in_child("unprivileged", || {
         setuid(Uid::from_raw(1000)).context("setuid")?;
         let m = Mchannel::open(dev)?;
         expect_errno(
@@ -396,7 +462,7 @@ fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
         expect_errno("unprivileged destroy", m.destroy_channel(ch), Errno::EPERM)?;
         expect_errno(
             "attach root's thread",
-            m.attach(ch, root_tid, false),
+            m.attach(owned, root_tid, false),
             Errno::EPERM,
         )?;
         expect_errno(
@@ -404,11 +470,57 @@ fn unprivileged(dev: &Path, ch: u32, comp: u32) -> Result<()> {
             m.detach(root_tid, false),
             Errno::EPERM,
         )?;
-        m.attach(ch, 0, false).context("attach own thread")?;
-        ensure!(m.query(ch)?.threads == 2, "two threads attached");
+        expect_errno(
+            "attach own thread to root's channel",
+            m.attach(ch, 0, false),
+            Errno::EPERM,
+        )?;
+        ensure!(
+            m.query(ch)?.threads == 1,
+            "root's channel kept its one thread"
+        );
+        m.attach(owned, 0, false)
+            .context("attach own thread to own channel")?;
+        ensure!(m.query(owned)?.threads == 1, "one thread attached");
         m.detach(0, false).context("detach own thread")?;
-        Ok(())
-    })
+        quota_checks(&m, owned, quota)
+    });
+    let gone = root.destroy_channel(owned).context("destroy user-1000");
+    result.and(gone)
+}
+
+/// uid 1000's quota of `quota` threads on its channel `owned`.
+fn quota_checks(m: &Mchannel, owned: u32, quota: usize) -> Result<()> {
+    let idle = IdleThreads::spawn(quota)?;
+    let tids = &idle.tids;
+    // The process has quota + 1 threads: all of it is past the quota,
+    // and nothing stays attached.
+    expect_errno(
+        "ATTACH_PROCESS past the quota",
+        m.attach(owned, 0, true),
+        Errno::EDQUOT,
+    )?;
+    ensure!(
+        m.query(owned)?.threads == 0,
+        "a refused ATTACH_PROCESS left {} threads attached",
+        m.query(owned)?.threads
+    );
+    for (i, &tid) in tids.iter().enumerate() {
+        m.attach(owned, tid, false)
+            .with_context(|| format!("attach thread {} of a quota of {quota}", i + 1))?;
+    }
+    expect_errno(
+        "attach past the quota",
+        m.attach(owned, 0, false),
+        Errno::EDQUOT,
+    )?;
+    ensure!(m.query(owned)?.threads as usize == quota, "quota attached");
+    // Detaching one gives its place back.
+    m.detach(tids[0], false).context("detach one")?;
+    m.attach(owned, 0, false).context("attach after a detach")?;
+    drop(idle);
+    m.detach(0, false).context("detach self")?;
+    Ok(())
 }
 
 /// Runs `checks` in a forked child (one that changes its credentials
@@ -451,7 +563,9 @@ fn meter_errnos(m: &Mchannel, good: &abi::ChannelSpec) -> Result<()> {
         ("perf fields on an emulated meter", Errno::EINVAL, |s| {
             s.perf_config = 3
         }),
-        ("padding", Errno::EINVAL, |s| s._pad = 1),
+        ("owner without CHANNEL_OWNER", Errno::EINVAL, |s| {
+            s.owner_uid = 1
+        }),
         ("perf of 0 bytes per event", Errno::EINVAL, |s| {
             Meter::Perf {
                 type_: 1,

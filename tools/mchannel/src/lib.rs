@@ -286,7 +286,7 @@ pub fn channel_spec(
         meter_scale: meter_bytes_per_us,
         perf_config: 0,
         perf_type: 0,
-        _pad: 0,
+        owner_uid: 0,
         name: self::name(name)?,
     })
 }

@@ -315,7 +315,7 @@ fn main() -> Result<()> {
             }
         }
         Cmd::List => {
-            let (components, channels) = (sys_components(&cli.sysfs)?, sys_channels(&cli.sysfs)?);
+            let (components, channels) = sys_state(&cli.sysfs)?;
             if cli.json {
                 let v = serde_json::json!({"components": components, "channels": channels});
                 println!("{}", serde_json::to_string_pretty(&v)?);
@@ -400,7 +400,7 @@ fn run_in(m: &Mchannel, id: u32, command: &[String]) -> Result<i32> {
 fn cxl_path(m: &Mchannel, sysfs: &Path, o: &ChannelOpts, memdev: &str) -> Result<Vec<u32>> {
     let sys = cxlctl::sysfs::Sysfs::new(&o.sys_root);
     let topo = cxlctl::topology::Topology::read(&sys)?;
-    let known = sys_components(sysfs)?;
+    let known = sys_components(sysfs).with_context(|| not_loaded(sysfs))?;
     let mut ids = vec![];
     for (name, kind) in cxl_components(&topo, memdev)? {
         let id = match known.iter().find(|c| c.name == name) {
@@ -494,13 +494,32 @@ fn channels_table(chs: &[SysEntry], prev: Option<&[SysEntry]>, dt: f64) -> Strin
     out
 }
 
+/// What a missing or unreadable sysfs directory most likely means.
+fn not_loaded(root: &Path) -> String {
+    if root.exists() {
+        format!("reading {}", root.display())
+    } else {
+        format!(
+            "{} does not exist: is mchannel_sched loaded? (insmod mchannel_sched.ko)",
+            root.display()
+        )
+    }
+}
+
+/// Every component and channel under `root`, as sysfs shows them.
+fn sys_state(root: &Path) -> Result<(Vec<SysEntry>, Vec<SysEntry>)> {
+    let components = sys_components(root).with_context(|| not_loaded(root))?;
+    let channels = sys_channels(root).with_context(|| not_loaded(root))?;
+    Ok((components, channels))
+}
+
 fn top(root: &std::path::Path, json: bool, interval_ms: u64, count: u64) -> Result<()> {
     let interval = std::time::Duration::from_millis(interval_ms.max(10));
     let mut prev: Option<(std::time::Instant, Vec<SysEntry>)> = None;
     let mut n = 0u64;
     loop {
         let now = std::time::Instant::now();
-        let (components, channels) = (sys_components(root)?, sys_channels(root)?);
+        let (components, channels) = sys_state(root)?;
         if json {
             let v = serde_json::json!({"components": components, "channels": channels});
             println!("{}", serde_json::to_string(&v)?);
@@ -529,5 +548,18 @@ fn print_id(json: bool, id: u32) {
         println!("{{\"id\": {id}}}");
     } else {
         println!("{id}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_module_is_named_with_its_path() {
+        let root = Path::new("/nonexistent/mchannel");
+        let err = format!("{:#}", sys_state(root).unwrap_err());
+        assert!(err.contains("/nonexistent/mchannel"), "{err}");
+        assert!(err.contains("is mchannel_sched loaded?"), "{err}");
     }
 }
