@@ -25,9 +25,18 @@ pub(crate) enum Answer {
     Silent,
 }
 
+/// A config written: its generation, and the device's answer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Exchange {
+    pub(crate) gen: u32,
+    pub(crate) answer: Answer,
+}
+
 /// Writes `cfg` under a generation the device has not answered yet and
 /// waits for its answer (process context; may sleep up to [`ANSWER_MS`]).
-pub(crate) fn exchange(io: &NicIo, cfg: &DriverConfig) -> Result<Answer> {
+/// An error means the generation was not stored: the device never saw
+/// the config.
+pub(crate) fn exchange(io: &NicIo, cfg: &DriverConfig) -> Result<Exchange> {
     let gen = io.next_gen();
     let mut raw = cfg.encode();
     raw[CONFIG_GEN..CONFIG_GEN + 4].copy_from_slice(&gen.to_le_bytes());
@@ -39,12 +48,16 @@ pub(crate) fn exchange(io: &NicIo, cfg: &DriverConfig) -> Result<Answer> {
     io.ring(VECTOR_CONFIG);
     for _ in 0..ANSWER_MS {
         if io.header32(header::CFG_ACK) == gen {
-            return Ok(match io.header32(header::CFG_STATUS) {
+            let answer = match io.header32(header::CFG_STATUS) {
                 0 => Answer::Taken,
                 code => Answer::Refused(code),
-            });
+            };
+            return Ok(Exchange { gen, answer });
         }
         time::sleep_ms(1);
     }
-    Ok(Answer::Silent)
+    Ok(Exchange {
+        gen,
+        answer: Answer::Silent,
+    })
 }

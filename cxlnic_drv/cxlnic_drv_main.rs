@@ -16,6 +16,7 @@ mod io;
 mod nic;
 mod port;
 mod queue;
+mod recovery;
 mod ring;
 mod stats;
 mod ticker;

@@ -6,6 +6,7 @@
 //! queues; the NIC's teardown drops it after the port.
 
 use crate::ring::device::{header, HEADER_OFFSET, VECTORS};
+use crate::ring::index::within;
 use crate::support::coherent::{Coherent, DeviceMem};
 use crate::support::dma::DmaDevice;
 use crate::support::pci::IoMem;
@@ -69,6 +70,16 @@ impl NicIo {
                 return g;
             }
         }
+    }
+
+    /// Whether the device has answered a config written after
+    /// generation `named`: it read that config, which replaced `named`'s,
+    /// so it no longer uses what `named` lent it. (A device back from
+    /// reset answers the config it finds, the latest written.)
+    pub(crate) fn answered_after(&self, named: u32) -> bool {
+        let ack = self.header32(header::CFG_ACK);
+        let last = self.gen.load(Ordering::Relaxed);
+        ack != named && within(named, ack, last)
     }
 
     /// Rings the device's doorbell `vector` (an MMIO write).

@@ -209,7 +209,8 @@ impl Driver<PciBus> for Nic {
         let queues = header.queues_max.clamp(1, QUEUES_MAX);
         let at = Placement::under(dev, [m[0], m[1], m[2], m[3], m[4], m[5]])
             .queues(queues, queues)
-            .mtu_range(min_mtu, max_mtu);
+            .mtu_range(min_mtu, max_mtu)
+            .watchdog_ms(port::TX_WATCHDOG_MS);
         let io = Arc::new(
             NicIo::new(
                 mem,

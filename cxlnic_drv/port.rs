@@ -3,18 +3,22 @@
 //! A NIC port's network interface. `open` places the queue pairs (as the
 //! mode says), posts the RX buffers, requests each queue's interrupt for
 //! its NAPI context and configures the device; `stop` undoes it in
-//! reverse after the device has let go of the rings. A watch follows the
-//! device's heartbeat and link: carrier on while both are alive, and a
-//! device that comes back from a stall is configured afresh.
+//! reverse and frees the rings once the device has let go of them
+//! (`recovery.rs`). A watch follows the device's heartbeat and link:
+//! carrier on while both are alive, a device that comes back from a stall
+//! is configured afresh, and queue pairs that stalled while it runs are
+//! restarted.
 //!
-//! Lock order: `watch`, then `up`, then `lanes` (an IRQ-off spinlock,
-//! held only to look a queue up or swap the table). Transmits look their
-//! queue up in `lanes`; `up` owns the queues, their interrupts and the
-//! memory lent to the device.
+//! Lock order: `watch`, then `up`, then a queue's `health`, `held` and
+//! `lanes` (an IRQ-off spinlock, held only to look a queue up or swap the
+//! table). Transmits look their queue up in `lanes`; `up` owns the
+//! queues, their interrupts and the memory lent to the device, `held`
+//! the memory the device has not let go of yet.
 
 use crate::config::{self, Answer};
 use crate::io::NicIo;
 use crate::queue::{Counters, Queue, Shape};
+use crate::recovery::{Lent, Pace, Resets, Why};
 use crate::ring::device::mode_bit;
 use crate::ring::device::{
     header, DriverConfig, FLAG_TX_INLINE, HEARTBEAT_TIMEOUT_MS, LINK_UP, MODE_OFF, MODE_PCIE,
@@ -23,11 +27,12 @@ use crate::ring::device::{
 use crate::ring::index::{RingSize, RING_MAX};
 use crate::ring::layout::{FRAME_MIN, MTU_MAX};
 use crate::ring::plan::{Bump, Sizes};
-use crate::stats::{self, STATS_PER_QUEUE};
+use crate::stats;
 use crate::support::coherent::Coherent;
 use crate::support::dma::CoherentAllocation;
 use crate::support::hrtimer::ArcHrTimerHandle;
 use crate::support::irq;
+use crate::support::kvec::VecExt;
 use crate::support::napi::Napi;
 use crate::support::netdev::{
     ethtool_string, Change, NetDevice, Netdev, NetdevRef, Params, RtnlGuard, SkBuff, Stats,
@@ -48,6 +53,10 @@ pub(crate) const MTU_MIN: u32 = 68;
 const _: () = assert!(MTU_MIN > FRAME_MIN);
 /// How often the watch looks at the device.
 const WATCH_MS: u32 = 50;
+/// How long the stack's TX watchdog lets a TX queue stay stopped (with
+/// carrier): it covers what the watch's own rules cannot see, such as a
+/// wake-up that never came for entries the device did take.
+pub(crate) const TX_WATCHDOG_MS: u32 = 5000;
 
 /// What an operator chooses (applied at the next `open`, or at once by
 /// restarting the queues).
@@ -108,19 +117,28 @@ struct Lane {
 ///
 /// # Invariants
 ///
-/// - `lent` holds every host allocation any lane's rings use; an entry
-///   leaves it only when the device has answered "off" to a later config,
-///   or its heartbeat stood still through the wait (it is resetting).
+/// - `lent` holds every host allocation any lane's rings use, named to
+///   the device in config `named`; they are freed only through
+///   [`Lent`] (once the device answered a later config).
 /// - `configured`: the device took the config naming `lanes` (its ack
 ///   carried that config's generation).
 /// - The port's `lanes` table holds exactly these lanes' queues from the
 ///   end of `start` until `finish` empties it, before it frees anything.
 struct Up {
     lanes: KVec<Lane>,
-    /// Host memory the device was told about; freed only once the device
-    /// has let go of it (or is known to have reset).
+    /// Host memory the device was told about, in config `named`.
     lent: KVec<Arc<CoherentAllocation>>,
+    named: u32,
     configured: bool,
+}
+
+/// How [`Port::finish`] gets the rings back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    /// Configure the device off, and free them once it answered.
+    Tell,
+    /// The device refused the config naming them: it took none.
+    Refused,
 }
 
 #[pin_data]
@@ -139,9 +157,16 @@ pub(crate) struct Port {
     lanes: RawSpinLockIrq<KVec<Arc<Queue>>>,
     /// Counters of queues torn down (the interface's keep counting).
     retired: Counters,
-    /// The device kept rings it was told to give back: the watch stops
-    /// configuring it again (each time would keep more).
-    leaked: AtomicBool,
+    /// Rings the device has not let go of yet: freed by the watch when it
+    /// does. While any are held, the watch neither configures the device
+    /// again nor restarts its queues (each time would hold more).
+    #[pin]
+    held: Mutex<KVec<Lent>>,
+    /// Restarts of the rings (`ethtool -S`), and their pace.
+    pub(crate) resets: Resets,
+    pace: Pace,
+    /// TX queues the stack's watchdog named (bit `q`), for the watch.
+    timed_out: AtomicU32,
 }
 
 impl Port {
@@ -161,7 +186,10 @@ impl Port {
                 up <- new_mutex!(None, "cxlnic:up"),
                 lanes <- crate::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
                 retired: Counters::default(),
-                leaked: AtomicBool::new(false),
+                held <- new_mutex!(KVec::new(), "cxlnic:held"),
+                resets: Resets::default(),
+                pace: Pace::new(),
+                timed_out: AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )
@@ -182,6 +210,7 @@ impl Port {
         let mut up = Up {
             lanes: KVec::new(),
             lent: KVec::new(),
+            named: 0,
             configured: false,
         };
         let mut cfg = DriverConfig {
@@ -220,7 +249,10 @@ impl Port {
         for lane in up.lanes.iter() {
             table.push(lane.napi.data().into(), GFP_KERNEL)?;
         }
-        match config::exchange(&self.io, &cfg)? {
+        let sent = config::exchange(&self.io, &cfg)?;
+        // From here the device may use the rings.
+        up.named = sent.gen;
+        match sent.answer {
             Answer::Taken => up.configured = true,
             Answer::Refused(code) => {
                 pr_info!(
@@ -230,7 +262,7 @@ impl Port {
                     code
                 );
                 // It took nothing: the memory is ours again.
-                self.finish(dev, up, false);
+                self.finish(dev, up, Finish::Refused);
                 return Err(EINVAL);
             }
             Answer::Silent => pr_info!(
@@ -251,9 +283,9 @@ impl Port {
         Ok(up)
     }
 
-    /// Stops the queues, takes the rings back from the device and frees
-    /// them (`tell`: configure the device off first).
-    fn finish(&self, dev: &Netdev<'_>, mut up: Up, tell: bool) {
+    /// Stops the queues and takes the rings back from the device (`how`);
+    /// they are freed once it let go of them.
+    fn finish(&self, dev: &Netdev<'_>, mut up: Up, how: Finish) {
         dev.set_carrier(false);
         // Polls first, so none wakes a TX queue stopped below.
         for lane in up.lanes.iter_mut() {
@@ -271,43 +303,73 @@ impl Port {
             core::mem::take(&mut *lanes)
         };
         drop(table);
-        let released = !tell || self.release_rings(dev);
-        let Up { lanes, lent, .. } = up;
+        let Up {
+            lanes, lent, named, ..
+        } = up;
         drop(lanes);
-        if released {
-            drop(lent);
-        } else {
-            let bytes: usize = lent.iter().map(|m| m.len()).sum();
-            pr_warn!(
-                "{}: the device still holds its rings: keeping {} KiB of them for good\n",
-                dev.name(),
-                bytes >> 10
-            );
-            self.leaked.store(true, Ordering::Relaxed);
-            core::mem::forget(lent);
+        let lent = Lent::new(named, lent);
+        match how {
+            Finish::Refused => lent.refused(),
+            Finish::Tell => self.release(dev, lent),
         }
     }
 
-    /// Configures the device off; whether it no longer uses the rings:
-    /// it said so, or it is not running (a device that stalls comes back
-    /// from reset, without the old config).
-    fn release_rings(&self, dev: &Netdev<'_>) -> bool {
+    /// Configures the device off and frees `lent` if it answered; else
+    /// holds it until the device answers this or a later config. A
+    /// heartbeat that stands still is no answer: a device that only hung
+    /// may resume where it stopped, writing into the rings.
+    fn release(&self, dev: &Netdev<'_>, lent: Lent) {
         let beat = self.io.heartbeat();
         let off = DriverConfig {
             mode: MODE_OFF,
             ..DriverConfig::default()
         };
-        match config::exchange(&self.io, &off) {
-            Ok(Answer::Taken) => true,
-            _ if self.io.heartbeat() == beat => {
-                pr_info!(
-                    "{}: the device is not running: its rings are free\n",
-                    dev.name()
-                );
-                true
+        let sent = config::exchange(&self.io, &off);
+        let Err(lent) = lent.release(&self.io) else {
+            return;
+        };
+        let why = match sent {
+            Err(_) => "the off config was not written",
+            Ok(_) if self.io.heartbeat() == beat => "no answer, no heartbeat",
+            Ok(_) => "no answer while running",
+        };
+        pr_warn!(
+            "{}: the device has not let go of its rings ({}): holding {} KiB until it does\n",
+            dev.name(),
+            why,
+            lent.bytes() >> 10
+        );
+        // Pushed or, without memory, dropped: kept for good either way.
+        let _ = self.held.lock().push(lent, GFP_KERNEL);
+    }
+
+    /// Frees the held rings the device has let go of since; whether any
+    /// are still held.
+    fn reap(&self, dev: &Netdev<'_>) -> bool {
+        let mut held = self.held.lock();
+        let mut freed = 0usize;
+        let mut i = held.len();
+        while let Some(at) = i.checked_sub(1) {
+            i = at;
+            let Some(lent) = held.swap_remove(at) else {
+                continue;
+            };
+            match lent.release(&self.io) {
+                Ok(bytes) => freed = freed.saturating_add(bytes),
+                // Into the room it left: no allocation.
+                Err(lent) => {
+                    let _ = held.push(lent, GFP_KERNEL);
+                }
             }
-            _ => false,
         }
+        if freed > 0 {
+            pr_info!(
+                "{}: the device let go of its rings: {} KiB freed\n",
+                dev.name(),
+                freed >> 10
+            );
+        }
+        !held.is_empty()
     }
 
     fn retire(&self, c: &Counters) {
@@ -331,7 +393,7 @@ impl Port {
     fn restart(&self, dev: &Netdev<'_>) -> Result {
         let mut up = self.up.lock();
         if let Some(old) = up.take() {
-            self.finish(dev, old, true);
+            self.finish(dev, old, Finish::Tell);
         }
         *up = Some(self.start(dev)?);
         Ok(())
@@ -339,6 +401,26 @@ impl Port {
 
     fn configured(&self) -> bool {
         self.up.lock().as_ref().is_some_and(|u| u.configured)
+    }
+
+    /// The first stall of a running queue pair, if any (every queue's
+    /// detector takes its look): the stack's TX watchdog first, then the
+    /// ring core's rules.
+    fn stalled(&self, now: u64, beat: u32) -> Option<(u32, Why)> {
+        let up = self.up.lock();
+        let up = up.as_ref().filter(|u| u.configured)?;
+        let mut found = None;
+        for (q, lane) in (0u32..).zip(up.lanes.iter()) {
+            let stall = lane.napi.data().stalled(now, beat);
+            if found.is_none() {
+                found = stall.map(|s| (q, Why::Stalled(s)));
+            }
+        }
+        let timed_out = self.timed_out.load(Ordering::Relaxed);
+        if timed_out != 0 {
+            return Some((timed_out.trailing_zeros(), Why::TxTimeout));
+        }
+        found
     }
 
     fn start_watch(this: &Arc<Self>, dev: &Netdev<'_>) -> Result {
@@ -392,11 +474,12 @@ impl NetDevice for Port {
         dev.set_carrier(false);
         let queues = this.settings.lock().queues;
         dev.set_queues(queues, queues)?;
+        this.reap(dev);
         let up = this.start(dev)?;
         *this.up.lock() = Some(up);
         if let Err(e) = Self::start_watch(this, dev) {
             if let Some(up) = this.up.lock().take() {
-                this.finish(dev, up, true);
+                this.finish(dev, up, Finish::Tell);
             }
             return Err(e);
         }
@@ -407,9 +490,17 @@ impl NetDevice for Port {
         this.stop_watch();
         let up = this.up.lock().take();
         if let Some(up) = up {
-            this.finish(dev, up, true);
+            this.finish(dev, up, Finish::Tell);
         }
         Ok(())
+    }
+
+    const HAS_TX_TIMEOUT: bool = true;
+
+    fn tx_timeout(this: &Arc<Self>, _dev: &Netdev<'_>, queue: u32) {
+        // Softirq, queues frozen: the watch restarts the rings.
+        let bit = 1u32.checked_shl(queue).unwrap_or(0);
+        this.timed_out.fetch_or(bit, Ordering::Relaxed);
     }
 
     fn start_xmit(
@@ -481,7 +572,7 @@ impl NetDevice for Port {
 
     fn string_count(this: &Arc<Self>, set: StringSet) -> usize {
         match set {
-            StringSet::Stats => this.settings.lock().queues as usize * STATS_PER_QUEUE,
+            StringSet::Stats => stats::count(this.settings.lock().queues as usize),
             StringSet::PrivFlags => PRIV_FLAGS.len(),
         }
     }
@@ -499,7 +590,7 @@ impl NetDevice for Port {
 
     fn stat_values(this: &Arc<Self>, out: &mut [u64]) {
         let lanes = this.lanes.lock();
-        stats::values(&this.io, &lanes, out);
+        stats::values(&this.io, &this.resets, &lanes, out);
     }
 }
 
@@ -616,8 +707,8 @@ impl Watch {
     /// NAPI list changes). Not if RTNL is busy: `stop` and `apply` hold
     /// it while they wait for this watch. False if it should be tried
     /// again.
-    fn reconfigure(&self, dev: &Netdev<'_>, now: u64) -> bool {
-        if self.port.leaked.load(Ordering::Relaxed) || now < self.retry_ms.load(Ordering::Relaxed) {
+    fn reconfigure(&self, dev: &Netdev<'_>, now: u64, holding: bool) -> bool {
+        if holding || now < self.retry_ms.load(Ordering::Relaxed) {
             return false;
         }
         let Some(_rtnl) = RtnlGuard::try_lock() else {
@@ -640,16 +731,45 @@ impl Watch {
     }
 }
 
+impl Watch {
+    /// Restarts the rings of a port whose queue pair `q` stalled (`why`),
+    /// under RTNL (as `reconfigure`), paced (`Pace`). Not if RTNL is
+    /// busy: the stall shows again on the next run.
+    fn reset(&self, dev: &Netdev<'_>, q: u32, why: Why, now: u64) {
+        let port = &self.port;
+        if !port.pace.allows(now) {
+            return;
+        }
+        let Some(_rtnl) = RtnlGuard::try_lock() else {
+            return;
+        };
+        // Counted, paced and logged as it starts; the watchdog's marks
+        // are answered by it.
+        port.resets.count(why);
+        port.pace.note(now);
+        port.timed_out.store(0, Ordering::Relaxed);
+        crate::pr_info_ratelimited!(
+            "{}: queue {}: {}: restarting the rings of every queue pair\n",
+            dev.name(),
+            q,
+            why
+        );
+        // A device that does not take the new config is retried as any.
+        let _ = port.restart(dev);
+    }
+}
+
 impl PeriodicWork for Watch {
     fn run(&self) -> u32 {
         let io = &self.port.io;
         let dev = self.dev.get();
+        let holding = self.port.reap(&dev);
         let beat = io.heartbeat();
         let now = now_ms();
         if beat != self.beat.swap(beat, Ordering::Relaxed) {
             self.since_ms.store(now, Ordering::Relaxed);
             if (self.lost.load(Ordering::Relaxed) || !self.port.configured())
-                && self.reconfigure(&dev, now)
+                && self.reconfigure(&dev, now, holding)
             {
                 self.lost.store(false, Ordering::Relaxed);
             }
@@ -664,11 +784,19 @@ impl PeriodicWork for Watch {
             );
             self.lost.store(true, Ordering::Relaxed);
         }
-        let link = !self.lost.load(Ordering::Relaxed)
-            && self.port.configured()
-            && io.header32(header::LINK) == LINK_UP;
+        let lost = self.lost.load(Ordering::Relaxed);
+        let link = !lost && self.port.configured() && io.header32(header::LINK) == LINK_UP;
         if link != dev.carrier_ok() {
             dev.set_carrier(link);
+        }
+        // A device that runs but whose queues stalled (a device that
+        // stopped is the heartbeat's business).
+        if !lost {
+            if let Some((q, why)) = self.port.stalled(now, beat) {
+                if !holding {
+                    self.reset(&dev, q, why, now);
+                }
+            }
         }
         WATCH_MS
     }

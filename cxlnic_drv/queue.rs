@@ -14,7 +14,11 @@
 //! is primed before its lock exists); `irq` nests inside the other two.
 
 use crate::io::NicIo;
-use crate::ring::device::{space_of, Loc, Part, QueueConfig, SPACE_DEVICE, VECTOR_QUEUE0};
+use crate::ring::device::{
+    space_of, Loc, Part, QueueConfig, QueueStats, QUEUE_STATS_BYTES, SPACE_DEVICE, STATS_OFFSET,
+    VECTOR_QUEUE0,
+};
+use crate::ring::health::{Look, Stall, Watchdog};
 use crate::ring::index::RingSize;
 use crate::ring::layout::{
     RxCompletion, RxDesc, TxDesc, COMPLETION_BYTES, DESC_BYTES, FRAME_MIN, IRQ_RX, IRQ_TX,
@@ -26,9 +30,9 @@ use crate::support::dma::CoherentAllocation;
 use crate::support::napi::{NapiPoll, Poll};
 use crate::support::netdev::{self, Netdev, SkBuff};
 use core::sync::atomic::{fence, AtomicU64, Ordering};
-use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::sync::{Arc, ArcBorrow, SpinLock};
+use kernel::sync::{Arc, ArcBorrow, Mutex, SpinLock};
+use kernel::{new_mutex, new_spinlock};
 
 /// Driver line words: TX tail, RX tail, interrupts wanted.
 const LINE_TX_TAIL: usize = 0;
@@ -140,6 +144,9 @@ pub(crate) struct Queue {
     /// The driver line's interrupt word, as last stored.
     #[pin]
     irq: SpinLock<u32>,
+    /// The stall detector the port's watch feeds (process context).
+    #[pin]
+    health: Mutex<Watchdog>,
     pub(crate) counters: Counters,
 }
 
@@ -178,6 +185,7 @@ impl Queue {
                 tx <- new_spinlock!(Tx { ring: Producer::new(shape.sizes.tx, 0), unrung: 0 }, "cxlnic:tx"),
                 rx <- new_spinlock!(rx, "cxlnic:rx"),
                 irq <- new_spinlock!(irq, "cxlnic:irq"),
+                health <- new_mutex!(Watchdog::new(), "cxlnic:health"),
                 counters: Counters::default(),
             }),
             GFP_KERNEL,
@@ -404,6 +412,40 @@ impl Queue {
     pub(crate) fn device_heads(&self) -> (u32, u32) {
         let get = |at| self.rings.load(Part::DeviceLine, at).unwrap_or(0);
         (get(LINE_TX_HEAD), get(LINE_RX_HEAD))
+    }
+
+    /// The device's counters of this queue pair (zeros if unreadable).
+    fn device_stats(&self) -> QueueStats {
+        let mut raw = [0u8; QUEUE_STATS_BYTES];
+        let at = usize::from(self.rings.index)
+            .checked_mul(QUEUE_STATS_BYTES)
+            .and_then(|off| off.checked_add(STATS_OFFSET as usize));
+        match at.map(|at| self.rings.io.mem.read(at, &mut raw)) {
+            Some(Ok(())) => QueueStats::from_bytes(&raw),
+            _ => QueueStats::default(),
+        }
+    }
+
+    /// Takes one look for a stall (the port's watch; `beat`: the
+    /// device's heartbeat now): the driver's counters as transmits and
+    /// polls left them, the device's TX head and fault counts.
+    pub(crate) fn stalled(&self, now_ms: u64, beat: u32) -> Option<Stall> {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // Stored from u32 ring indices.
+        let index = |a: &AtomicU64| u32::try_from(get(a)).unwrap_or(0);
+        let dev = self.device_stats();
+        let look = Look {
+            now_ms,
+            beat,
+            tx_head: index(&c.tx_head),
+            tx_tail: index(&c.tx_tail),
+            tx_dev_head: self.device_heads().0,
+            tx_faults: get(&c.tx_faults).saturating_add(dev.tx_faults),
+            rx_faults: get(&c.rx_faults).saturating_add(dev.rx_faults),
+            rx_frames: get(&c.rx_packets).saturating_add(get(&c.rx_dropped)),
+        };
+        self.health.lock().look(&look)
     }
 
     fn doorbell(&self, tx: &mut Tx) {

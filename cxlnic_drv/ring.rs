@@ -12,6 +12,9 @@
 #[path = "ring/src/device.rs"]
 pub(crate) mod device;
 #[allow(unreachable_pub)]
+#[path = "ring/src/health.rs"]
+pub(crate) mod health;
+#[allow(unreachable_pub)]
 #[path = "ring/src/index.rs"]
 pub(crate) mod index;
 #[allow(unreachable_pub)]

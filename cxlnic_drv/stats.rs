@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `ethtool -S`: per queue pair, the driver's counters and then the
-//! device's (the coherent transactions its side of the protocol made,
-//! which it publishes in device memory with each heartbeat).
+//! `ethtool -S`: the port's restarts of its rings, then per queue pair
+//! the driver's counters and the device's (the coherent transactions its
+//! side of the protocol made, which it publishes in device memory with
+//! each heartbeat).
 
 use crate::io::NicIo;
 use crate::queue::{Counters, Queue};
+use crate::recovery::{Resets, RESET_STATS};
 use crate::ring::device::{QueueStats, QUEUE_STATS_BYTES, QUEUE_STATS_NAMES, STATS_OFFSET};
 use crate::support::coherent::Coherent;
 use crate::support::netdev::{ethtool_string, STRING_LEN};
@@ -38,6 +40,13 @@ const DRIVER_STATS: [&str; 20] = [
 
 pub(crate) const STATS_PER_QUEUE: usize = DRIVER_STATS.len() + QUEUE_STATS_NAMES.len();
 
+/// Counters of a port with `queues` queue pairs.
+pub(crate) fn count(queues: usize) -> usize {
+    queues
+        .saturating_mul(STATS_PER_QUEUE)
+        .saturating_add(RESET_STATS.len())
+}
+
 fn driver_values(q: &Queue) -> [u64; 20] {
     let c: &Counters = &q.counters;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -66,9 +75,13 @@ fn driver_values(q: &Queue) -> [u64; 20] {
     ]
 }
 
-/// `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
+/// `queue_resets`, ..., `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
 pub(crate) fn names(out: &mut [[u8; STRING_LEN]]) {
-    for (q, chunk) in out.chunks_mut(STATS_PER_QUEUE).enumerate() {
+    let (port, queues) = out.split_at_mut(RESET_STATS.len().min(out.len()));
+    for (o, name) in port.iter_mut().zip(RESET_STATS) {
+        ethtool_string(o, &[name.as_bytes()]);
+    }
+    for (q, chunk) in queues.chunks_mut(STATS_PER_QUEUE).enumerate() {
         let mut digits = [0u8; 20];
         let num = decimal(q, &mut digits);
         let names = DRIVER_STATS
@@ -95,8 +108,12 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
 
 /// The values for `out` (as many queues as it has room for): zeros for a
 /// queue that is not running.
-pub(crate) fn values(io: &NicIo, lanes: &[Arc<Queue>], out: &mut [u64]) {
-    for (q, chunk) in out.chunks_mut(STATS_PER_QUEUE).enumerate() {
+pub(crate) fn values(io: &NicIo, resets: &Resets, lanes: &[Arc<Queue>], out: &mut [u64]) {
+    let (port, queues) = out.split_at_mut(RESET_STATS.len().min(out.len()));
+    for (o, v) in port.iter_mut().zip(resets.values()) {
+        *o = v;
+    }
+    for (q, chunk) in queues.chunks_mut(STATS_PER_QUEUE).enumerate() {
         let driver = lanes
             .get(q)
             .map_or([0; DRIVER_STATS.len()], |l| driver_values(l));

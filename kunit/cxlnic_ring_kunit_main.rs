@@ -23,7 +23,7 @@ mod outcome;
 mod shared_cases;
 
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
-use ring::{index, layout, queue};
+use ring::{device, health, index, layout, queue};
 
 // Its `pub` items are for the host crate.
 #[allow(unreachable_pub)]

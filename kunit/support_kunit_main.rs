@@ -723,6 +723,69 @@ fn netdev_callbacks_reach_the_driver_until_unregistered() -> Result {
     Ok(())
 }
 
+/// A test interface that takes the stack's TX watchdog: records the
+/// queue it names.
+#[derive(Default)]
+struct WatchedIf {
+    timeouts: AtomicU64,
+    queue: AtomicU64,
+}
+
+impl NetDevice for WatchedIf {
+    fn open(_this: &Arc<Self>, _dev: &Netdev<'_>) -> Result {
+        Ok(())
+    }
+
+    fn stop(_this: &Arc<Self>, _dev: &Netdev<'_>) -> Result {
+        Ok(())
+    }
+
+    fn start_xmit(
+        _this: &Arc<Self>,
+        _dev: &Netdev<'_>,
+        _skb: SkBuff,
+        _queue: u16,
+    ) -> core::result::Result<(), SkBuff> {
+        Ok(())
+    }
+
+    fn stats(_this: &Arc<Self>, _stats: &mut NetStats) {}
+
+    fn change_mtu(_this: &Arc<Self>, _dev: &Netdev<'_>, _mtu: u32) -> Result {
+        Ok(())
+    }
+
+    const HAS_TX_TIMEOUT: bool = true;
+
+    fn tx_timeout(this: &Arc<Self>, _dev: &Netdev<'_>, queue: u32) {
+        this.queue.store(u64::from(queue), Ordering::Relaxed);
+        this.timeouts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn netdev_tx_watchdog_names_a_stopped_queue() -> Result {
+    let this = Arc::new(WatchedIf::default(), GFP_KERNEL)?;
+    let at = Placement::detached([2, 0, 0, 0, 0, 3])
+        .queues(2, 2)
+        .watchdog_ms(100);
+    let reg = NetRegistration::register(this.clone(), &at)?;
+    reg.open()?;
+    reg.set_carrier(true);
+    // Queue 1 stops and nothing wakes it. The watchdog's timer is rounded
+    // to whole seconds, and runs once link watch has activated the queues.
+    reg.netdev().txq_stop(1);
+    for _ in 0..400 {
+        if this.timeouts.load(Ordering::Relaxed) > 0 {
+            break;
+        }
+        support::time::sleep_ms_interruptible(10)?;
+    }
+    kassert!(this.timeouts.load(Ordering::Relaxed) >= 1);
+    kassert_eq!(this.queue.load(Ordering::Relaxed), 1);
+    drop(reg);
+    Ok(())
+}
+
 /// A NAPI poll that counts what the stack asks of it.
 #[derive(Default)]
 struct TestPoll {
@@ -985,7 +1048,8 @@ kunit_tests!(
     [
         netdev_callbacks_reach_the_driver_until_unregistered,
         napi_polls_only_while_enabled,
-        rtnl_try_lock_fails_without_unlocking
+        rtnl_try_lock_fails_without_unlocking,
+        netdev_tx_watchdog_names_a_stopped_queue
     ]
 );
 

@@ -13,7 +13,7 @@ use crate::control::estimator::Estimator;
 use crate::control::fixed::{exp_neg, mul_div, Q32};
 use crate::control::shared::Remote;
 use crate::control::tree::{self, Node};
-use crate::control::window::{path_share, RunWindow};
+use crate::control::window::{default_min_run_ns, path_share, Budget, RunWindow};
 use crate::cross::{CrossHost, PeerSlots};
 use crate::meter::{ChannelMeter, PerfCounters};
 use crate::pr_info_ratelimited;
@@ -34,12 +34,10 @@ pub(crate) const MAX_DEPTH: usize = 3;
 pub(crate) const K_NS: u64 = 10_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
 
-/// A thread runs at least this share of every window (1/100), however
-/// small its channel's share: it must still reach its exit and signal
-/// paths.
-fn min_run_ns(t_w_ns: u64) -> u64 {
-    (t_w_ns / 100).max(1)
-}
+/// The longest window of a thread that skips windows for a short T_R
+/// (`RunWindow::budget`): a budget changes only when a window ends, so at
+/// most one control period late.
+const MAX_WINDOW_NS: u64 = K_NS;
 
 pub(crate) struct ComponentEntry {
     pub(crate) name: [u8; abi::NAME_BYTES],
@@ -123,6 +121,20 @@ impl Channel {
             self.max_overrun_ns,
             u64::from(self.owner),
         ]);
+    }
+
+    /// Its threads' budget and window: whole windows when not metered
+    /// (or a group), else Eq. 7 (`RunWindow::budget`).
+    fn budget(&self) -> Budget {
+        if !self.meter.meter.metered() || self.is_group() {
+            let t_w_ns = self.window.t_w_ns();
+            return Budget {
+                t_r_ns: t_w_ns,
+                t_w_ns,
+            };
+        }
+        self.window
+            .budget(self.effective_weight(), self.alpha, self.estimator.demand())
     }
 
     /// The weight its share is computed with (best effort: the least).
@@ -406,12 +418,14 @@ impl Fabric {
             let Some(Some(ch)) = channels.get(a.channel as usize) else {
                 return false;
             };
-            let (before, _) = a.run.next_ns();
-            a.run.set_window(ch.window.t_w_ns());
-            a.run.set_budget(ch.t_r_ns);
+            let (t_r, t_w) = a.run.next_ns();
+            let b = ch.budget();
+            a.run.set_window(b.t_w_ns);
+            a.run.set_budget(b.t_r_ns);
             // A parked thread sleeps off its debt at the old budget: with
-            // a larger one it may run sooner, and wakes to recount.
-            a.parked && a.run.next_ns().0 > before
+            // a larger one, or shorter windows, it may run sooner, and
+            // wakes to recount.
+            a.parked && (b.t_r_ns > t_r || b.t_w_ns < t_w)
         });
         self.publish();
         Ok(())
@@ -495,12 +509,11 @@ impl Fabric {
         for ch in self.channels.iter_mut().flatten() {
             let len = ch.path.len();
             ch.alpha = path_share(ch.alphas.iter().take(len).copied());
-            ch.t_r_ns = if !ch.meter.meter.metered() || ch.is_group() {
-                ch.window.t_w_ns()
-            } else {
-                ch.window
-                    .run_ns(ch.effective_weight(), ch.alpha, ch.estimator.demand())
-            };
+            // Reported (and given to threads attached before the next
+            // period) per T_W: the share of time, whatever windows the
+            // threads skip.
+            let b = ch.budget();
+            ch.t_r_ns = mul_div(b.t_r_ns, ch.window.t_w_ns(), b.t_w_ns);
         }
     }
 }
@@ -564,7 +577,13 @@ fn tree_of(
     tree::check(nodes).map_err(|_| EINVAL)
 }
 
-/// A new channel's window settings (`t_w_ns` checked by the caller).
+/// A new channel's window settings (`t_w_ns` checked by the caller): a
+/// run is at least the core's default (1 % of T_W) or the `min_run_us`
+/// module parameter, whichever is longer (shorter runs skip windows to
+/// keep their share: fewer parks, each costing tens of microseconds under
+/// emulation), in windows up to K.
 pub(crate) fn run_window(t_w_ns: u64) -> Result<RunWindow> {
-    RunWindow::new(t_w_ns, min_run_ns(t_w_ns)).ok_or(EINVAL)
+    let floor = u64::from(crate::min_run_us()).saturating_mul(1_000);
+    let min_run = default_min_run_ns(t_w_ns).max(floor);
+    RunWindow::new(t_w_ns, min_run, MAX_WINDOW_NS).ok_or(EINVAL)
 }

@@ -63,6 +63,11 @@ module_param_uint!(
     /// (1..=max_threads).
     user_threads
 );
+module_param_uint!(
+    /// The shortest run a thread is given when it runs less than its
+    /// whole window, in microseconds (0..=1000; 0: 1 % of T_W).
+    min_run_us
+);
 module_param_string!(
     /// The beluga pool holding the cross-host slots; empty: this host
     /// alone.
@@ -141,6 +146,10 @@ impl kernel::Module for MchannelSched {
                 per_user,
                 max
             );
+            return Err(EINVAL);
+        }
+        if min_run_us() > 1000 {
+            pr_err!("min_run_us={} is above 1000\n", min_run_us());
             return Err(EINVAL);
         }
         let shared = Shared::new(max as usize, per_user as usize)?;

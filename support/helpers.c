@@ -1011,14 +1011,31 @@ static int cxlf_nd_change_mtu(struct net_device *dev, int mtu)
 	return err;
 }
 
+static void cxlf_nd_tx_timeout(struct net_device *dev, unsigned int txqueue)
+{
+	cxlf_nd_ops(dev)->tx_timeout(cxlf_nd_data(dev), dev, txqueue);
+}
+
+#define CXLF_NETDEV_OPS                                  \
+	.ndo_open = cxlf_nd_open,                        \
+	.ndo_stop = cxlf_nd_stop,                        \
+	.ndo_start_xmit = cxlf_nd_xmit,                  \
+	.ndo_get_stats64 = cxlf_nd_stats,                \
+	.ndo_change_mtu = cxlf_nd_change_mtu,            \
+	.ndo_validate_addr = eth_validate_addr,          \
+	.ndo_set_mac_address = eth_mac_addr
+
 static const struct net_device_ops cxlf_netdev_ops = {
-	.ndo_open = cxlf_nd_open,
-	.ndo_stop = cxlf_nd_stop,
-	.ndo_start_xmit = cxlf_nd_xmit,
-	.ndo_get_stats64 = cxlf_nd_stats,
-	.ndo_change_mtu = cxlf_nd_change_mtu,
-	.ndo_validate_addr = eth_validate_addr,
-	.ndo_set_mac_address = eth_mac_addr,
+	CXLF_NETDEV_OPS,
+};
+
+/*
+ * With the stack's TX watchdog: only for drivers that take its call (the
+ * net core arms the watchdog whenever ndo_tx_timeout is set).
+ */
+static const struct net_device_ops cxlf_netdev_ops_watchdog = {
+	CXLF_NETDEV_OPS,
+	.ndo_tx_timeout = cxlf_nd_tx_timeout,
 };
 
 static void cxlf_et_drvinfo(struct net_device *dev, struct ethtool_drvinfo *info)
@@ -1227,20 +1244,26 @@ struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
 	p = netdev_priv(dev);
 	p->ops = ops;
 	p->data = data;
-	dev->netdev_ops = &cxlf_netdev_ops;
+	dev->netdev_ops =
+		ops->tx_timeout ? &cxlf_netdev_ops_watchdog : &cxlf_netdev_ops;
 	dev->ethtool_ops = &cxlf_ethtool_ops;
 	return dev;
 }
 
-/* Registers `dev` under `parent` with `mac` and an MTU range. */
+/*
+ * Registers `dev` under `parent` with `mac`, an MTU range and the TX
+ * watchdog's timeout (0: the net core's 5 s).
+ */
 int cxlf_netdev_register(struct net_device *dev, struct device *parent,
 			 const u8 *mac, unsigned int min_mtu,
-			 unsigned int max_mtu)
+			 unsigned int max_mtu, unsigned int watchdog_ms)
 {
 	SET_NETDEV_DEV(dev, parent);
 	eth_hw_addr_set(dev, mac);
 	dev->min_mtu = min_mtu;
 	dev->max_mtu = max_mtu;
+	if (watchdog_ms)
+		dev->watchdog_timeo = msecs_to_jiffies(watchdog_ms);
 	netif_carrier_off(dev);
 	return register_netdev(dev);
 }

@@ -211,13 +211,17 @@ struct cxlf_netdev_ops {
 	int (*string_count)(void *data, u32 set);
 	void (*strings)(void *data, u32 set, u8 *buf, u32 n);
 	void (*stat_values)(void *data, u64 *out, u32 n);
+	/* The stack's TX watchdog named TX queue `queue` (softirq, with the
+	 * TX queues frozen); NULL: no watchdog. */
+	void (*tx_timeout)(void *data, struct net_device *dev,
+			   unsigned int queue);
 };
 struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
 				     const struct cxlf_netdev_ops *ops,
 				     void *data);
 int cxlf_netdev_register(struct net_device *dev, struct device *parent,
 			 const u8 *mac, unsigned int min_mtu,
-			 unsigned int max_mtu);
+			 unsigned int max_mtu, unsigned int watchdog_ms);
 void cxlf_netdev_set_carrier(struct net_device *dev, bool on);
 const char *cxlf_netdev_name(struct net_device *dev);
 unsigned int cxlf_netdev_mtu(struct net_device *dev);

@@ -105,6 +105,8 @@ pub(crate) struct CxlfNetdevOps {
     pub(crate) string_count: Option<unsafe extern "C" fn(*mut c_void, u32) -> c_int>,
     pub(crate) strings: Option<unsafe extern "C" fn(*mut c_void, u32, *mut u8, u32)>,
     pub(crate) stat_values: Option<unsafe extern "C" fn(*mut c_void, *mut u64, u32)>,
+    pub(crate) tx_timeout:
+        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device, c_uint)>,
 }
 
 /// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
@@ -281,6 +283,7 @@ extern "C" {
         mac: *const u8,
         min_mtu: c_uint,
         max_mtu: c_uint,
+        watchdog_ms: c_uint,
     ) -> c_int;
     pub(crate) fn cxlf_netdev_set_carrier(dev: *mut bindings::net_device, on: bool);
     pub(crate) fn cxlf_netdev_name(dev: *mut bindings::net_device) -> *const c_char;

@@ -15,7 +15,7 @@ use super::coherent::Coherent;
 use super::helpers;
 use kernel::bindings;
 use kernel::error::{from_result, to_result};
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::{c_int, c_uint, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -68,6 +68,14 @@ pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
     fn strings(_this: &Arc<Self>, _set: StringSet, _out: &mut [[u8; STRING_LEN]]) {}
     /// The `ethtool -S` counters, in the order of their strings.
     fn stat_values(_this: &Arc<Self>, _out: &mut [u64]) {}
+    /// Whether the interface takes [`NetDevice::tx_timeout`]: only then
+    /// does the stack arm its TX watchdog.
+    const HAS_TX_TIMEOUT: bool = false;
+    /// The stack's TX watchdog: TX queue `queue` has been stopped, with
+    /// carrier, longer than the timeout ([`Placement::watchdog_ms`]).
+    /// Called in softirq context with every TX queue frozen: record it
+    /// and act elsewhere.
+    fn tx_timeout(_this: &Arc<Self>, _dev: &Netdev<'_>, _queue: u32) {}
 }
 
 /// What ethtool reads and changes (see [`NetDevice::params`]).
@@ -364,6 +372,11 @@ impl<T: NetDevice> Ops<T> {
         string_count: Some(string_count_callback::<T>),
         strings: Some(strings_callback::<T>),
         stat_values: Some(stat_values_callback::<T>),
+        tx_timeout: if T::HAS_TX_TIMEOUT {
+            Some(tx_timeout_callback::<T>)
+        } else {
+            None
+        },
     };
 }
 
@@ -380,6 +393,7 @@ pub(crate) struct Placement<'a> {
     rx_queues: u32,
     min_mtu: u32,
     max_mtu: u32,
+    watchdog_ms: u32,
     _life: core::marker::PhantomData<&'a ()>,
 }
 
@@ -404,6 +418,7 @@ impl<'a> Placement<'a> {
             rx_queues: 1,
             min_mtu: 68,
             max_mtu: 1500,
+            watchdog_ms: 0,
             _life: core::marker::PhantomData,
         }
     }
@@ -422,6 +437,15 @@ impl<'a> Placement<'a> {
         Placement {
             min_mtu: min,
             max_mtu: max,
+            ..self
+        }
+    }
+
+    /// With the stack's TX watchdog firing after `ms` (0: the net core's
+    /// 5 s; only for a [`NetDevice`] with `HAS_TX_TIMEOUT`).
+    pub(crate) fn watchdog_ms(self, ms: u32) -> Self {
+        Placement {
+            watchdog_ms: ms,
             ..self
         }
     }
@@ -451,7 +475,14 @@ impl<T: NetDevice> Registration<T> {
         // SAFETY: `raw` is a fresh device; `parent` is live (`Placement`
         // invariant); `mac` has 6 bytes.
         let err = unsafe {
-            helpers::cxlf_netdev_register(raw, at.parent, at.mac.as_ptr(), at.min_mtu, at.max_mtu)
+            helpers::cxlf_netdev_register(
+                raw,
+                at.parent,
+                at.mac.as_ptr(),
+                at.min_mtu,
+                at.max_mtu,
+                at.watchdog_ms,
+            )
         };
         if err != 0 {
             // SAFETY: never registered: freeing is all that is left; no
@@ -753,6 +784,22 @@ unsafe extern "C" fn strings_callback<T: NetDevice>(
     let out =
         unsafe { core::slice::from_raw_parts_mut(buf.cast::<[u8; STRING_LEN]>(), n as usize) };
     T::strings(&this.0, set, out);
+}
+
+/// # Safety
+///
+/// Called by the net core's TX watchdog (through `helpers.c`) for a
+/// registered interface, whose data pointer is a live `Arc<T>`.
+unsafe extern "C" fn tx_timeout_callback<T: NetDevice>(
+    data: *mut c_void,
+    dev: *mut bindings::net_device,
+    queue: c_uint,
+) {
+    // SAFETY: as in `open_callback`.
+    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    T::tx_timeout(&this.0, &dev, queue);
 }
 
 /// # Safety

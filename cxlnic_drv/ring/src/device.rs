@@ -581,4 +581,28 @@ impl QueueStats {
     pub fn decode(b: &[u8; QUEUE_STATS_BYTES]) -> [u64; 15] {
         core::array::from_fn(|i| le64(b, i.saturating_mul(8)))
     }
+
+    /// The counters by name (`decode` gives them in name order).
+    pub fn from_bytes(b: &[u8; QUEUE_STATS_BYTES]) -> QueueStats {
+        let v = Self::decode(b);
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        QueueStats {
+            tx_empty_polls: at(0),
+            tx_desc_reads: at(1),
+            tx_frames: at(2),
+            tx_bytes: at(3),
+            tx_faults: at(4),
+            rx_empty_polls: at(5),
+            rx_desc_reads: at(6),
+            rx_frames: at(7),
+            rx_bytes: at(8),
+            rx_faults: at(9),
+            rx_no_buffer: at(10),
+            completions: at(11),
+            head_writes: at(12),
+            interrupts: at(13),
+            doorbells: at(14),
+            _reserved: 0,
+        }
+    }
 }

@@ -25,6 +25,7 @@
 pub mod outcome;
 
 pub mod device;
+pub mod health;
 pub mod index;
 pub mod layout;
 pub mod plan;

@@ -154,6 +154,10 @@ impl Producer {
 
     /// As [`Producer::consumed`], but takes at most `max` entries (a NAPI
     /// budget); the rest stay for the next call with the same head.
+    ///
+    /// A head inside `head..=tail` is taken as the consumer's progress:
+    /// a forged one frees entries the consumer never took, and nothing
+    /// here can tell. `health` detects the stall that follows.
     pub fn consume(&mut self, peer_head: u32, max: u32) -> Result<Span, Fault> {
         if !within(self.head, peer_head, self.tail) {
             return Err(Fault::Index);

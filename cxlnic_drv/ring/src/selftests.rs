@@ -9,6 +9,8 @@
 #![allow(clippy::arithmetic_side_effects)]
 #![allow(clippy::result_large_err)]
 
+use super::device::QueueStats;
+use super::health::{Look, Stall, Watchdog, FAULT_WINDOWS, FAULT_WINDOW_MS, TX_STUCK_MS};
 use super::index::{distance, ready_tag, within, RingSize};
 use super::layout::{
     DeviceLine, DriverLine, RxCompletion, RxDesc, TxDesc, FRAME_MAX, IRQ_RX, IRQ_TX,
@@ -39,6 +41,15 @@ macro_rules! suites {
                 a_batch_completes_at_once_across_the_wrap,
                 descriptors_are_checked_before_use,
                 a_consumer_reads_tails_and_tags,
+            ]
+        );
+        $m!(
+            cxlnic_ring_health,
+            [
+                a_tx_head_standing_still_with_entries_out_is_a_stall,
+                an_idle_ring_a_moving_head_or_a_stopped_device_is_no_stall,
+                faults_rising_without_progress_are_a_stall,
+                faults_between_frames_are_no_stall,
             ]
         );
     };
@@ -99,6 +110,19 @@ pub fn records_round_trip_little_endian() -> Outcome {
         rx_head: 8,
     };
     check_eq!(DeviceLine::decode(&h.encode()), h);
+    let mut st = QueueStats::default();
+    for (i, v) in [
+        &mut st.tx_empty_polls,
+        &mut st.tx_faults,
+        &mut st.rx_faults,
+        &mut st.doorbells,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        *v = 1 << (8 * i + 3);
+    }
+    check_eq!(QueueStats::from_bytes(&st.encode()), st);
     Ok(())
 }
 
@@ -207,6 +231,163 @@ pub fn a_consumer_reads_tails_and_tags() -> Outcome {
     c.advance();
     check_eq!(c.head(), 0);
     check!(c.ready(1) && !c.ready(0));
+    Ok(())
+}
+
+/// Looks every 50 ms (as the driver's watch does) for `until_ms`, from
+/// `l`, which `step` changes between looks; the first stall and when it
+/// came.
+fn watch(
+    w: &mut Watchdog,
+    mut l: Look,
+    until_ms: u64,
+    mut step: impl FnMut(&mut Look),
+) -> Option<(u64, Stall)> {
+    let start = l.now_ms;
+    while l.now_ms <= start + until_ms {
+        if let Some(s) = w.look(&l) {
+            return Some((l.now_ms - start, s));
+        }
+        l.now_ms += 50;
+        step(&mut l);
+    }
+    None
+}
+
+pub fn a_tx_head_standing_still_with_entries_out_is_a_stall() -> Outcome {
+    let mut w = Watchdog::new();
+    // Entries 75..80 out, the device's line says it took two.
+    let l = Look {
+        now_ms: 1000,
+        tx_head: 75,
+        tx_tail: 80,
+        tx_dev_head: 77,
+        ..Look::default()
+    };
+    // The device beats every 10 ms; its head stays where it is.
+    let got = watch(&mut w, l, 5000, |l| l.beat = l.beat.wrapping_add(5));
+    let (after, stall) = ok!(got);
+    check_eq!(stall, Stall::TxStuck { waiting: 3 });
+    check!(
+        (TX_STUCK_MS..TX_STUCK_MS + 100).contains(&after),
+        "after {} ms",
+        after
+    );
+    // Across the heartbeat's wrap too.
+    let mut w = Watchdog::new();
+    let l = Look {
+        beat: u32::MAX - 20,
+        ..l
+    };
+    check!(watch(&mut w, l, 2000, |l| l.beat = l.beat.wrapping_add(5)).is_some());
+    Ok(())
+}
+
+pub fn an_idle_ring_a_moving_head_or_a_stopped_device_is_no_stall() -> Outcome {
+    let l = Look {
+        now_ms: 7,
+        tx_tail: 1000,
+        ..Look::default()
+    };
+    // Nothing out: an idle ring.
+    let mut w = Watchdog::new();
+    let idle = Look { tx_tail: 0, ..l };
+    check!(watch(&mut w, idle, 10_000, |l| l.beat += 5).is_none());
+    // Entries out, but the device took them all: the driver has not
+    // freed them yet (nothing sent or polled since).
+    let mut w = Watchdog::new();
+    let taken = Look {
+        tx_dev_head: 1000,
+        ..l
+    };
+    check!(watch(&mut w, taken, 10_000, |l| l.beat += 5).is_none());
+    // Entries out, but the head moves (a slow device, every 900 ms).
+    let mut w = Watchdog::new();
+    let moving = watch(&mut w, l, 10_000, |l| {
+        l.beat += 5;
+        if l.now_ms % 900 < 50 {
+            l.tx_dev_head += 1;
+        }
+    });
+    check!(moving.is_none(), "{:?}", moving);
+    // Entries out and the head still, but the device does not beat: a
+    // device that stopped is the heartbeat watch's business.
+    let mut w = Watchdog::new();
+    check!(watch(&mut w, l, 10_000, |_| {}).is_none());
+    Ok(())
+}
+
+pub fn faults_rising_without_progress_are_a_stall() -> Outcome {
+    let mut w = Watchdog::new();
+    let l = Look {
+        now_ms: 0,
+        rx_faults: 10,
+        rx_frames: 500,
+        ..Look::default()
+    };
+    // The device refuses every buffer it reads: RX faults at every look,
+    // no frame.
+    let got = watch(&mut w, l, 5000, |l| l.rx_faults += 3);
+    let (after, stall) = ok!(got);
+    let windows = u64::from(FAULT_WINDOWS);
+    check_eq!(
+        stall,
+        Stall::RxFaults {
+            count: 3 * (windows * FAULT_WINDOW_MS / 50)
+        }
+    );
+    check!(
+        after <= (windows + 1) * FAULT_WINDOW_MS,
+        "after {} ms",
+        after
+    );
+    // TX: faults and no entry freed.
+    let mut w = Watchdog::new();
+    let got = watch(&mut w, l, 5000, |l| l.tx_faults += 1);
+    check!(
+        matches!(got, Some((_, Stall::TxFaults { .. }))),
+        "{:?}",
+        got
+    );
+    Ok(())
+}
+
+pub fn faults_between_frames_are_no_stall() -> Outcome {
+    let l = Look {
+        now_ms: 0,
+        ..Look::default()
+    };
+    // A fault at every look, but frames arrive in every window: a device
+    // dropping frames, which the ring checks handle.
+    let mut w = Watchdog::new();
+    let got = watch(&mut w, l, 10_000, |l| {
+        l.rx_faults += 1;
+        if l.now_ms % 200 == 0 {
+            l.rx_frames += 1;
+        }
+    });
+    check!(got.is_none(), "{:?}", got);
+    // A burst of faults, then quiet: not a stall either (a window without
+    // a fault ends the run).
+    let mut w = Watchdog::new();
+    let got = watch(&mut w, l, 10_000, |l| {
+        if l.now_ms < (u64::from(FAULT_WINDOWS) - 1) * FAULT_WINDOW_MS {
+            l.rx_faults += 2;
+        }
+    });
+    check!(got.is_none(), "{:?}", got);
+    // RX faults while TX frees entries: RX still counts as stalled (a
+    // direction's progress does not hide the other's faults).
+    let mut w = Watchdog::new();
+    let got = watch(&mut w, l, 5000, |l| {
+        l.rx_faults += 1;
+        l.tx_head = l.tx_head.wrapping_add(1);
+    });
+    check!(
+        matches!(got, Some((_, Stall::RxFaults { .. }))),
+        "{:?}",
+        got
+    );
     Ok(())
 }
 

@@ -17,7 +17,7 @@ use super::meter::Meter;
 use super::outcome::Outcome;
 use super::thread::{OnCpu, RunState};
 use super::tree::{self, Node, TreeError, ROOT};
-use super::window::{exact_run_ns, path_share, RunWindow, WEIGHT_MAX};
+use super::window::{default_min_run_ns, exact_run_ns, path_share, Budget, RunWindow, WEIGHT_MAX};
 
 /// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
 /// per suite.
@@ -52,7 +52,8 @@ macro_rules! suites {
             mchannel_core_window,
             [
                 the_window_is_the_share_over_the_demand,
-                windows_are_clamped_and_checked,
+                windows_are_checked,
+                a_short_run_skips_windows_instead,
                 the_path_share_is_the_least_alpha,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
@@ -67,6 +68,7 @@ macro_rules! suites {
                 a_late_timer_is_paid_back_by_later_windows,
                 time_the_scheduler_charged_counts_against_the_budget,
                 the_enforcements_own_time_is_exempt,
+                skipped_windows_keep_the_share,
             ]
         );
     };
@@ -405,12 +407,66 @@ pub fn the_window_is_the_share_over_the_demand() -> Outcome {
     Ok(())
 }
 
-pub fn windows_are_clamped_and_checked() -> Outcome {
-    check_eq!(RunWindow::new(100_000, 0), None);
-    check_eq!(RunWindow::new(100_000, 100_001), None);
-    let w = ok!(RunWindow::new(100_000, 2_000));
-    check_eq!(w.run_ns(1, 0, 10 * GB), 2_000);
-    check_eq!(w.run_ns(1, u64::MAX, 10 * GB), 100_000);
+pub fn windows_are_checked() -> Outcome {
+    const K: u64 = 10_000_000;
+    check_eq!(RunWindow::new(100_000, 0, K), None);
+    check_eq!(RunWindow::new(0, 1_000, K), None);
+    check_eq!(RunWindow::new(100_000, 1_000, 50_000), None, "T_W > max");
+    check_eq!(RunWindow::new(100_000, K + 1, K), None, "min run > max");
+    check!(
+        RunWindow::new(100_000, 200_000, K).is_some(),
+        "min run > T_W"
+    );
+    // The longest window is whole windows: 250 us is two of 100 us.
+    check_eq!(RunWindow::new(100_000, 250_000, 250_000), None);
+    let two = ok!(RunWindow::new(100_000, 1_000, 250_000));
+    check_eq!(two.max_window_ns(), 200_000);
+    check_eq!(default_min_run_ns(100_000), 1_000);
+    check_eq!(default_min_run_ns(50), 1);
+    let w = ok!(RunWindow::new(100_000, 2_000, K));
+    let b = |t_r_ns, t_w_ns| Budget { t_r_ns, t_w_ns };
+    check_eq!(w.budget(1, u64::MAX, 10 * GB), b(100_000, 100_000));
+    check_eq!(w.budget(1, 1, 0), b(100_000, 100_000), "no demand seen");
+    check_eq!(w.budget(1, 5 * GB, 10 * GB), b(50_000, 100_000));
+    check_eq!(
+        w.budget(1, 200 * MB, 10 * GB),
+        b(2_000, 100_000),
+        "at the minimum"
+    );
+    Ok(())
+}
+
+pub fn a_short_run_skips_windows_instead() -> Outcome {
+    let w = ok!(RunWindow::new(100_000, 2_000, 10_000_000));
+    let b = |t_r_ns, t_w_ns| Budget { t_r_ns, t_w_ns };
+    // 1 % of the window: 2 us in one window of two, not 2 us in each.
+    check_eq!(w.budget(1, 100 * MB, 10 * GB), b(2_000, 200_000));
+    check_eq!(w.budget(2, 50 * MB, 10 * GB), b(2_000, 200_000), "weight 2");
+    // 0.3 %: Eq. 7 gives 300 ns; 2 us needs 666.7 us, so one window of
+    // seven, and 0.3 % of 700 us.
+    check_eq!(w.budget(1, 30 * MB, 10 * GB), b(2_100, 700_000));
+    // 0.01 % would need 20 ms: the longest window, the least share.
+    check_eq!(w.budget(1, MB, 10 * GB), b(2_000, 10_000_000));
+    check_eq!(w.budget(1, 0, 10 * GB), b(2_000, 10_000_000));
+    // A minimum run beyond T_W: whole windows, or at least the minimum.
+    let long = ok!(RunWindow::new(50_000, 100_000, 10_000_000));
+    check_eq!(long.budget(1, u64::MAX, 10 * GB), b(50_000, 50_000));
+    check_eq!(long.budget(1, 5 * GB, 10 * GB), b(100_000, 200_000));
+    // T_W as long as the longest window (the kernel at T_W = K = 10 ms):
+    // the least share is the minimum run.
+    let one = ok!(RunWindow::new(100_000, 1_000, 100_000));
+    check_eq!(one.budget(1, 10 * MB, 10 * GB), b(1_000, 100_000));
+    // Saturating at the extremes.
+    let wide = ok!(RunWindow::new(1_000, 1_000, u64::MAX));
+    check_eq!(
+        wide.budget(1, 1, u64::MAX),
+        b(1_000, u64::MAX / 1_000 * 1_000)
+    );
+    let full = ok!(RunWindow::new(u64::MAX, 1, u64::MAX));
+    check_eq!(
+        full.budget(WEIGHT_MAX, 1, u64::MAX),
+        b(u64::from(WEIGHT_MAX), u64::MAX)
+    );
     Ok(())
 }
 
@@ -625,6 +681,46 @@ pub fn after_a_long_sleep_the_next_window_starts_now() -> Outcome {
     );
     let closed = s.take_closed();
     check_eq!((closed.windows, closed.run_ns), (12, 0));
+    Ok(())
+}
+
+pub fn skipped_windows_keep_the_share() -> Outcome {
+    // 50 us of 100, then a budget of 2 us in one window of three (as a
+    // channel's `Budget` is applied: window, then budget), for a thread
+    // that always runs. Attached at 0, its grid of 300 us windows is at
+    // multiples of 300 us: the window at 100 us runs on to 600 us with
+    // 5/3 of the budget, then 2 us per 300 us.
+    let mut s = RunState::new(0, 100 * US, 50 * US);
+    s.set_window(300 * US);
+    s.set_budget(2 * US);
+    check_eq!(s.next_ns(), (2 * US, 300 * US));
+    s.switch_in(0);
+    check_eq!(s.check(0), OnCpu::Budget(50 * US));
+    s.switch_out(50 * US);
+    s.switch_in(100 * US);
+    check_eq!(s.check(100 * US), OnCpu::Budget(3_333));
+    check_eq!(s.window_end_ns(), 600 * US);
+    s.switch_out(100 * US + 3_333);
+    s.switch_in(104 * US);
+    check_eq!(s.check(104 * US), OnCpu::Park { until_ns: 600 * US });
+    s.switch_out(104 * US);
+    for k in 0..8 {
+        let start = (600 + 300 * k) * US;
+        s.switch_in(start);
+        check_eq!(s.check(start), OnCpu::Budget(2 * US));
+        s.switch_out(start + 2 * US);
+    }
+    s.roll(3_000 * US);
+    let closed = s.take_closed();
+    check_eq!(
+        (closed.windows, closed.run_ns, closed.window_ns),
+        (10, 69 * US + 333, 3_000 * US)
+    );
+    check_eq!(closed.granted_ns, 69 * US + 333);
+    // Back to 50 us of 100 (budget first, then window: either order).
+    s.set_budget(50 * US);
+    s.set_window(100 * US);
+    check_eq!(s.next_ns(), (50 * US, 100 * US));
     Ok(())
 }
 

@@ -10,6 +10,15 @@
 //! a window is fixed when it starts. Each finished window yields a
 //! [`Sample`] with its on-CPU time (the meter adds the bytes).
 //!
+//! A window of a new length (a channel whose threads now skip windows, or
+//! stop skipping them) starts on the thread's own grid of that length, at
+//! a fraction of it drawn from the attach time: threads given the same
+//! longer windows by one control period would otherwise all start them
+//! within one T_W of each other, and run in the same stretch of every
+//! window. The first window of the new length runs on to the grid (more
+//! than one length, so that it holds the present), with the budget in
+//! proportion.
+//!
 //! Running past the budget (the budget timer fired late, or the thread ran
 //! in the kernel) is debt: it is charged to the windows that follow, so
 //! over many windows the thread runs T_R per T_W even when each window
@@ -17,12 +26,14 @@
 //! through pays T_R of it.
 
 use super::estimator::Sample;
+use super::fixed::mul_div;
 
 /// The most on-CPU time carried as debt into later windows. Timer
 /// lateness on hardware is microseconds; under full emulation (TCG) it
 /// reaches milliseconds, and the debt must cover it for the long-run share
 /// to hold. Paid at T_R per window, it parks a thread for at most
-/// `MAX_DEBT_NS * T_W / T_R` (2 s at the 1 % floor).
+/// `MAX_DEBT_NS * T_W / T_R`: 2 s at 1 % of the window, 200 s at the least
+/// share the kernel's windows give (1 us per 10 ms: `window::RunWindow`).
 pub const MAX_DEBT_NS: u64 = 20_000_000;
 
 /// What the windows closed since the last [`RunState::take_closed`] add
@@ -99,6 +110,9 @@ pub struct RunState {
     /// What the scheduler charged less than the switch times spanned, not
     /// yet set against slices it charged more (see [`RunState::reconcile`]).
     credit_ns: u64,
+    /// Where windows of a new length start: at this fraction (of 2^32) of
+    /// the length, past multiples of it.
+    phase: u32,
 }
 
 impl RunState {
@@ -119,6 +133,9 @@ impl RunState {
             closed: Closed::default(),
             taken_debt_ns: 0,
             credit_ns: 0,
+            // Golden-ratio hashing: attaches microseconds apart land far
+            // apart.
+            phase: (now_ns.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32,
         }
     }
 
@@ -219,12 +236,30 @@ impl RunState {
         } else {
             now_ns
         };
+        // A new length: on to this thread's grid of it (`phase`).
+        let (mut t_w, mut t_r) = (self.next_t_w_ns, self.next_t_r_ns);
+        if t_w != self.t_w_ns {
+            let grid = (u128::from(self.phase).saturating_mul(u128::from(t_w)) >> 32) as u64;
+            let into = start
+                .checked_rem(t_w)
+                .unwrap_or(0)
+                .saturating_add(t_w)
+                .saturating_sub(grid)
+                .checked_rem(t_w)
+                .unwrap_or(0);
+            if into > 0 {
+                // Past one length: `now` is within one of `start`.
+                t_w = t_w.saturating_mul(2).saturating_sub(into);
+                t_r = mul_div(t_r, t_w, self.next_t_w_ns);
+            }
+        }
         // INVARIANT: the new window's budget is clamped to its length by
-        // `set_budget` and `set_window`; the slice in progress restarts at
-        // the window's start; the debt is capped.
+        // `set_budget` and `set_window` (and kept in proportion when it
+        // runs up to the grid); the slice in progress restarts at the
+        // window's start; the debt is capped.
         self.start_ns = start;
-        self.t_w_ns = self.next_t_w_ns;
-        self.t_r_ns = self.next_t_r_ns;
+        self.t_w_ns = t_w;
+        self.t_r_ns = t_r;
         self.ran_ns = 0;
         // A thread whose whole window is its budget owes nothing.
         self.debt_ns = if self.t_r_ns >= self.t_w_ns {

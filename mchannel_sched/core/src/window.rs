@@ -1,11 +1,24 @@
 //! The run window of a thread (Eq. 5, with weights Eq. 7): of every T_W it
 //! runs `T_R = min(w alpha, D) T_W / D`, so that it moves at most its fair
 //! share `min(w alpha, D) T_W` bytes per window.
+//!
+//! A T_R too short to be worth running (below the caller's minimum run)
+//! is not raised to the minimum, which would give the channel more than
+//! its share (with many threads on one bottleneck, every channel would
+//! get the floor, however many there are): the thread skips windows
+//! instead, running at least the minimum in one of every `m`, so that
+//! T_R / T_W stays its share, up to the caller's longest window.
 
-use super::fixed::mul_div;
+use super::fixed::{div_u128, mul_div};
 
 /// Largest channel weight (weights are integers from 1).
 pub const WEIGHT_MAX: u32 = 10_000;
+
+/// The minimum run callers use unless they pick another: 1 % of T_W (at
+/// least 1 ns).
+pub fn default_min_run_ns(t_w_ns: u64) -> u64 {
+    (t_w_ns / 100).max(1)
+}
 
 /// The share of a channel on its path: the least alpha of the components
 /// it crosses (Algorithm 1 lines 5-7, with the erratum fixed: the minimum
@@ -15,23 +28,45 @@ pub fn path_share(alphas: impl IntoIterator<Item = u64>) -> u64 {
     alphas.into_iter().fold(u64::MAX, u64::min)
 }
 
+/// What each thread of a channel may run: `t_r_ns` of every window of
+/// `t_w_ns` (`t_r_ns <= t_w_ns`; equal means unlimited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub t_r_ns: u64,
+    pub t_w_ns: u64,
+}
+
 /// Per-channel window settings.
 ///
 /// # Invariants
-/// `0 < min_run_ns <= t_w_ns`.
+/// `0 < t_w_ns`, `0 < min_run_ns <= max_window_ns`, and `max_window_ns`
+/// is a whole number of T_W.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunWindow {
     t_w_ns: u64,
     min_run_ns: u64,
+    max_window_ns: u64,
 }
 
 impl RunWindow {
-    /// `t_w_ns` is T_W; `min_run_ns` is the least a thread runs per window
-    /// however small its share (it must still reach its exit and signal
-    /// paths). `None` unless `0 < min_run_ns <= t_w_ns`.
-    pub fn new(t_w_ns: u64, min_run_ns: u64) -> Option<RunWindow> {
-        // INVARIANT: checked here.
-        (min_run_ns > 0 && min_run_ns <= t_w_ns).then_some(RunWindow { t_w_ns, min_run_ns })
+    /// `t_w_ns` is T_W. `min_run_ns` is the least a thread runs in a
+    /// window when it runs less than the whole window: enough to reach its
+    /// exit and signal paths, and to amortize parking it (tens of
+    /// microseconds under emulation); it may exceed T_W. `max_window_ns`,
+    /// rounded down to whole T_W, bounds the windows a thread skips (a
+    /// budget changes only when a window ends: the kernel uses its control
+    /// period K): below a share of `min_run_ns / max_window_ns` a thread
+    /// gets that share. `None` unless `0 < t_w_ns` and `0 < min_run_ns <=
+    /// max_window_ns` after rounding.
+    pub fn new(t_w_ns: u64, min_run_ns: u64, max_window_ns: u64) -> Option<RunWindow> {
+        let whole = max_window_ns.checked_div(t_w_ns)?.saturating_mul(t_w_ns);
+        let ok = min_run_ns > 0 && min_run_ns <= whole && t_w_ns <= whole;
+        // INVARIANT: checked here; `whole` is a multiple of T_W.
+        ok.then_some(RunWindow {
+            t_w_ns,
+            min_run_ns,
+            max_window_ns: whole,
+        })
     }
 
     pub fn t_w_ns(&self) -> u64 {
@@ -42,10 +77,45 @@ impl RunWindow {
         self.min_run_ns
     }
 
-    /// T_R for a channel of weight `weight` with fair share `alpha` and
-    /// demand `demand` (bytes per second), within `[min_run, T_W]`.
-    pub fn run_ns(&self, weight: u32, alpha: u64, demand: u64) -> u64 {
-        exact_run_ns(self.t_w_ns, weight, alpha, demand).clamp(self.min_run_ns, self.t_w_ns)
+    pub fn max_window_ns(&self) -> u64 {
+        self.max_window_ns
+    }
+
+    /// The budget of a channel of weight `weight` with fair share `alpha`
+    /// and demand `demand` (bytes per second): T_R of Eq. 7 in windows of
+    /// T_W when T_R is at least the minimum run (or the whole window);
+    /// otherwise the thread runs in one window of every `m`: a window of
+    /// `m T_W`, the least that holds the minimum run at the share
+    /// `min(w alpha, D) / D` (at most the longest window), and T_R its
+    /// share of it, rounded down (never more than the share, at most twice
+    /// the minimum run). Whole windows: the length changes only when `m`
+    /// does, not with every new demand (a new length moves a thread's
+    /// windows onto a new grid: `thread::RunState`).
+    pub fn budget(&self, weight: u32, alpha: u64, demand: u64) -> Budget {
+        let exact = exact_run_ns(self.t_w_ns, weight, alpha, demand);
+        if exact >= self.t_w_ns || exact >= self.min_run_ns {
+            return Budget {
+                t_r_ns: exact.min(self.t_w_ns),
+                t_w_ns: self.t_w_ns,
+            };
+        }
+        // From the share itself, not from the rounded `exact`: a T_R of a
+        // few nanoseconds would be off by tens of percent.
+        let share = alpha.saturating_mul(u64::from(weight)).min(demand);
+        let needed = if share == 0 {
+            u64::MAX
+        } else {
+            mul_div_ceil(self.min_run_ns, demand, share)
+        };
+        let t_w_ns = needed
+            .div_ceil(self.t_w_ns)
+            .saturating_mul(self.t_w_ns)
+            .min(self.max_window_ns);
+        Budget {
+            // Below the least share (the longest window), the minimum run.
+            t_r_ns: mul_div(share, t_w_ns, demand).max(self.min_run_ns),
+            t_w_ns,
+        }
     }
 }
 
@@ -57,4 +127,20 @@ pub fn exact_run_ns(t_w_ns: u64, weight: u32, alpha: u64, demand: u64) -> u64 {
     }
     let share = alpha.saturating_mul(u64::from(weight)).min(demand);
     mul_div(share, t_w_ns, demand)
+}
+
+/// `value * num / den` rounded up, saturating; zero when `den` is zero.
+fn mul_div_ceil(value: u64, num: u64, den: u64) -> u64 {
+    if den == 0 {
+        return 0;
+    }
+    let p = u128::from(value).saturating_mul(u128::from(num));
+    let q = div_u128(p, den);
+    // The product is exact in 128 bits; `q * den` does not exceed it.
+    let q = if q.saturating_mul(u128::from(den)) < p {
+        q.saturating_add(1)
+    } else {
+        q
+    };
+    u64::try_from(q).unwrap_or(u64::MAX)
 }

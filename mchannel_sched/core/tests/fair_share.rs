@@ -6,7 +6,7 @@ use mchannel_core::component::{Component, Params, MIN_CAPACITY_SHIFT};
 use mchannel_core::estimator::{Estimator, Ewma, Sample};
 use mchannel_core::fixed::{exp_neg, Q32};
 use mchannel_core::tree::{self, Node, ROOT};
-use mchannel_core::window::{exact_run_ns, path_share};
+use mchannel_core::window::{default_min_run_ns, exact_run_ns, path_share, RunWindow, WEIGHT_MAX};
 use proptest::prelude::*;
 
 const MB: u64 = 1_000_000;
@@ -130,15 +130,19 @@ proptest! {
         weight in 1u32..8,
         demand in MB..40 * GB,
         t_w_us in 50u64..1_000,
+        min_run_pct in 1u64..=200,
         k_windows in 1u64..50,
         phase_ns in 0u64..1_000_000,
         start_ns in 0u64..10_000_000,
     ) {
         // One thread, windows starting at `phase`, running T_R at the
         // start of each at its demand rate; count what falls in [t', t'+K].
+        // Windows stretched for a short T_R (up to K) widen the slack.
         let t_w = t_w_us * 1000;
-        let t_r = exact_run_ns(t_w, weight, alpha, demand);
         let k = t_w * k_windows;
+        let w = RunWindow::new(t_w, t_w * min_run_pct / 100, k.max(2 * t_w)).unwrap();
+        let b = w.budget(weight, alpha, demand);
+        let (t_r, t_w) = (b.t_r_ns, b.t_w_ns);
         let (lo, hi) = (start_ns, start_ns + k);
         let mut bytes = 0.0f64;
         let first = lo.saturating_sub(phase_ns) / t_w;
@@ -147,8 +151,103 @@ proptest! {
             let overlap = (s + t_r).min(hi).saturating_sub(s.max(lo));
             bytes += demand as f64 * overlap as f64 / 1e9;
         }
-        let bound = weight as f64 * alpha as f64 * k as f64 / 1e9 * (1.0 + 2.0 * t_w as f64 / k as f64);
+        // Unless the share is below the least a window gives.
+        let floor = demand as f64 * w.min_run_ns() as f64 / w.max_window_ns() as f64;
+        let rate = (weight as f64 * alpha as f64).max(floor);
+        let bound = rate * k as f64 / 1e9 * (1.0 + 2.0 * t_w as f64 / k as f64);
         prop_assert!(bytes <= bound * (1.0 + 1e-9), "{bytes} > {bound}");
+    }
+
+    /// A budget gives a channel its share of the time, `min(w alpha, D) /
+    /// D`, never more (down to the least share, the minimum run in the
+    /// longest window); a thread runs the whole window or at least the
+    /// minimum run, and skips whole windows for it. (Clamping T_R up to
+    /// the minimum gave more.)
+    #[test]
+    fn a_budget_keeps_the_share_of_time(
+        t_w in 50_000u64..10_000_000,
+        min_run in 1u64..20_000_000,
+        max_extra in 0u64..100_000_000,
+        weight in prop_oneof![1u32..8, Just(WEIGHT_MAX)],
+        // Shares of time from 2^-40 up.
+        (alpha_bits, alpha_shift) in (0u64..1024, 0u32..30),
+        demand in prop_oneof![Just(0u64), MB..100 * GB],
+    ) {
+        let alpha = alpha_bits << alpha_shift;
+        let max = t_w.max(min_run).div_ceil(t_w) * t_w + max_extra;
+        let w = RunWindow::new(t_w, min_run, max).unwrap();
+        let max = w.max_window_ns();
+        let b = w.budget(weight, alpha, demand);
+        prop_assert!(b.t_r_ns <= b.t_w_ns && b.t_w_ns <= max, "{:?}", b);
+        if demand == 0 {
+            prop_assert_eq!((b.t_r_ns, b.t_w_ns), (t_w, t_w));
+            return Ok(());
+        }
+        let share = (weight as f64 * alpha as f64).min(demand as f64) / demand as f64;
+        let got = b.t_r_ns as f64 / b.t_w_ns as f64;
+        let least = min_run as f64 / max as f64;
+        prop_assert!(got <= share.max(least) * (1.0 + 1e-12), "{:?}: {got} > {share}", b);
+        // T_R rounded down, by under 1 ns.
+        let lost = 1.0 / b.t_r_ns as f64;
+        prop_assert!(got >= share * (1.0 - lost) || b.t_w_ns == max, "{:?}: {got} < {share}", b);
+        if b.t_r_ns < b.t_w_ns {
+            prop_assert!(b.t_r_ns >= min_run, "{:?}", b);
+        }
+        if b.t_w_ns != t_w {
+            prop_assert_eq!(b.t_w_ns % t_w, 0, "whole windows");
+            prop_assert!(b.t_r_ns <= 2 * min_run, "{:?}", b);
+        }
+    }
+
+    /// Many channels on one bottleneck (up to 1024, each wanting 1 to
+    /// 5000 times its weighted share, no share below the least a window
+    /// gives): their rates through their budgets converge to the weighted
+    /// max-min share. With T_R clamped up to 1 % of T_W instead, every
+    /// channel needing less ran 1 %, and the shares were lost.
+    #[test]
+    fn many_channels_through_their_budgets_get_their_share(
+        capacity in GB..50 * GB,
+        flows in prop::collection::vec((1u32..8, 1u64..5_000), 1..1024),
+    ) {
+        let t_w = 100_000;
+        let w = RunWindow::new(t_w, default_min_run_ns(t_w), 10_000_000).unwrap();
+        let weights: u64 = flows.iter().map(|f| u64::from(f.0)).sum();
+        let fair: Vec<u64> = flows
+            .iter()
+            .map(|&(wt, _)| (capacity as u128 * u128::from(wt) / u128::from(weights)) as u64)
+            .collect();
+        let demand: Vec<u64> = flows.iter().zip(&fair).map(|(f, &s)| s * f.1).collect();
+        let cap = flows
+            .iter()
+            .zip(&demand)
+            .map(|(&(wt, _), &d)| d.div_ceil(u64::from(wt)))
+            .max()
+            .unwrap();
+        let mut c = Component::new(Params::default_for(capacity)).unwrap();
+        let rates = |alpha: u64| -> Vec<u64> {
+            flows
+                .iter()
+                .zip(&demand)
+                .map(|(&(wt, _), &d)| {
+                    let b = w.budget(wt, alpha, d);
+                    (d as u128 * u128::from(b.t_r_ns) / u128::from(b.t_w_ns)) as u64
+                })
+                .collect()
+        };
+        for _ in 0..100 {
+            let f = rates(c.alpha()).iter().sum();
+            c.update_share(f, cap);
+        }
+        let got = rates(c.alpha());
+        for (i, (&g, &want)) in got.iter().zip(&fair).enumerate() {
+            prop_assert!(
+                (g as f64 - want as f64).abs() <= want as f64 * 5e-3 + 1.0,
+                "channel {i} of {}: {g} vs {want}", flows.len()
+            );
+        }
+        let used: u64 = got.iter().sum();
+        prop_assert!(used as f64 <= capacity as f64 * 1.001, "{used} > {capacity}");
+        prop_assert!(used as f64 >= capacity as f64 * 0.99, "{used} of {capacity}");
     }
 
     #[test]

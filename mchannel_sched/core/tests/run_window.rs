@@ -16,10 +16,11 @@ struct Case {
     /// (run this long unless stopped, then block this long).
     bursts: Vec<(u64, u64)>,
     /// Budget changes: (after this many bursts, new T_R). Budgets are at
-    /// least 1 % of the window, as `RunWindow` keeps them above zero (a
-    /// thread with none would never run again).
+    /// least 1 us, as `RunWindow` keeps them above zero (a thread with
+    /// none would never run again).
     budget_changes: Vec<(usize, u64)>,
-    /// Window length changes: (after this many bursts, new T_W).
+    /// Window length changes: (after this many bursts, new T_W), up to
+    /// the 10 ms a short T_R stretches a window to in the kernel.
     window_changes: Vec<(usize, u64)>,
 }
 
@@ -30,8 +31,8 @@ fn case() -> impl Strategy<Value = Case> {
             Just(t_w * pct / 100),
             Just(slack),
             prop::collection::vec((0u64..3 * t_w, 0u64..3 * t_w), 1..200),
-            prop::collection::vec((0usize..200, t_w / 100..=t_w), 0..5),
-            prop::collection::vec((0usize..200, 50_000u64..1_000_000), 0..3),
+            prop::collection::vec((0usize..200, 1_000..=t_w), 0..5),
+            prop::collection::vec((0usize..200, 50_000u64..10_000_000), 0..3),
         )
             .prop_map(
                 |(t_w, t_r, slack, bursts, budget_changes, window_changes)| Case {
@@ -180,4 +181,50 @@ proptest! {
         // Every closed nanosecond is charged, or still owed.
         prop_assert_eq!(charged + s.debt_ns(), total_run - s.ran_ns(now));
     }
+}
+
+/// Threads attached within one window (a process's threads), always
+/// wanting to run, all given a budget in one window of ten at the same
+/// control period: their runs spread over the ten. (Windows of the new
+/// length used to start where the old ones ended, within one T_W of each
+/// other: every thread ran in the same tenth of the time, and the others
+/// stayed idle.)
+#[test]
+fn threads_skipping_windows_run_in_different_ones() {
+    const US: u64 = 1_000;
+    let (t_w, long) = (100 * US, 1_000 * US);
+    let mut slots = [0u32; 10];
+    for i in 0..64u64 {
+        let mut now = 1_000_000 + i * 1_300;
+        let mut s = RunState::new(now, t_w, 2 * US);
+        let mut changed = false;
+        while now < 20_000 * US {
+            if !changed && now >= 2_000 * US {
+                s.set_window(long);
+                s.set_budget(10 * US);
+                changed = true;
+            }
+            s.switch_in(now);
+            match s.check(now) {
+                OnCpu::Budget(b) => {
+                    if now >= 5_000 * US {
+                        slots[((now % long) / t_w) as usize] += 1;
+                    }
+                    now += b;
+                    s.switch_out(now);
+                }
+                OnCpu::Park { until_ns } => {
+                    s.switch_out(now);
+                    now = until_ns;
+                }
+                OnCpu::Unlimited => unreachable!("a budget below the window"),
+            }
+        }
+    }
+    let mean = slots.iter().sum::<u32>() / 10;
+    assert!(mean > 0);
+    assert!(
+        slots.iter().all(|&n| n <= 2 * mean),
+        "runs per tenth of the window: {slots:?}"
+    );
 }

@@ -6,6 +6,10 @@ set -e
 . /lib/cxlfabric/lib.sh
 nic_pair type1
 trap nic_debug EXIT
+# `! cmd` would not stop `set -e`.
+fails() { # cmd...
+	if "$@"; then return 1; fi
+}
 peer nicbench serve --port 7001 &
 server=$!
 to=10.11.0.2:7001
@@ -47,10 +51,10 @@ ethtool -g $nic_a | grep -A4 '^Current' | grep -q '^RX:[[:space:]]*512$'
 ethtool -l $nic_a | grep -A4 '^Current' | grep -q '^Combined:[[:space:]]*4$'
 ethtool -l $nic_a | grep -A4 '^Pre-set' | grep -q '^Combined:[[:space:]]*8$'
 # Sizes the rings cannot have are refused, saying why.
-! ethtool -G $nic_a rx 100 2>/dev/null
-! ethtool -G $nic_a rx 4096 2>/dev/null
+fails ethtool -G $nic_a rx 100 2>/dev/null
+fails ethtool -G $nic_a rx 4096 2>/dev/null
 dmesg | tail -n 5 | grep -q "rings of 128/4096 entries at MTU 1500"
-! ethtool -L $nic_a combined 9 2>/dev/null
+fails ethtool -L $nic_a combined 9 2>/dev/null
 wait_until 50 ping -c 1 -W 1 10.11.0.2
 
 echo "== timer polling instead of interrupts"
@@ -69,7 +73,7 @@ ethtool -C $nic_a rx-usecs 0 rx-frames 8
 wait_until 30 carrier_is $nic_a 1
 
 echo "== the mode is chosen while down"
-! ethtool --set-priv-flags $nic_a type2 on 2>/dev/null
+fails ethtool --set-priv-flags $nic_a type2 on 2>/dev/null
 ethtool --show-priv-flags $nic_a | grep -q '^type2[[:space:]]*: off$'
 
 echo "== injected faults are dropped and counted"

@@ -60,8 +60,12 @@ enum Ctl {
 }
 
 fn parse_fault(s: &str) -> Result<Inject, String> {
-    serde_json::from_value(serde_json::Value::String(s.into()))
-        .map_err(|_| format!("{s}: completion-length, completion-tag, tx-head or rx-head"))
+    serde_json::from_value(serde_json::Value::String(s.into())).map_err(|_| {
+        format!(
+            "{s}: completion-length, completion-tag, tx-head, rx-head, tx-head-forged, \
+                 rx-head-forged or hang"
+        )
+    })
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6]> {

@@ -87,6 +87,10 @@ pub struct PortStats {
     pub link: bool,
     pub guest: bool,
     pub queues: Vec<std::collections::BTreeMap<String, u64>>,
+    /// Queue accesses dropped because the driver had written a newer
+    /// config (absent in answers from before, hence the default).
+    #[serde(default)]
+    pub superseded: u64,
     /// The TAP backend's counters; absent for other ports (and in
     /// answers from before TAP backends, hence the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,6 +228,17 @@ impl Model {
         let mut carried: Vec<(usize, Vec<u8>)> = vec![];
         let mut sent = vec![];
         for d in &mut self.devices {
+            // A device whose hang is over resumes mid-pass, where it
+            // stopped, before it looks at a config again.
+            if let Some(v) = d.port.resume()? {
+                ring(d, v);
+            }
+            if d.port.hung() {
+                // No heartbeat, no config; doorbells wait in their
+                // eventfds.
+                sent.push(vec![]);
+                continue;
+            }
             let (config, queues) = doorbells(d);
             if d.port.poll_config()? || config {
                 ring(d, VECTOR_CONFIG);
@@ -270,7 +285,7 @@ impl Model {
                 Backend::None => false,
             };
             let up = self.running && d.port.mode().is_some() && partner;
-            if up != d.port.link_up() {
+            if up != d.port.link_up() && !d.port.hung() {
                 d.port.set_link(up)?;
                 ring(d, VECTOR_CONFIG);
             }
@@ -357,6 +372,7 @@ impl Model {
                 mode: d.port.mode(),
                 link: d.port.link_up(),
                 guest: d.guest.is_some(),
+                superseded: d.port.superseded(),
                 queues: (0..d.port.queues())
                     .filter_map(|q| d.port.stats(q))
                     .map(|s| {

@@ -1,8 +1,14 @@
 //! One NIC port: its device memory (BAR2), the config the driver gave it,
 //! and the device side of each queue pair's rings, driven by [`Port::
-//! step`]. Everything read from guest-writable memory goes through the
-//! ring crate's checks before it is used; a fault is counted and the
-//! entry dropped.
+//! transmit`] and [`Port::receive`]. Everything read from guest-writable
+//! memory goes through the ring crate's checks before it is used; a fault
+//! is counted and the entry dropped.
+//!
+//! Before every access to a queue's memory the device checks that the
+//! config it runs is still the driver's latest (its generation in BAR2):
+//! a driver that wrote a new one may have freed the rings the old one
+//! named, so a device that hung mid-pass and resumes writes nothing into
+//! them ([`Superseded`]).
 
 use crate::mem::{GuestRam, Shared};
 use anyhow::{Context, Result};
@@ -12,17 +18,22 @@ use cxlnic_ring::device::{
     MODE_PCIE, MODE_TYPE1, MODE_TYPE2, QUEUES_MAX, SPACE_DEVICE, SPACE_HOST, STATS_OFFSET,
     VECTOR_QUEUE0,
 };
+use cxlnic_ring::index::{distance, ready_tag};
 use cxlnic_ring::layout::{
     DeviceLine, DriverLine, RxDesc, TxDesc, COMPLETION_BYTES, DESC_BYTES, FRAME_MAX, IRQ_RX,
     IRQ_TX, LINE_BYTES, SIGNATURE, VERSION,
 };
-use cxlnic_ring::queue::{self, Area, Consumer};
+use cxlnic_ring::queue::{self, Area, Buffer, Consumer, Entry};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Frames waiting for an RX buffer, per queue; more are dropped.
 pub const INBOUND_MAX: usize = 256;
 /// Entries a queue handles per step before the others get a turn.
 pub const STEP_BUDGET: u32 = 64;
+/// How long an injected hang lasts: past the driver's heartbeat timeout
+/// and its wait for a config answer.
+pub const HANG: Duration = Duration::from_secs(5);
 
 /// How a port is made.
 #[derive(Debug, Clone)]
@@ -44,7 +55,35 @@ pub enum Inject {
     TxHead,
     /// The next RX head store claims buffers the driver never posted.
     RxHead,
+    /// A TX head inside the posted range: the device stores a head that
+    /// claims every entry posted, none of which it took, then leaves the
+    /// ring alone until the driver has posted over the entry it expects
+    /// and goes on from where it really was (a forged head, then a device
+    /// that behaves again: the two sides disagree from then on).
+    TxHeadForged,
+    /// The same on the RX ring: a head claiming every posted buffer.
+    RxHeadForged,
+    /// The device hangs for [`HANG`] right after it read an RX descriptor
+    /// for a frame (no heartbeat, no config, no rings), then resumes
+    /// where it stopped: the frame and its completion are its first
+    /// writes.
+    Hang,
 }
+
+/// Why a queue access was not made: the driver wrote a config after the
+/// one the device runs (it may have freed that config's memory). Not an
+/// error of the model: the access is dropped and counted, and the next
+/// pass takes the new config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superseded;
+
+impl std::fmt::Display for Superseded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the driver wrote a newer config")
+    }
+}
+
+impl std::error::Error for Superseded {}
 
 /// What one step did, for the poller's cadence and the tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +99,30 @@ struct Queue {
     rx: Consumer,
     inbound: VecDeque<Vec<u8>>,
     stats: QueueStats,
+    /// After a forged head: the ring is left alone until the driver has
+    /// posted over the entry the device expects.
+    tx_held: bool,
+    rx_held: bool,
+    /// pcie: a doorbell rang and the ring is not drained yet (a doorbell
+    /// asks for everything up to the tail, not one step's budget).
+    rung: bool,
 }
 
 /// The config the device took.
 struct Active {
+    /// Its generation: queue accesses stop when BAR2 holds another.
+    gen: u32,
     checked: Checked,
     queues: Vec<Queue>,
+}
+
+/// What a device that hung mid-pass was about to do: fill `buffer` of
+/// RX entry `entry` of queue `q` with `frame`.
+struct Paused {
+    q: usize,
+    entry: Entry,
+    buffer: Buffer,
+    frame: Vec<u8>,
 }
 
 pub struct Port {
@@ -77,6 +134,11 @@ pub struct Port {
     heartbeat: u32,
     cfg_ack: u32,
     injected: Vec<Inject>,
+    /// An injected hang: until when, and the work it interrupted.
+    hung_until: Option<Instant>,
+    paused: Option<Paused>,
+    /// Queue accesses not made because the config was superseded.
+    superseded: u64,
     /// Frames the driver sent that the link should carry.
     pub outbound: Vec<(usize, Vec<u8>)>,
 }
@@ -99,6 +161,9 @@ impl Port {
             heartbeat: 0,
             cfg_ack: 0,
             injected: vec![],
+            hung_until: None,
+            paused: None,
+            superseded: 0,
             outbound: vec![],
         };
         port.reset()?;
@@ -162,6 +227,9 @@ impl Port {
         self.cfg_ack = h.cfg_ack;
         self.link_up = false;
         self.active = None;
+        // A reset ends a hang and forgets what it interrupted.
+        self.hung_until = None;
+        self.paused = None;
         self.dev.write(HEADER_OFFSET, &h.encode())?;
         Ok(())
     }
@@ -220,6 +288,57 @@ impl Port {
         self.active.as_ref()?.queues.get(q).map(|q| q.stats)
     }
 
+    /// Queue accesses dropped because the driver had written a newer
+    /// config than the one the device ran.
+    pub fn superseded(&self) -> u64 {
+        self.superseded
+    }
+
+    /// Whether the device is hung (an injected [`Inject::Hang`]): it does
+    /// nothing at all until [`Port::resume`] finds the hang over.
+    pub fn hung(&self) -> bool {
+        self.hung_until.is_some()
+    }
+
+    /// Ends a hang now (the next [`Port::resume`] resumes).
+    pub fn wake(&mut self) {
+        if self.hung_until.is_some() {
+            self.hung_until = Some(Instant::now());
+        }
+    }
+
+    /// Resumes a hang that is over, where it stopped: the frame it was
+    /// about to write, its completion and head, if the config is still
+    /// the driver's latest. Returns the vector to raise, if the driver
+    /// asked for one.
+    pub fn resume(&mut self) -> Result<Option<u32>> {
+        match self.hung_until {
+            Some(t) if Instant::now() >= t => self.hung_until = None,
+            _ => return Ok(None),
+        }
+        let Some(p) = self.paused.take() else {
+            return Ok(None);
+        };
+        match self.finish_paused(&p) {
+            Ok(want) => Ok(want.then_some(VECTOR_QUEUE0 + p.q as u32)),
+            Err(e) if e.is::<Superseded>() => {
+                self.superseded += 1;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn finish_paused(&mut self, p: &Paused) -> Result<bool> {
+        if self.active.as_ref().is_none_or(|a| p.q >= a.queues.len()) {
+            return Ok(false);
+        }
+        self.fill(p.q, p.entry, p.buffer, &p.frame)?;
+        let head = self.queue(p.q).rx.head();
+        self.store_head(p.q, 4, head)?;
+        Ok(self.driver_line(p.q)?.irq & IRQ_RX != 0)
+    }
+
     /// Takes a new config if the driver wrote one: returns whether it
     /// answered (the driver wants vector 0 then).
     pub fn poll_config(&mut self) -> Result<bool> {
@@ -236,7 +355,7 @@ impl Port {
         } else {
             match check_config(&cfg, self.spec.queues_max, self.modes(), &self.spaces()) {
                 Ok(checked) => {
-                    self.active = Some(Active::new(checked, &cfg));
+                    self.active = Some(Active::new(gen, checked, &cfg));
                     0
                 }
                 Err(e) => {
@@ -265,8 +384,21 @@ impl Port {
         }
     }
 
-    /// Where `len` bytes at `off` past `loc` are (`at`, with the offset).
+    /// Fails with [`Superseded`] unless the config the device runs is
+    /// still the driver's latest.
+    fn live(&self) -> Result<()> {
+        let gen = self.dev.load(CONFIG_OFFSET + CONFIG_GEN as u64)?;
+        match &self.active {
+            Some(a) if a.gen == gen => Ok(()),
+            _ => Err(Superseded.into()),
+        }
+    }
+
+    /// Where `len` bytes at `off` past `loc` are (`at`, with the offset);
+    /// every queue access comes here, so each is checked [`Port::live`]
+    /// first.
     fn resolve(&self, loc: &Loc, off: u64, len: u64) -> Result<(&Shared, u64)> {
+        self.live()?;
         let addr = Loc {
             addr: loc.addr.checked_add(off).context("address overflow")?,
             ..*loc
@@ -303,16 +435,40 @@ impl Port {
             return Ok(vec![]);
         };
         let mut done = vec![0; self.queues()];
+        if self.hung() {
+            return Ok(done);
+        }
         for (q, d) in done.iter_mut().enumerate() {
-            let rang = doorbells.get(q).copied().unwrap_or(false);
-            if rang {
-                self.queue_mut(q).stats.doorbells += 1;
+            if doorbells.get(q).copied().unwrap_or(false) {
+                let queue = self.queue_mut(q);
+                queue.stats.doorbells += 1;
+                queue.rung = true;
             }
-            if mode != MODE_PCIE || rang {
-                *d = self.step_tx(q)?;
+            if mode != MODE_PCIE || self.queue(q).rung {
+                let step = self.step_tx(q);
+                let Some(taken) = self.unless_superseded(step)? else {
+                    break;
+                };
+                *d = taken;
+                // Short of the budget: drained up to the tail.
+                if taken < STEP_BUDGET {
+                    self.queue_mut(q).rung = false;
+                }
             }
         }
         Ok(done)
+    }
+
+    /// `r`, or `None` (counted) if it failed for a superseded config.
+    fn unless_superseded<T>(&mut self, r: Result<T>) -> Result<Option<T>> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is::<Superseded>() => {
+                self.superseded += 1;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Fills posted RX buffers with the frames waiting on every queue;
@@ -322,18 +478,29 @@ impl Port {
     pub fn receive(&mut self, tx_done: &[u32]) -> Result<(Progress, Vec<u32>)> {
         let mut progress = Progress::default();
         let mut irqs = vec![];
-        if self.mode().is_none() {
+        if self.mode().is_none() || self.hung() {
             return Ok((progress, irqs));
         }
         for q in 0..self.queues() {
             let tx = tx_done.get(q).copied().unwrap_or(0);
-            let rx = self.step_rx(q)?;
+            let step = self.step_rx(q);
+            let Some(rx) = self.unless_superseded(step)? else {
+                break;
+            };
             progress.work += tx + rx;
+            if self.hung() {
+                // Hung mid-pass: nothing more until it resumes.
+                break;
+            }
             // The heads are stored; the driver stores its interrupt word
             // and then reads the heads: a full barrier on both sides, so
             // one of them sees the other.
             std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-            let want = self.driver_line(q)?.irq;
+            let line = self.driver_line(q);
+            let Some(line) = self.unless_superseded(line)? else {
+                break;
+            };
+            let want = line.irq;
             if (tx > 0 && want & IRQ_TX != 0) || (rx > 0 && want & IRQ_RX != 0) {
                 self.queue_mut(q).stats.interrupts += 1;
                 irqs.push(VECTOR_QUEUE0 + q as u32);
@@ -379,8 +546,75 @@ impl Port {
         }
     }
 
-    /// Takes the TX entries posted: returns how many.
+    /// TX entries posted that the device has not taken (up to a ring).
+    fn tx_posted(&self, q: usize) -> Result<u32> {
+        let a = self.active.as_ref().expect("configured");
+        let (inline, size) = (a.checked.inline, a.checked.tx_size);
+        let c = self.queue(q).tx;
+        if !inline {
+            let tail = self.driver_line(q)?.tx_tail;
+            return Ok(match c.posted(tail) {
+                Ok(true) => distance(c.head(), tail),
+                _ => 0,
+            });
+        }
+        let ring = self.queue(q).cfg.tx_ring;
+        let mut n = 0;
+        while n < size.get() {
+            let index = c.head().wrapping_add(n);
+            let tag_at = (size.slot(index) * DESC_BYTES) as u64 + 12;
+            if self.load_at(&ring, tag_at)? != ready_tag(index) {
+                break;
+            }
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Whether the driver has posted over the TX entry the device
+    /// expects (it took a forged head as progress and reused the slot).
+    fn tx_posted_over(&self, q: usize) -> Result<bool> {
+        let a = self.active.as_ref().expect("configured");
+        let c = self.queue(q).tx;
+        if a.checked.inline {
+            let e = c.expected();
+            let ring = self.queue(q).cfg.tx_ring;
+            let tag = self.load_at(&ring, (e.slot * DESC_BYTES) as u64 + 12)?;
+            return Ok(tag != e.tag);
+        }
+        let tail = self.driver_line(q)?.tx_tail;
+        Ok(distance(c.head(), tail) > a.checked.tx_size.get())
+    }
+
+    /// An injected forged TX head: claims the `n` entries posted (none
+    /// taken) and holds the ring. `None` if nothing is posted yet.
+    fn forge_tx_head(&mut self, q: usize) -> Result<Option<u32>> {
+        if !self.injected.contains(&Inject::TxHeadForged) {
+            return Ok(None);
+        }
+        let n = self.tx_posted(q)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.take_injected(Inject::TxHeadForged);
+        let head = self.queue(q).tx.head().wrapping_add(n);
+        self.store_head(q, 0, head)?;
+        self.queue_mut(q).tx_held = true;
+        Ok(Some(n))
+    }
+
+    /// Takes the TX entries posted: returns how many (or how many a
+    /// forged head claimed).
     fn step_tx(&mut self, q: usize) -> Result<u32> {
+        if self.queue(q).tx_held {
+            if !self.tx_posted_over(q)? {
+                return Ok(0);
+            }
+            self.queue_mut(q).tx_held = false;
+        }
+        if let Some(claimed) = self.forge_tx_head(q)? {
+            return Ok(claimed);
+        }
         let (inline, batch) = {
             let a = self.active.as_ref().expect("configured");
             (a.checked.inline, a.checked.batch)
@@ -464,8 +698,63 @@ impl Port {
         queue.inbound.push_back(frame);
     }
 
-    /// Fills posted RX buffers with waiting frames: returns how many.
+    /// An injected forged RX head: claims every buffer posted (none
+    /// filled) and holds the ring. `None` if none is posted.
+    fn forge_rx_head(&mut self, q: usize) -> Result<Option<u32>> {
+        if !self.injected.contains(&Inject::RxHeadForged) {
+            return Ok(None);
+        }
+        let c = self.queue(q).rx;
+        let tail = self.driver_line(q)?.rx_tail;
+        if c.posted(tail) != Ok(true) {
+            return Ok(None);
+        }
+        self.take_injected(Inject::RxHeadForged);
+        let n = distance(c.head(), tail);
+        self.store_head(q, 4, tail)?;
+        self.queue_mut(q).rx_held = true;
+        Ok(Some(n))
+    }
+
+    /// Writes `frame` into `buffer` of RX entry `entry` and its
+    /// completion, and moves past the entry.
+    fn fill(&mut self, q: usize, entry: Entry, buffer: Buffer, frame: &[u8]) -> Result<()> {
+        let cfg = self.queue(q).cfg;
+        let len = frame.len() as u32;
+        self.write_at(&cfg.rx_area, buffer.buf, frame)?;
+        let mut done = queue::completion(entry, len);
+        if self.take_injected(Inject::CompletionLength) {
+            done.len = buffer.cap.saturating_add(1);
+        }
+        if self.take_injected(Inject::CompletionTag) {
+            done.tag = done.tag.wrapping_add(7);
+        }
+        let at = (entry.slot * COMPLETION_BYTES) as u64;
+        // The length first; the tag, which makes it valid, last.
+        self.store_at(&cfg.rx_done, at, done.len)?;
+        self.store_at(&cfg.rx_done, at + 4, done.tag)?;
+        let s = &mut self.queue_mut(q).stats;
+        s.completions += 1;
+        s.rx_frames += 1;
+        s.rx_bytes += u64::from(len);
+        self.queue_mut(q).rx.advance();
+        Ok(())
+    }
+
+    /// Fills posted RX buffers with waiting frames: returns how many (or
+    /// how many a forged head claimed).
     fn step_rx(&mut self, q: usize) -> Result<u32> {
+        if self.queue(q).rx_held {
+            let tail = self.driver_line(q)?.rx_tail;
+            let size = self.active.as_ref().expect("configured").checked.rx_size;
+            if distance(self.queue(q).rx.head(), tail) <= size.get() {
+                return Ok(0);
+            }
+            self.queue_mut(q).rx_held = false;
+        }
+        if let Some(claimed) = self.forge_rx_head(q)? {
+            return Ok(claimed);
+        }
         let batch = self.active.as_ref().expect("configured").checked.batch;
         let mut filled = 0u32;
         let mut since_head = 0u32;
@@ -508,23 +797,21 @@ impl Port {
                 self.queue_mut(q).stats.rx_no_buffer += 1;
                 continue;
             }
-            self.write_at(&cfg.rx_area, buffer.buf, &frame[..len as usize])?;
-            let mut done = queue::completion(expected, len);
-            if self.take_injected(Inject::CompletionLength) {
-                done.len = buffer.cap.saturating_add(1);
+            let mut frame = frame;
+            frame.truncate(len as usize);
+            if self.take_injected(Inject::Hang) {
+                // Between the descriptor read and the frame's write; the
+                // head for what it filled before is not stored either.
+                self.paused = Some(Paused {
+                    q,
+                    entry: expected,
+                    buffer,
+                    frame,
+                });
+                self.hung_until = Some(Instant::now() + HANG);
+                return Ok(filled);
             }
-            if self.take_injected(Inject::CompletionTag) {
-                done.tag = done.tag.wrapping_add(7);
-            }
-            let at = (expected.slot * COMPLETION_BYTES) as u64;
-            // The length first; the tag, which makes it valid, last.
-            self.store_at(&cfg.rx_done, at, done.len)?;
-            self.store_at(&cfg.rx_done, at + 4, done.tag)?;
-            let s = &mut self.queue_mut(q).stats;
-            s.completions += 1;
-            s.rx_frames += 1;
-            s.rx_bytes += u64::from(len);
-            self.queue_mut(q).rx.advance();
+            self.fill(q, expected, buffer, &frame)?;
             filled += 1;
             since_head += 1;
             if since_head >= batch {
@@ -551,7 +838,7 @@ impl Port {
 }
 
 impl Active {
-    fn new(checked: Checked, cfg: &DriverConfig) -> Active {
+    fn new(gen: u32, checked: Checked, cfg: &DriverConfig) -> Active {
         let queues = cfg
             .queue
             .iter()
@@ -562,9 +849,16 @@ impl Active {
                 rx: Consumer::new(checked.rx_size, 0),
                 inbound: VecDeque::new(),
                 stats: QueueStats::default(),
+                tx_held: false,
+                rx_held: false,
+                rung: false,
             })
             .collect();
-        Active { checked, queues }
+        Active {
+            gen,
+            checked,
+            queues,
+        }
     }
 }
 

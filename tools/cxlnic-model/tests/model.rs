@@ -426,6 +426,169 @@ fn a_stopped_device_stops_beating_and_comes_back_reset() {
     assert_eq!(tx.header().link, LINK_UP);
 }
 
+/// Fills `len` bytes at `loc` of `d`'s memory with `byte`.
+fn poison(d: &Driver, loc: &cxlnic_ring::device::Loc, len: usize, byte: u8) {
+    d.write(loc, 0, &vec![byte; len]);
+}
+
+/// Whether `len` bytes at `loc` of `d`'s memory all hold `byte`.
+fn holds(d: &Driver, loc: &cxlnic_ring::device::Loc, len: usize, byte: u8) -> bool {
+    let mut got = vec![0u8; len];
+    d.read(loc, 0, &mut got);
+    got.iter().all(|&b| b == byte)
+}
+
+#[test]
+fn a_config_written_between_a_descriptor_read_and_its_completion_stops_the_write() {
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
+    rx.post_rx(0);
+    b.model.command(Command::Inject {
+        port: 1,
+        fault: Inject::Hang,
+    });
+    assert!(tx.send(0, &frame(100, 1)));
+    tx.flush(0);
+    b.pass(1);
+    let port = b.model.port_mut(1).unwrap();
+    assert!(port.hung(), "hung after reading the descriptor");
+    let s = port.stats(0).unwrap();
+    assert_eq!((s.rx_desc_reads, s.completions), (1, 0));
+    // A hung device does not beat: the driver takes it as gone.
+    let beat = rx.header().heartbeat;
+    b.model.tick(true).unwrap();
+    assert_eq!(rx.header().heartbeat, beat);
+    // The driver writes a new config (off) and gives the rings' memory
+    // to other uses: the buffers, completions and its line.
+    let cfg = rx.queues[0].cfg;
+    let area = cfg.rx_area_len as usize;
+    poison(&rx, &cfg.rx_area, area, 0xa5);
+    poison(&rx, &cfg.rx_done, 8 * 8, 0xa5);
+    poison(&rx, &cfg.device_line, 64, 0xa5);
+    let mut off = rx.config();
+    off.mode = MODE_OFF;
+    rx.configure_with(&off);
+    // The device resumes mid-pass, where it stopped.
+    b.model.port_mut(1).unwrap().wake();
+    b.pass(2);
+    assert!(holds(&rx, &cfg.rx_area, area, 0xa5), "a frame was written");
+    assert!(holds(&rx, &cfg.rx_done, 8 * 8, 0xa5), "a completion");
+    assert!(holds(&rx, &cfg.device_line, 64, 0xa5), "a head");
+    let port = b.model.port_mut(1).unwrap();
+    assert_eq!(port.superseded(), 1);
+    // Then it took the new config.
+    assert_eq!(rx.answer(), Some(0));
+    assert_eq!(port.mode(), None);
+    assert_eq!(b.model.stats()[1].superseded, 1);
+}
+
+#[test]
+fn a_hung_device_resumes_where_it_stopped() {
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE2);
+    rx.post_rx(0);
+    b.model.command(Command::Inject {
+        port: 1,
+        fault: Inject::Hang,
+    });
+    assert!(tx.send(0, &frame(300, 1)));
+    assert!(tx.send(0, &frame(300, 2)));
+    tx.flush(0);
+    b.pass(3);
+    assert!(b.model.port_mut(1).unwrap().hung());
+    assert_eq!(rx.receive(0).0.len(), 0, "nothing while hung");
+    b.model.port_mut(1).unwrap().wake();
+    b.pass(1);
+    assert_eq!(rx.receive(0).0, vec![frame(300, 1), frame(300, 2)]);
+    assert_eq!(b.model.port_mut(1).unwrap().superseded(), 0);
+}
+
+#[test]
+fn a_forged_tx_head_inside_the_posted_range_parts_the_two_sides() {
+    for inline in [false, true] {
+        let mut b = bed(1);
+        let mut tx = b.driver(0, MODE_TYPE1, 8, 1);
+        let mut rx = b.driver(1, MODE_TYPE1, 8, 1);
+        tx.inline = inline;
+        tx.configure();
+        rx.configure();
+        b.pass(2);
+        rx.post_rx(0);
+        for i in 0..2 {
+            assert!(tx.send(0, &frame(100, i)));
+        }
+        tx.flush(0);
+        b.model.command(Command::Inject {
+            port: 0,
+            fault: Inject::TxHeadForged,
+        });
+        b.pass(1);
+        // The driver takes the head as progress: both entries are free
+        // again, though the device sent neither.
+        assert_eq!(tx.tx_done(0), Some(2), "inline {inline}");
+        assert_eq!(rx.receive(0).0.len(), 0);
+        // It fills the ring, over the entries the device has not taken.
+        let mut n = 0;
+        while tx.send(0, &frame(100, 10 + n)) {
+            n += 1;
+        }
+        assert_eq!(n, 8);
+        tx.flush(0);
+        b.pass(3);
+        // The device goes on from where it was, but its entry is gone:
+        // it takes nothing, for good.
+        let s = b.model.port_mut(0).unwrap().stats(0).unwrap();
+        assert_eq!(s.tx_frames, 0, "inline {inline}");
+        if !inline {
+            assert!(s.tx_faults >= 1, "a tail more than a ring ahead");
+        }
+        assert_eq!(rx.receive(0).0.len(), 0);
+        assert_eq!(tx.tx_done(0), Some(0), "nothing freed");
+    }
+}
+
+#[test]
+fn a_forged_rx_head_claims_buffers_never_filled() {
+    let (mut b, mut tx, mut rx) = configured(MODE_TYPE1);
+    rx.post_rx(0);
+    b.model.command(Command::Inject {
+        port: 1,
+        fault: Inject::RxHeadForged,
+    });
+    b.pass(1);
+    // Every buffer "completed", none filled: the completions are refused.
+    assert_eq!(rx.receive(0), (vec![], 8));
+    // The driver posts them again; the device goes on from where it was
+    // and finds the ring more than full.
+    rx.post_rx(0);
+    assert!(tx.send(0, &frame(100, 1)));
+    tx.flush(0);
+    b.pass(3);
+    let s = b.model.port_mut(1).unwrap().stats(0).unwrap();
+    assert_eq!(s.rx_frames, 0);
+    assert!(s.rx_faults >= 1);
+    assert_eq!(rx.receive(0), (vec![], 0));
+}
+
+#[test]
+fn a_pcie_doorbell_drains_the_ring_past_one_step() {
+    let mut b = bed(1);
+    let mut tx = b.driver(0, MODE_PCIE, 256, 1);
+    let mut rx = b.driver(1, MODE_PCIE, 256, 1);
+    tx.configure();
+    rx.configure();
+    b.pass(2);
+    rx.post_rx(0);
+    let n = 3 * cxlnic_model::port::STEP_BUDGET + 10;
+    for i in 0..n {
+        assert!(tx.send(0, &frame(64, i)));
+    }
+    tx.flush(0);
+    // One doorbell for the lot, as a driver rings after a burst.
+    b.doorbell(0, VECTOR_QUEUE0);
+    b.pass(6);
+    let s = b.model.port_mut(0).unwrap().stats(0).unwrap();
+    assert_eq!((s.tx_frames, s.doorbells), (u64::from(n), 1));
+}
+
 #[test]
 fn the_flow_hash_spreads_flows_over_queues() {
     let mut b = bed(4);

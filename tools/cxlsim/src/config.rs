@@ -473,10 +473,17 @@ impl Default for SnoopFilterConfig {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunConfig {
-    /// Statistics cover the completions after this fraction of all requests...
+    /// The measurement window is one time interval for all requesters: it
+    /// opens when every requester has completed this fraction of its own
+    /// requests...
     pub warmup_fraction: f64,
-    /// ...and before the last `cooldown_fraction` (steady state only).
+    /// ...and closes when the first one has completed all but this fraction
+    /// of its requests or has issued its last one (steady state only).
     pub cooldown_fraction: f64,
+    /// Instead of the fractions: open the window at this time...
+    pub warmup_ns: Option<f64>,
+    /// ...close it this much later and stop the run (both or neither).
+    pub measure_ns: Option<f64>,
     /// Stop at this simulated time even if requests remain.
     pub max_time_ns: Option<f64>,
     /// Print progress to stderr about once a second.
@@ -488,6 +495,8 @@ impl Default for RunConfig {
         RunConfig {
             warmup_fraction: 0.1,
             cooldown_fraction: 0.1,
+            warmup_ns: None,
+            measure_ns: None,
             max_time_ns: None,
             progress: false,
         }

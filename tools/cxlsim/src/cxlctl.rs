@@ -10,7 +10,7 @@
 //! ignored. The links between the root, host bridge and switch objects are
 //! ordinary links of the configured parameters (an approximation: in the
 //! machine, only the root port to switch and switch to device hops are PCIe
-//! links).
+//! links). Parent links that loop are refused.
 
 use crate::config::LinkSpec;
 use crate::topology::{Graph, GraphBuilder, NodeKind};
@@ -20,6 +20,51 @@ use std::collections::BTreeMap;
 
 pub fn parse(text: &str) -> Result<Topology> {
     serde_json::from_str(text).context("parsing cxlctl --json topology output")
+}
+
+/// Refuses parent links that loop: sysfs is a tree, so a loop is a corrupt
+/// or hand-edited file, and a loop of ports would become a ring of links.
+fn check_no_cycle(topo: &Topology) -> Result<()> {
+    let index: BTreeMap<&str, usize> = topo
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    // 0: not seen, 1: on the current walk, 2: leads to a device without a parent.
+    let mut state = vec![0u8; topo.devices.len()];
+    for start in 0..topo.devices.len() {
+        let mut walk = Vec::new();
+        let mut at = Some(start);
+        while let Some(i) = at {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let from = walk.iter().position(|&j| j == i).unwrap_or(0);
+                    let names: Vec<&str> = walk[from..]
+                        .iter()
+                        .chain(std::iter::once(&i))
+                        .map(|&j| topo.devices[j].name.as_str())
+                        .collect();
+                    bail!(
+                        "cxlctl topology has a parent cycle: {} (parents must lead to a root)",
+                        names.join(" -> ")
+                    );
+                }
+                _ => {}
+            }
+            state[i] = 1;
+            walk.push(i);
+            at = topo.devices[i]
+                .parent
+                .as_deref()
+                .and_then(|p| index.get(p).copied());
+        }
+        for j in walk {
+            state[j] = 2;
+        }
+    }
+    Ok(())
 }
 
 /// The fabric graph of a cxlctl topology.
@@ -35,6 +80,7 @@ pub fn to_graph(topo: &Topology, requesters_per_root: u32) -> Result<Graph> {
     if by_name.len() != topo.devices.len() {
         bail!("cxlctl topology names a device twice");
     }
+    check_no_cycle(topo)?;
     let is_port = |k: Kind| matches!(k, Kind::Root | Kind::HostBridge | Kind::Switch);
     let mut b = GraphBuilder::new();
     let mut roots = Vec::new();

@@ -32,14 +32,18 @@ pub enum Kind {
     LinkFree = 3,
     /// Periodic controller callback (run-window hook).
     Tick = 4,
+    /// The measurement window of `warmup_ns`/`measure_ns` opens (argument
+    /// 0) or closes (1).
+    Window = 5,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Issue,
     Kind::Ready,
     Kind::Depart,
     Kind::LinkFree,
     Kind::Tick,
+    Kind::Window,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

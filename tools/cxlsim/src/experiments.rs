@@ -7,7 +7,7 @@
 use crate::config::{Config, Duplex, RwPattern, SnoopFilterConfig, TopologyConfig, VictimPolicy};
 use crate::sim::Sim;
 use crate::stats::Report;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use serde::Serialize;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -89,9 +89,14 @@ fn par_map_inner<T: Sync, R: Send>(
         .collect()
 }
 
+/// Runs `cfg`; a run without a steady-state window is an error.
 fn run(cfg: &Config) -> Result<Report> {
     let mut sim = Sim::new(cfg, Path::new("."))?;
-    Ok(sim.run())
+    let r = sim.run();
+    if let Some(e) = &r.window_error {
+        bail!("{}: {e}", r.topology);
+    }
+    Ok(r)
 }
 
 /// Port bandwidth used by the experiments (GB/s, the default).

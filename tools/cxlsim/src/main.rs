@@ -137,6 +137,11 @@ fn main() -> Result<()> {
             if let Some(dir) = svg {
                 plot::latency_cdf(&sim.latency_cdfs(), &dir.join("latency.svg"))?;
             }
+            // The files are written (they carry the error too), but the
+            // figures are no steady-state measurement.
+            if let Some(e) = &report.window_error {
+                bail!("{e}");
+            }
         }
         Cmd::Check { config } => {
             let (cfg, base) = load(&config)?;

@@ -469,30 +469,34 @@ pub fn fairness_sweep(
 #[derive(Serialize, Clone, Debug)]
 pub struct UtilizationPoint {
     pub channels: u32,
+    pub threads_per_channel: u32,
+    /// All threads.
+    pub threads: u32,
+    pub signal: Signal,
     pub control: bool,
     pub utilization: f64,
     /// Jain's fairness index of the channels' bandwidth.
     pub jain: f64,
 }
 
-/// Overload: `n` channels on `n` hosts, 4 closed-loop threads each (4,
-/// 3, 6, 5, ... in flight per thread: unequal, so that without control
-/// they get unequal bandwidth), all through the fabric link (the
+/// Overload: `n` channels on `n` hosts, `threads` closed-loop threads
+/// each (4, 3, 6, 5, ... in flight per thread: unequal, so that without
+/// control they get unequal bandwidth), all through the fabric link (the
 /// bottleneck; adapters at twice its bandwidth).
-pub fn overload_apps(n: u32, join_every_ns: u64) -> Vec<AppSpec> {
-    overload_apps_q(n, join_every_ns, &[4, 3, 6, 5])
+pub fn overload_apps(n: u32, threads: u32) -> Vec<AppSpec> {
+    overload_apps_q(n, threads, 0, &[4, 3, 6, 5])
 }
 
 /// [`overload_apps`] with `q[i % q.len()]` requests in flight per thread
-/// of channel `i`.
-pub fn overload_apps_q(n: u32, join_every_ns: u64, q: &[u32]) -> Vec<AppSpec> {
+/// of channel `i`, which joins at `i * join_every_ns`.
+pub fn overload_apps_q(n: u32, threads: u32, join_every_ns: u64, q: &[u32]) -> Vec<AppSpec> {
     let q = if q.is_empty() { &[4u32][..] } else { q };
     (0..n as usize)
         .map(|i| AppSpec {
             name: format!("ch{i}"),
             host: i,
             weight: 1,
-            threads: vec![closed(q[i % q.len()]); 4],
+            threads: vec![closed(q[i % q.len()]); threads as usize],
             join_ns: join_every_ns.saturating_mul(i as u64),
         })
         .collect()
@@ -508,37 +512,51 @@ fn jain(x: &[f64]) -> f64 {
     }
 }
 
+/// Utilization and fairness of [`overload_apps`] at each `(channels,
+/// threads per channel)`, with and without control, with congestion
+/// signal `signal`.
 pub fn utilization_sweep(
-    ns: &[u32],
+    points: &[(u32, u32)],
+    signal: Signal,
     size: McSize,
     seed: u64,
     threads: usize,
 ) -> Result<Vec<UtilizationPoint>> {
     let mut items = Vec::new();
-    for &n in ns {
+    for &p in points {
         for c in [false, true] {
-            items.push((n, c));
+            items.push((p, c));
         }
     }
     let periods = size.warmup + size.measure;
     let from = size.warmup as usize;
-    let res = par_map(&items, threads, |&(n, c)| -> Result<UtilizationPoint> {
-        let r = run_apps(
-            &overload_apps(n, 0),
-            2.0 * SCALE_GBPS,
-            SCALE_GBPS,
-            &params(c),
-            periods,
-            seed,
-        )?;
-        let rates: Vec<f64> = (0..n as usize).map(|i| r.mean_rate(i, from)).collect();
-        Ok(UtilizationPoint {
-            channels: n,
-            control: c,
-            utilization: r.utilization(from),
-            jain: jain(&rates),
-        })
-    });
+    let res = par_map(
+        &items,
+        threads,
+        |&((n, t), c)| -> Result<UtilizationPoint> {
+            let r = run_apps(
+                &overload_apps(n, t),
+                2.0 * SCALE_GBPS,
+                SCALE_GBPS,
+                &McParams {
+                    signal,
+                    ..params(c)
+                },
+                periods,
+                seed,
+            )?;
+            let rates: Vec<f64> = (0..n as usize).map(|i| r.mean_rate(i, from)).collect();
+            Ok(UtilizationPoint {
+                channels: n,
+                threads_per_channel: t,
+                threads: n * t,
+                signal,
+                control: c,
+                utilization: r.utilization(from),
+                jain: jain(&rates),
+            })
+        },
+    );
     res.into_iter().collect()
 }
 
@@ -580,7 +598,7 @@ pub fn convergence(
     let every_ns = p.k_ns.saturating_mul(join_every as u64);
     let periods = n.saturating_mul(join_every);
     let r = run_apps(
-        &overload_apps_q(n, every_ns, &[4]),
+        &overload_apps_q(n, 4, every_ns, &[4]),
         2.0 * SCALE_GBPS,
         SCALE_GBPS,
         &p,
@@ -811,22 +829,108 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
     )?;
     all.insert("fairness".into(), serde_json::to_value(&fair)?);
 
-    // Utilization under overload.
+    // Utilization and fairness under overload, up to 1024 threads on one
+    // bottleneck (333: an odd count), and with one thread per channel.
+    let points: &[(u32, u32)] = if full {
+        &[
+            (2, 4),
+            (4, 4),
+            (8, 4),
+            (16, 4),
+            (32, 4),
+            (40, 4),
+            (64, 4),
+            (128, 4),
+            (256, 4),
+            (111, 3),
+            (4, 1),
+            (16, 1),
+            (64, 1),
+        ]
+    } else {
+        &[(2, 4), (4, 4), (40, 4), (256, 4), (111, 3), (16, 1)]
+    };
+    // The same with the core's `Model` signal (what the kernel uses
+    // without hardware signals: it holds a device at about 90 %).
+    let model_points: &[(u32, u32)] = if full {
+        &[(40, 4), (256, 4), (111, 3)]
+    } else {
+        &[(256, 4)]
+    };
     let t = Instant::now();
-    let util = utilization_sweep(&[2, 4], size, seed, threads)?;
+    let mut util = utilization_sweep(points, Signal::Queue, size, seed, threads)?;
+    util.extend(utilization_sweep(
+        model_points,
+        Signal::Model,
+        size,
+        seed,
+        threads,
+    )?);
     println!(
-        "MemChannel utilization under overload ({:.1} s)",
+        "MemChannel utilization and Jain's index under overload ({:.1} s)",
         t.elapsed().as_secs_f64()
     );
-    for p in &util {
-        println!(
-            "  {} channels, {:<7}: utilization {:>5.1}%  Jain {:.3}",
-            p.channels,
-            if p.control { "with" } else { "without" },
-            p.utilization * 100.0,
-            p.jain
-        );
+    println!(
+        "  {:>7} {:>12} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "threads", "channels", "signal", "util w/o", "util with", "Jain w/o", "Jain with"
+    );
+    for (sig, pts) in [(Signal::Queue, points), (Signal::Model, model_points)] {
+        for &(n, per) in pts {
+            let get = |c: bool| {
+                util.iter().find(|p| {
+                    p.channels == n
+                        && p.threads_per_channel == per
+                        && p.signal == sig
+                        && p.control == c
+                })
+            };
+            if let (Some(a), Some(b)) = (get(false), get(true)) {
+                println!(
+                    "  {:>7} {:>12} {:>6} {:>8.1}% {:>8.1}% {:>9.3} {:>9.3}",
+                    n * per,
+                    format!("{n} x {per}"),
+                    format!("{sig:?}"),
+                    a.utilization * 100.0,
+                    b.utilization * 100.0,
+                    a.jain,
+                    b.jain
+                );
+            }
+        }
     }
+    let mut lines = Vec::new();
+    for (i, (what, c)) in [
+        ("utilization", false),
+        ("utilization", true),
+        ("Jain's index", false),
+        ("Jain's index", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        lines.push(Line {
+            label: format!("{what} {}", if c { "with MemChannel" } else { "without" }),
+            points: util
+                .iter()
+                .filter(|p| {
+                    p.control == c && p.threads_per_channel == 4 && p.signal == Signal::Queue
+                })
+                .map(|p| {
+                    let y = if i < 2 { p.utilization } else { p.jain };
+                    (p.threads as f64, y)
+                })
+                .collect(),
+            dashed: !c,
+            color: i / 2,
+        });
+    }
+    plot::lines(
+        "Channels of 4 threads overloading one link",
+        "threads",
+        "utilization, Jain's index",
+        &lines,
+        &out.join("memchannel-utilization.svg"),
+    )?;
     println!(
         "  paper: {:.1}% (96-97%) with MemChannel",
         PAPER_UTILIZATION * 100.0
@@ -851,7 +955,7 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
             ..McParams::default()
         };
         run_apps(
-            &overload_apps(4, 0),
+            &overload_apps(4, 4),
             2.0 * SCALE_GBPS,
             SCALE_GBPS,
             &p,

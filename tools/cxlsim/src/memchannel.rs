@@ -22,13 +22,18 @@
 //!    remote hosts (Eq. 4 over the tree; `update_components`), each
 //!    channel's alpha at the component read back from its node;
 //! 3. per channel, `path_share` over its components' alphas and
-//!    `RunWindow::run_ns(weight, alpha, demand)` (Eq. 5/7; the minimum run
-//!    is 1 % of T_W as in the kernel's `min_run_ns`; `update_budgets`);
-//! 4. every thread of the channel gets the budget T_R of every window of
-//!    T_W from the next period on (`threads.update_each`). Each thread's
-//!    windows have their own phase (a thread's windows start when it is
-//!    attached: the core's `RunState`), here the thread's index times the
-//!    golden ratio, modulo T_W, so that windows are spread and not aligned.
+//!    `RunWindow::budget(weight, alpha, demand)` (Eq. 5/7: T_R of every
+//!    T_W, or, when T_R would be under the minimum run, that run in one
+//!    window of every `m`, up to `max_window_ns`; the minimum run is the
+//!    core's default, 1 % of T_W, as in the kernel; `update_budgets`);
+//! 4. every thread of the channel gets that budget and window from the
+//!    next period on (`threads.update_each`). Each thread's windows have
+//!    their own phase (a thread's windows start when it is attached, and
+//!    windows of a new length at a fraction of it drawn from that time:
+//!    the core's `RunState`), here the thread's index times the golden
+//!    ratio, as a fraction of the window's length: windows are spread and
+//!    not aligned, and threads that run in one window of every `m` run in
+//!    different ones.
 //!
 //! The congestion signal (a config field, [`Signal`]): `Queue` (default)
 //! is the share of the messages offered to the component's links in the
@@ -39,12 +44,14 @@
 //! component's configured capacity at the measured rate, as the kernel
 //! uses without hardware signals.
 //!
-//! Simplified against the kernel: no debt (the simulator's gate is exact:
-//! a thread never runs past its budget, but its requests in flight still
-//! complete after the window closes), no perf-counter meter (bytes are
-//! the simulator's completed payload bytes), no cross-host sharing, no
-//! best-effort flag; a channel that joins later starts with an empty
-//! estimator, as a newly created one does.
+//! Simplified against the kernel: a new budget and window length apply at
+//! once (windows are a fixed grid per length), not from the next window;
+//! no debt (the simulator's gate is exact: a thread never runs past its
+//! budget, but its requests in flight still complete after the window
+//! closes), no perf-counter meter (bytes are the simulator's completed
+//! payload bytes), no cross-host sharing, no best-effort flag; a channel
+//! that joins later starts with an empty estimator, as a newly created one
+//! does.
 
 use crate::event::Ps;
 use crate::requester::{Controller, LinkObservation, Observation, RunWindow};
@@ -55,7 +62,9 @@ use mchannel_core::congestion::Congestion;
 use mchannel_core::estimator::Estimator;
 use mchannel_core::fixed::{exp_neg, mul_div, Q32};
 use mchannel_core::tree::{self, Node};
-use mchannel_core::window::{path_share, RunWindow as CoreWindow, WEIGHT_MAX};
+use mchannel_core::window::{
+    default_min_run_ns, path_share, Budget, RunWindow as CoreWindow, WEIGHT_MAX,
+};
 use serde::{Deserialize, Serialize};
 
 const NS_PER_S: u64 = 1_000_000_000;
@@ -83,6 +92,11 @@ pub struct McParams {
     pub enabled: bool,
     /// T_W, ns.
     pub t_w_ns: u64,
+    /// The longest window a channel's threads skip windows up to (the
+    /// core's `RunWindow`), ns: the kernel's, its K (10 ms: the least share
+    /// it gives is 1 % of T_W per 10 ms). K here is scaled to 1 ms, so such
+    /// a window spans up to 10 periods.
+    pub max_window_ns: u64,
     /// Control period K, ns (a multiple of T_W keeps whole windows per
     /// period).
     pub k_ns: u64,
@@ -105,6 +119,7 @@ impl Default for McParams {
         McParams {
             enabled: true,
             t_w_ns: 100_000,
+            max_window_ns: Params::default_for(0).k_ns,
             k_ns: 1_000_000,
             g_ppm: 500_000,
             delta_ppm: 100_000,
@@ -141,11 +156,12 @@ pub struct PeriodRecord {
     /// End of the period, ns.
     pub t_ns: u64,
     /// Per channel: raw rate in the period (bytes/s), smoothed demand,
-    /// alpha, T_R (ns).
+    /// alpha, and the budget for the next: T_R of every window of T_W (ns).
     pub rate: Vec<u64>,
     pub demand: Vec<u64>,
     pub alpha: Vec<u64>,
     pub t_r_ns: Vec<u64>,
+    pub t_w_ns: Vec<u64>,
     /// Per component: capacity estimate C, aggregate smoothed rate F, load
     /// factor l and signal L (ppm), and the payload bytes/s the busier
     /// direction of its links carried.
@@ -162,7 +178,7 @@ struct Chan {
     estimator: Estimator,
     alphas: Vec<u64>,
     alpha: u64,
-    t_r_ns: u64,
+    budget: Budget,
     joined: bool,
 }
 
@@ -177,8 +193,9 @@ pub struct MemChannel {
     params: McParams,
     chans: Vec<Chan>,
     comps: Vec<Comp>,
-    /// Per requester: (channel, window phase in ps).
-    thread_of: Vec<Option<(usize, Ps)>>,
+    /// Per requester: its channel, and where its windows start, as a
+    /// fraction (of 2^32) of their length.
+    thread_of: Vec<Option<(usize, u32)>>,
     last_ps: Ps,
     line_bytes: u64,
     pub records: Vec<PeriodRecord>,
@@ -220,8 +237,16 @@ impl MemChannel {
         if params.mark_threshold == 0 {
             bail!("memchannel mark_threshold must be at least 1");
         }
-        let window = CoreWindow::new(params.t_w_ns, (params.t_w_ns / 100).max(1))
-            .expect("0 < t_w / 100 <= t_w");
+        let Some(window) = CoreWindow::new(
+            params.t_w_ns,
+            default_min_run_ns(params.t_w_ns),
+            params.max_window_ns,
+        ) else {
+            bail!(
+                "memchannel max_window_ns = {}: at least t_w_ns",
+                params.max_window_ns
+            );
+        };
         let mut comps = Vec::new();
         for c in components {
             if c.links.is_empty() || c.links.iter().any(|&l| l >= links) {
@@ -266,9 +291,8 @@ impl MemChannel {
                 match thread_of.get_mut(t) {
                     Some(slot @ None) => {
                         // Golden-ratio phases: spread for any count.
-                        let frac = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u128;
-                        let tw = u128::from(params.t_w_ns * PS_PER_NS);
-                        *slot = Some((ci, ((frac * tw) >> 32) as Ps));
+                        let phase = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
+                        *slot = Some((ci, phase));
                         k += 1;
                     }
                     _ => bail!("memchannel channel {}: thread {t} bad or taken", c.name),
@@ -279,7 +303,10 @@ impl MemChannel {
                 estimator: Estimator::default(),
                 alphas: vec![u64::MAX; c.path.len()],
                 alpha: u64::MAX,
-                t_r_ns: params.t_w_ns,
+                budget: Budget {
+                    t_r_ns: params.t_w_ns,
+                    t_w_ns: params.t_w_ns,
+                },
                 joined: c.join_ns == 0,
                 spec: c,
             });
@@ -299,20 +326,20 @@ impl MemChannel {
         &self.params
     }
 
-    fn window_of(&self, ch: &Chan, phase: Ps) -> RunWindow {
+    fn window_of(&self, ch: &Chan, phase: u32) -> RunWindow {
         if !ch.joined {
             return RunWindow::CLOSED;
         }
-        let tw = self.params.t_w_ns.saturating_mul(PS_PER_NS);
+        let tw = ch.budget.t_w_ns.saturating_mul(PS_PER_NS);
         let tr = if self.params.enabled {
-            ch.t_r_ns.saturating_mul(PS_PER_NS).min(tw)
+            ch.budget.t_r_ns.saturating_mul(PS_PER_NS).min(tw)
         } else {
             tw
         };
         RunWindow {
             run_ps: tr,
             window_ps: tw,
-            offset_ps: phase,
+            offset_ps: ((u128::from(phase) * u128::from(tw)) >> 32) as Ps,
         }
     }
 
@@ -450,16 +477,17 @@ impl Controller for MemChannel {
                 continue;
             }
             ch.alpha = path_share(ch.alphas.iter().copied());
-            ch.t_r_ns = ch
+            ch.budget = ch
                 .window
-                .run_ns(ch.spec.weight, ch.alpha, ch.estimator.demand());
+                .budget(ch.spec.weight, ch.alpha, ch.estimator.demand());
         }
         self.records.push(PeriodRecord {
             t_ns: join_now,
             rate: raw,
             demand: self.chans.iter().map(|c| c.estimator.demand()).collect(),
             alpha: self.chans.iter().map(|c| c.alpha).collect(),
-            t_r_ns: self.chans.iter().map(|c| c.t_r_ns).collect(),
+            t_r_ns: self.chans.iter().map(|c| c.budget.t_r_ns).collect(),
+            t_w_ns: self.chans.iter().map(|c| c.budget.t_w_ns).collect(),
             capacity: self.comps.iter().map(|c| c.core.capacity()).collect(),
             f: self.comps.iter().map(|c| c.core.rate()).collect(),
             load_ppm: self.comps.iter().map(|c| c.core.load().to_ppm()).collect(),

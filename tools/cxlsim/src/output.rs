@@ -83,7 +83,11 @@ pub fn write_report_csv(dir: &Path, r: &Report) -> Result<()> {
 
 /// A short human-readable summary of a report.
 pub fn summary(r: &Report) -> String {
-    let mut s = format!(
+    let mut s = String::new();
+    if let Some(e) = &r.window_error {
+        s.push_str(&format!("NOT A STEADY-STATE MEASUREMENT: {e}\n"));
+    }
+    s += &format!(
         "{}: {} requests, {} events, simulated {:.1} us (window {:.1}-{:.1} us)\n\
          aggregate bandwidth {:.2} GB/s, latency mean {:.1} ns p50 {:.0} p99 {:.0} max {:.0}\n",
         r.topology,

@@ -7,8 +7,10 @@
 //! switch: one `Ready` event per device), is routed hop by hop on shortest
 //! paths, waits in output queues (`LinkFree` when a busy link frees), passes
 //! the snoop filter and the memory controller and DRAM at the memory, and the
-//! response comes back the same way. Statistics cover the steady state: the
-//! completions between the warm-up and cool-down fractions of all requests.
+//! response comes back the same way. Statistics cover one time window for
+//! all requesters, in which every one of them is in steady state (see
+//! [`RunConfig`](crate::config::RunConfig)); a run that never has one says
+//! so in [`Report::window_error`].
 
 use crate::config::{check_fraction, ns_to_ps, Config};
 use crate::event::{EventQueue, Kind, Ps};
@@ -98,6 +100,15 @@ struct Mem {
     sf: Option<SnoopFilter>,
 }
 
+/// How the measurement window opens and closes.
+enum Window {
+    /// Per requester: completions that end its warm-up, and that start its
+    /// cool-down (`u64::MAX`: never, a requester without requests).
+    Fractions { warm: Vec<u64>, cool: Vec<u64> },
+    /// Fixed times; the run stops when the window closes.
+    Times { start: Ps, end: Ps },
+}
+
 #[derive(Clone, Debug)]
 struct Snapshot {
     time: Ps,
@@ -129,8 +140,17 @@ pub struct Sim<C: Controller = NoController> {
     last_chans: Vec<ChanCounters>,
     total: u64,
     completed: u64,
-    start_at: u64,
-    end_at: u64,
+    window: Window,
+    /// Requesters with requests still in their warm-up (fractions).
+    warming: usize,
+    /// The first requester to leave steady state: (index, time, what it did).
+    left_steady: Option<(usize, Ps, &'static str)>,
+    /// Between the window's two snapshots.
+    measuring: bool,
+    /// Why the window is not a steady-state window (set by `run`).
+    window_error: Option<String>,
+    ran: bool,
+    warmup_fraction: f64,
     snap_start: Option<Snapshot>,
     snap_end: Option<Snapshot>,
     latency: Histogram,
@@ -168,7 +188,7 @@ impl Sim<NoController> {
 impl<C: Controller> Sim<C> {
     pub fn with_controller(cfg: &Config, base: &Path, ctrl: C) -> Result<Self> {
         let graph = topology::build(&cfg.topology, base)?;
-        let routes = graph.routes();
+        let mut routes = graph.routes();
         let line_bytes = cfg.requester.line_bytes;
         let mut links = Vec::with_capacity(graph.links.len());
         let mut ends = Vec::with_capacity(graph.links.len());
@@ -217,6 +237,18 @@ impl<C: Controller> Sim<C> {
             }
             reqs.push(Requester::new(params, cfg.seed, i as u64));
         }
+        // Oblivious routes: every requester-memory pair with traffic, both
+        // ways, as equal loads.
+        let mut flows = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            if r.params.requests > 0 {
+                for &t in &r.params.targets {
+                    let m = (req_names.len() + t as usize) as u32;
+                    flows.extend([(i as u32, m), (m, i as u32)]);
+                }
+            }
+        }
+        routes.balance(&graph, &flows);
         let mp = MemoryParams::resolve(&cfg.memory, line_bytes)?;
         let (sf_lookup_ps, sf_cfg) = match &cfg.snoop_filter {
             None => (0, None),
@@ -275,12 +307,36 @@ impl<C: Controller> Sim<C> {
         if total == 0 {
             bail!("no requests to simulate (requests = 0 everywhere)");
         }
-        let mut start_at = (total as f64 * warm).floor() as u64;
-        let mut end_at = total - (total as f64 * cool).floor() as u64;
-        if end_at <= start_at {
-            start_at = 0;
-            end_at = total;
-        }
+        let window = match (cfg.run.warmup_ns, cfg.run.measure_ns) {
+            (None, None) => {
+                // warm + cool < 1 keeps warm below cool for any request count.
+                let share = |n: u64, f: f64| (n as f64 * f).floor() as u64;
+                let (warm, cool) = reqs
+                    .iter()
+                    .map(|r| match r.params.requests {
+                        0 => (0, u64::MAX),
+                        n => (share(n, warm), n - share(n, cool)),
+                    })
+                    .unzip();
+                Window::Fractions { warm, cool }
+            }
+            (Some(w), Some(m)) => {
+                let start = ns_to_ps("run warmup_ns", w)?;
+                let len = ns_to_ps("run measure_ns", m)?;
+                if len == 0 {
+                    bail!("run measure_ns = {m}: must be above 0");
+                }
+                Window::Times {
+                    start,
+                    end: start.saturating_add(len),
+                }
+            }
+            _ => bail!("run warmup_ns and measure_ns go together"),
+        };
+        let warming = match &window {
+            Window::Fractions { warm, .. } => warm.iter().filter(|&&w| w > 0).count(),
+            Window::Times { .. } => 0,
+        };
         let max_time = cfg
             .run
             .max_time_ns
@@ -329,8 +385,13 @@ impl<C: Controller> Sim<C> {
             last_chans,
             total,
             completed: 0,
-            start_at,
-            end_at,
+            window,
+            warming,
+            left_steady: None,
+            measuring: false,
+            window_error: None,
+            ran: false,
+            warmup_fraction: warm,
             snap_start: None,
             snap_end: None,
             latency: Histogram::default(),
@@ -377,29 +438,44 @@ impl<C: Controller> Sim<C> {
         self.free.push(id);
     }
 
-    /// Runs to completion (or `max_time_ns`) and returns the report. A
-    /// simulation runs once: later calls return the same report.
+    /// Runs to completion (or `max_time_ns`, or the end of a `measure_ns`
+    /// window) and returns the report. A simulation runs once: later calls
+    /// return the same report.
     pub fn run(&mut self) -> Report {
-        if self.snap_end.is_some() {
+        if self.ran {
             return self.report();
         }
+        self.ran = true;
         let wall = Instant::now();
         let mut last_print = wall;
+        // Before the first issues, so a window opening at 0 sees them.
+        match self.window {
+            Window::Times { start, end } => {
+                self.q.schedule(start, Kind::Window, 0);
+                self.q.schedule(end, Kind::Window, 1);
+            }
+            Window::Fractions { .. } => {
+                if self.warming == 0 {
+                    self.open_window();
+                }
+            }
+        }
         for r in 0..self.n_req {
             self.q.schedule(0, Kind::Issue, issue_arg(r, 0));
         }
         if let Some(p) = self.ctrl.period_ps() {
             self.q.schedule(p, Kind::Tick, 0);
         }
-        if self.start_at == 0 {
-            self.snap_start = Some(self.snapshot());
-        }
-        while let Some(ev) = self.q.pop() {
+        let mut cut = None;
+        loop {
+            // Peek, so the clock (and the last snapshot) stays at or before it.
             if let Some(m) = self.max_time {
-                if ev.time > m {
+                if self.q.peek_time().is_some_and(|t| t > m) {
+                    cut = Some(m);
                     break;
                 }
             }
+            let Some(ev) = self.q.pop() else { break };
             match ev.kind {
                 Kind::Issue => self.on_issue(
                     (ev.arg >> GEN_BITS) as usize,
@@ -412,6 +488,11 @@ impl<C: Controller> Sim<C> {
                 }
                 Kind::LinkFree => self.on_link_free(ev.arg >> 1, (ev.arg & 1) as u8),
                 Kind::Tick => self.on_tick(),
+                Kind::Window if ev.arg == 0 => self.open_window(),
+                Kind::Window => {
+                    self.close_window();
+                    break;
+                }
             }
             if self.progress && self.q.processed() & 0xF_FFFF == 0 {
                 let t = Instant::now();
@@ -429,13 +510,95 @@ impl<C: Controller> Sim<C> {
                 }
             }
         }
+        self.finish(cut);
+        self.report()
+    }
+
+    fn name(&self, r: usize) -> &str {
+        &self.graph.nodes[self.graph.requesters[r] as usize].name
+    }
+
+    fn open_window(&mut self) {
+        let fractions = matches!(self.window, Window::Fractions { .. });
+        // With fractions, a requester that left steady state first leaves
+        // no interval with all of them in it.
+        if self.snap_start.is_some() || (fractions && self.left_steady.is_some()) {
+            return;
+        }
+        self.snap_start = Some(self.snapshot());
+        self.measuring = true;
+    }
+
+    fn close_window(&mut self) {
+        if self.measuring {
+            self.snap_end = Some(self.snapshot());
+            self.measuring = false;
+        }
+    }
+
+    /// Requester `r` stops offering its steady load (`what` it did).
+    fn leave_steady(&mut self, r: usize, what: &'static str) {
+        if self.left_steady.is_some() {
+            return;
+        }
+        self.left_steady = Some((r, self.q.now(), what));
+        if matches!(self.window, Window::Fractions { .. }) {
+            self.close_window();
+        }
+    }
+
+    /// Takes the snapshots the run did not reach and says why the figures
+    /// cannot be trusted then (`cut`: the `max_time_ns` that stopped it).
+    fn finish(&mut self, cut: Option<Ps>) {
+        let now = self.q.now();
+        let ns = |t: Ps| t as f64 / 1000.0;
+        let stop = match cut {
+            Some(m) => format!("max_time_ns = {} stopped the run", ns(m)),
+            None => format!("the run had no events left at {:.1} ns", ns(now)),
+        };
+        let left = self
+            .left_steady
+            .map(|(r, t, what)| format!("{} {what} at {:.1} ns", self.name(r), ns(t)));
+        self.window_error = match (&self.snap_start, &self.snap_end, &self.window) {
+            (None, _, w) => {
+                let why = match (&left, w) {
+                    (Some(l), Window::Fractions { .. }) => format!(
+                        "{l}, before every requester had completed its warm-up \
+                         (warmup_fraction {} of its requests): the requesters run at \
+                         different rates; give the faster ones more requests, or set \
+                         warmup_ns and measure_ns",
+                        self.warmup_fraction
+                    ),
+                    _ => format!("{stop}, before the measurement window opened"),
+                };
+                Some(format!(
+                    "no measurement window: {why}; bandwidth, latency, utilization and \
+                     every other windowed figure are empty"
+                ))
+            }
+            (Some(a), None, _) => Some(format!(
+                "{stop}, before the measurement window closed: bandwidth, latency and \
+                 utilization cover only {:.1}-{:.1} ns",
+                ns(a.time),
+                ns(now)
+            )),
+            // The run stops at the window's end: whoever left did so inside.
+            (Some(_), Some(b), Window::Times { .. }) => left.map(|l| {
+                format!(
+                    "{l}, before the measurement window closed at {:.1} ns: its \
+                     bandwidth over the window is not steady state; raise its requests",
+                    ns(b.time)
+                )
+            }),
+            (Some(_), Some(_), Window::Fractions { .. }) => None,
+        };
         if self.snap_start.is_none() {
             self.snap_start = Some(self.snapshot());
         }
         if self.snap_end.is_none() {
             self.snap_end = Some(self.snapshot());
         }
-        self.report()
+        self.measuring = false;
     }
 
     fn on_issue(&mut self, r: usize, gen: u32) {
@@ -459,6 +622,11 @@ impl<C: Controller> Sim<C> {
             self.q.schedule(open, Kind::Issue, issue_arg(r as u32, gen));
             return;
         }
+        if rq.issued + 1 == rq.params.requests {
+            // From here its load only drains.
+            self.leave_steady(r, "issued its last request");
+        }
+        let rq = &mut self.reqs[r];
         let (write, line) = rq.generate();
         rq.issued += 1;
         rq.outstanding += 1;
@@ -546,7 +714,9 @@ impl<C: Controller> Sim<C> {
             "no route from node {node} to PBR id {dst} (validated at build)"
         );
         let links = &self.links;
-        let pi = switch::choose(cands, src, dst, self.adaptive, |c| {
+        let routes = &self.routes;
+        let first = |n| routes.preferred(node, src, dst, n);
+        let pi = switch::choose(cands, first, self.adaptive, |c| {
             let port = ports[c as usize];
             links[port.link as usize].load(port.dir, now)
         });
@@ -720,8 +890,9 @@ impl<C: Controller> Sim<C> {
             c.reads += 1;
         }
         let lat = now - p.issue;
+        let done = c.completed;
         self.completed += 1;
-        if self.completed > self.start_at && self.completed <= self.end_at {
+        if self.measuring {
             rq.latency.record(lat);
             self.latency.record(lat);
             let hops = if p.kind == PktKind::Hit {
@@ -777,11 +948,18 @@ impl<C: Controller> Sim<C> {
             });
             self.forward(node, wb);
         }
-        if self.completed == self.start_at {
-            self.snap_start = Some(self.snapshot());
+        let (warm, cool) = match &self.window {
+            Window::Fractions { warm, cool } => (warm[r], cool[r]),
+            Window::Times { .. } => (0, u64::MAX),
+        };
+        if done == warm {
+            self.warming -= 1;
+            if self.warming == 0 {
+                self.open_window();
+            }
         }
-        if self.completed == self.end_at {
-            self.snap_end = Some(self.snapshot());
+        if done == cool {
+            self.leave_steady(r, "completed all but its cool-down share of its requests");
         }
     }
 
@@ -977,6 +1155,7 @@ impl<C: Controller> Sim<C> {
             sim_time_ns: self.q.now() as f64 / 1000.0,
             window_start_ns: a.time as f64 / 1000.0,
             window_end_ns: b.time as f64 / 1000.0,
+            window_error: self.window_error.clone(),
             events: self.q.processed(),
             requests_completed: self.completed,
             aggregate_bandwidth_gbps: requesters.iter().map(|r| r.bandwidth_gbps).sum(),

@@ -92,7 +92,14 @@ impl Histogram {
         self.count
     }
 
-    /// The value (ns) below which a fraction `q` of the samples fall.
+    /// Bucket lower edge `i` (ns), clamped to the samples' [min, max]: the
+    /// edge alone can lie below the smallest sample.
+    fn edge_ns(&self, i: usize) -> f64 {
+        (Self::value(i) as f64).clamp(self.min_ps as f64 / 1000.0, self.max_ps as f64 / 1000.0)
+    }
+
+    /// The value (ns) below which a fraction `q` of the samples fall: the
+    /// lower edge of its bucket (up to 1.6 % low), never outside [min, max].
     pub fn quantile_ns(&self, q: f64) -> f64 {
         if self.count == 0 {
             return 0.0;
@@ -102,7 +109,7 @@ impl Histogram {
         for (i, &b) in self.buckets.iter().enumerate() {
             seen += b;
             if seen >= target {
-                return Self::value(i) as f64;
+                return self.edge_ns(i);
             }
         }
         self.max_ps as f64 / 1000.0
@@ -140,7 +147,7 @@ impl Histogram {
         for (i, &b) in self.buckets.iter().enumerate() {
             if b > 0 {
                 seen += b;
-                out.push((Self::value(i) as f64, seen as f64 / self.count as f64));
+                out.push((self.edge_ns(i), seen as f64 / self.count as f64));
             }
         }
         out
@@ -241,9 +248,14 @@ pub struct Report {
     pub topology: String,
     /// Simulated time at the end of the run.
     pub sim_time_ns: f64,
-    /// The steady-state measurement window.
+    /// The steady-state measurement window, one time interval for all
+    /// requesters.
     pub window_start_ns: f64,
     pub window_end_ns: f64,
+    /// Why the window is not a steady-state window (the run stopped before
+    /// it closed, or a requester left steady state before the others
+    /// warmed up); the windowed figures are then not to be trusted.
+    pub window_error: Option<String>,
     pub events: u64,
     pub requests_completed: u64,
     /// Sum of the requesters' bandwidths.
@@ -278,6 +290,30 @@ mod tests {
         for i in 0..2000 {
             assert_eq!(Histogram::index(Histogram::value(i)), i);
         }
+    }
+
+    #[test]
+    fn percentiles_stay_within_min_and_max() {
+        // 1007.9 ns falls in the bucket [1000, 1008): its lower edge is
+        // below every sample.
+        let mut h = Histogram::default();
+        for _ in 0..3 {
+            h.record(1_007_900);
+        }
+        let s = h.summary();
+        assert_eq!((s.min_ns, s.max_ns), (1007.9, 1007.9));
+        for p in [s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns] {
+            assert_eq!(p, 1007.9, "{s:?}");
+        }
+        // Spread samples: every percentile in [min, max] and in order.
+        let mut h = Histogram::default();
+        for v in [100_500, 130_700, 999_999, 5_000_300, 77_000_001] {
+            h.record(v);
+        }
+        let s = h.summary();
+        let ps = [s.min_ns, s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns, s.max_ns];
+        assert!(ps.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+        assert!(h.cdf().iter().all(|&(v, _)| v >= s.min_ns && v <= s.max_ns));
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! the link direction leaving that port, see `link.rs`). Routing follows the
 //! interconnect layer's shortest paths, looked up by destination PBR id:
 //! with several equal-cost egress ports, oblivious routing takes a fixed one
-//! per (source, destination) pair, index (source + destination) mod count,
-//! which spreads the pairs evenly; adaptive routing takes the one with the
-//! fewest messages queued or in transfer, ties going to the oblivious choice.
+//! per (source, destination) pair, the one its requester-memory flow was
+//! pinned to so the fabric's links are evenly loaded (`Routes::balance`;
+//! other pairs: index (source + destination) mod count); adaptive routing
+//! takes the one with the fewest messages queued or in transfer, ties going
+//! to the oblivious choice.
 //! Not modelled: credit-based flow control (queues are unbounded; the
 //! requesters' queue capacities bound what is in flight), virtual channels,
 //! cut-through.
@@ -43,13 +45,13 @@ impl SwitchParams {
     }
 }
 
-/// Picks one of the equal-cost egress ports `cands` (non-empty) for a
-/// message from PBR id `src` to `dst`; `load(port)` is the adaptive metric.
+/// Picks one of the equal-cost egress ports `cands` (non-empty):
+/// `first(count)` is the oblivious choice's index, `load(port)` the adaptive
+/// metric.
 #[inline]
 pub fn choose(
     cands: &[u16],
-    src: u32,
-    dst: u32,
+    first: impl FnOnce(usize) -> usize,
     adaptive: bool,
     mut load: impl FnMut(u16) -> usize,
 ) -> u16 {
@@ -57,7 +59,7 @@ pub fn choose(
     if n == 1 {
         return cands[0];
     }
-    let first = (src as usize + dst as usize) % n;
+    let first = first(n) % n;
     if !adaptive {
         return cands[first];
     }
@@ -79,14 +81,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn oblivious_spreads_pairs_adaptive_follows_load() {
+    fn oblivious_takes_its_choice_adaptive_follows_load() {
         let c = [3u16, 7];
-        assert_eq!(choose(&c, 0, 4, false, |_| 0), 3);
-        assert_eq!(choose(&c, 1, 4, false, |_| 0), 7);
-        assert_eq!(choose(&c, 0, 4, true, |p| if p == 3 { 5 } else { 1 }), 7);
+        assert_eq!(choose(&c, |_| 0, false, |_| 0), 3);
+        assert_eq!(choose(&c, |_| 1, false, |_| 0), 7);
+        assert_eq!(choose(&c, |_| 0, true, |p| if p == 3 { 5 } else { 1 }), 7);
         // Ties go to the oblivious choice.
-        assert_eq!(choose(&c, 1, 4, true, |_| 2), 7);
-        assert_eq!(choose(&[9], 0, 1, true, |_| 0), 9);
+        assert_eq!(choose(&c, |_| 1, true, |_| 2), 7);
+        assert_eq!(choose(&[9], |_| 0, true, |_| 0), 9);
     }
 
     #[test]

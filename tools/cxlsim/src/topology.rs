@@ -22,11 +22,14 @@
 //!   a full leaf is linked once to each of `spines` (2) spines, a partly
 //!   filled one to as many spines as keep its devices:uplinks ratio at
 //!   `leaf_devices`:`spines` (rounded up). The leaf uplinks are thus
-//!   oversubscribed 2:1 and the aggregate is about n/2 x (even n).
+//!   oversubscribed 2:1 and the aggregate is about n/2 x. A partly filled
+//!   leaf's flows can only use the first spines, so the full leaves' flows
+//!   must favour the others: [`Routes::balance`] does that.
 //! * `fully-connected`: one switch per requester/memory pair, every pair of
 //!   switches linked: about n x.
 
 use crate::config::{LinkSpec, TopologyConfig};
+use crate::util::FxMap;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -414,6 +417,15 @@ pub struct Routes {
     ports: Vec<u16>,
     /// Hops from each node to each endpoint (u32::MAX: unreachable).
     hops: Vec<u32>,
+    /// The candidate (index into `candidates`) each balanced flow takes at
+    /// nodes with several, by `flow_key(node, src, dst)`.
+    pinned: FxMap<u64, u16>,
+}
+
+/// PBR ids are 12 bits.
+#[inline]
+fn flow_key(node: u32, src: u32, dst: u32) -> u64 {
+    (node as u64) << 24 | (src as u64) << 12 | dst as u64
 }
 
 impl Graph {
@@ -487,6 +499,7 @@ impl Graph {
             index,
             ports,
             hops,
+            pinned: FxMap::default(),
         }
     }
 }
@@ -505,6 +518,190 @@ impl Routes {
         let h = self.hops[node as usize * self.endpoints + pbr as usize];
         (h != u32::MAX).then_some(h)
     }
+
+    /// The oblivious choice among the `n` candidates at `node` for a
+    /// message from PBR id `src` to `dst`: the flow's pinned one if
+    /// [`Routes::balance`] pinned it, else (src + dst) mod n.
+    #[inline]
+    pub fn preferred(&self, node: u32, src: u32, dst: u32, n: usize) -> usize {
+        match self.pinned.get(&flow_key(node, src, dst)) {
+            Some(&i) => i as usize,
+            None => (src as usize + dst as usize) % n,
+        }
+    }
+
+    /// Pins each flow of `flows` (source, destination PBR ids, all carrying
+    /// the same load) to one shortest path so that the load per link
+    /// direction is balanced: flows with fewer paths go first (a partly
+    /// filled leaf's forced flows), then each takes the path whose busiest
+    /// link direction, then whose total, carries the fewest flows so far.
+    /// Hashing the ids instead splits every node's flows evenly, which
+    /// overloads the links that forced flows also need.
+    pub fn balance(&mut self, g: &Graph, flows: &[(u32, u32)]) {
+        let nn = g.nodes.len();
+        let mut load = vec![0u64; g.links.len() * 2];
+        let mut stack = Vec::new();
+        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(flows.len());
+        let mut by_dst: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for &(s, d) in flows {
+            by_dst.entry(d).or_default().push(s);
+        }
+        let mut counts: Vec<Option<u64>> = vec![None; nn];
+        for (&d, srcs) in &by_dst {
+            counts.iter_mut().for_each(|c| *c = None);
+            for &s in srcs {
+                let from = g.endpoint_node(s as usize);
+                let paths = self.count_paths(g, from, d, &mut counts, &mut stack);
+                order.push((paths, s, d));
+            }
+        }
+        order.sort_unstable();
+        order.dedup();
+        let unset = Best {
+            flow: usize::MAX,
+            cost: (0, 0),
+            choice: 0,
+        };
+        let mut memo = vec![unset; nn];
+        for (id, &(paths, s, d)) in order.iter().enumerate() {
+            let (from, to) = (g.endpoint_node(s as usize), g.endpoint_node(d as usize));
+            if paths == 0 {
+                continue;
+            }
+            if paths > 1 {
+                let flow = Flow {
+                    g,
+                    load: &load,
+                    src: s,
+                    dst: d,
+                    to,
+                    id,
+                };
+                self.best(&flow, from, &mut memo, &mut stack);
+            }
+            let mut v = from;
+            while v != to {
+                let cands = self.candidates(v, d);
+                let multi = cands.len() > 1;
+                let i = if multi { memo[v as usize].choice } else { 0 };
+                let port = g.nodes[v as usize].ports[cands[i] as usize];
+                if multi {
+                    self.pinned.insert(flow_key(v, s, d), i as u16);
+                }
+                load[2 * port.link as usize + port.dir as usize] += 1;
+                v = port.peer;
+            }
+        }
+    }
+
+    /// Shortest paths from `from` to PBR id `dst` (saturating); `memo`
+    /// keeps the counts of the nodes seen, for further sources. Depth-first
+    /// on an explicit stack: a custom fabric may be a line of any length.
+    fn count_paths(
+        &self,
+        g: &Graph,
+        from: u32,
+        dst: u32,
+        memo: &mut [Option<u64>],
+        stack: &mut Vec<(u32, bool)>,
+    ) -> u64 {
+        let to = g.endpoint_node(dst as usize);
+        stack.clear();
+        stack.push((from, false));
+        while let Some((v, expanded)) = stack.pop() {
+            if v == to || memo[v as usize].is_some() {
+                continue;
+            }
+            let ports = &g.nodes[v as usize].ports;
+            let cands = self.candidates(v, dst);
+            if !expanded {
+                // Shortest paths only go down in hops: no node is its own
+                // descendant, so the children are done when `v` comes back.
+                stack.push((v, true));
+                stack.extend(cands.iter().map(|&c| (ports[c as usize].peer, false)));
+            } else {
+                let n = cands.iter().fold(0u64, |n, &c| {
+                    let p = ports[c as usize].peer;
+                    n.saturating_add(if p == to {
+                        1
+                    } else {
+                        memo[p as usize].unwrap_or(0)
+                    })
+                });
+                memo[v as usize] = Some(n);
+            }
+        }
+        if from == to {
+            1
+        } else {
+            memo[from as usize].unwrap_or(0)
+        }
+    }
+
+    /// For every node on the shortest paths from `from` to the flow's
+    /// destination, the least (busiest link direction, sum of loads) on to
+    /// it and the candidate that gives it, in `memo` (ties: the hash's
+    /// rotation order). Explicit stack, as in `count_paths`.
+    fn best(&self, f: &Flow, from: u32, memo: &mut [Best], stack: &mut Vec<(u32, bool)>) {
+        stack.clear();
+        stack.push((from, false));
+        while let Some((v, expanded)) = stack.pop() {
+            if v == f.to || memo[v as usize].flow == f.id {
+                continue;
+            }
+            let ports = &f.g.nodes[v as usize].ports;
+            let cands = self.candidates(v, f.dst);
+            if !expanded {
+                stack.push((v, true));
+                stack.extend(cands.iter().map(|&c| (ports[c as usize].peer, false)));
+                continue;
+            }
+            let n = cands.len();
+            let first = (f.src as usize + f.dst as usize) % n;
+            let mut best = Best {
+                flow: f.id,
+                cost: (u64::MAX, u64::MAX),
+                choice: first,
+            };
+            for k in 0..n {
+                let i = (first + k) % n;
+                let port = ports[cands[i] as usize];
+                let l = f.load[2 * port.link as usize + port.dir as usize];
+                let (max, sum) = if port.peer == f.to {
+                    (0, 0)
+                } else {
+                    memo[port.peer as usize].cost
+                };
+                let cost = (max.max(l), sum.saturating_add(l));
+                if cost < best.cost {
+                    best.cost = cost;
+                    best.choice = i;
+                }
+            }
+            memo[v as usize] = best;
+        }
+    }
+}
+
+/// What [`Routes::best`] found at a node.
+#[derive(Clone, Copy, Debug)]
+struct Best {
+    /// The flow it was computed for.
+    flow: usize,
+    cost: (u64, u64),
+    /// Index into the node's candidates.
+    choice: usize,
+}
+
+/// One flow being placed by [`Routes::balance`].
+struct Flow<'a> {
+    g: &'a Graph,
+    load: &'a [u64],
+    src: u32,
+    dst: u32,
+    /// Node of `dst`.
+    to: u32,
+    id: usize,
 }
 
 #[cfg(test)]

@@ -135,3 +135,21 @@ fn perf_bench_lines_put_the_event_queue_first() {
     }
     assert!(series[1]["run_ns"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn run_stopped_before_the_window_fails_and_says_why() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/small.toml");
+    let text = std::fs::read_to_string(ex).unwrap();
+    // 1 us: before any requester has finished its warm-up.
+    let f = dir.join("cut.toml");
+    std::fs::write(&f, format!("{text}max_time_ns = 1000.0\n")).unwrap();
+    let out = cxlsim().arg("run").arg(&f).arg("--quiet").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "exit 0; stderr: {err}");
+    assert!(err.contains("max_time_ns = 1000"), "{err}");
+    assert!(err.contains("bandwidth"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -54,3 +54,45 @@ fn testbed_example_runs() {
     let up = r.links.iter().find(|l| l.name == "root0->port1").unwrap();
     assert!(up.utilization > 0.1);
 }
+
+/// The testbed's topology with `edits` of (device, new parent) applied.
+fn with_parents(edits: &[(&str, &str)]) -> cxlsim::cxlctl::Topology {
+    let text = std::fs::read_to_string(examples().join("testbed-topology.json")).unwrap();
+    let mut topo = cxlsim::cxlctl::parse(&text).unwrap();
+    for (name, parent) in edits {
+        let d = topo.devices.iter_mut().find(|d| d.name == *name).unwrap();
+        d.parent = Some(parent.to_string());
+    }
+    topo
+}
+
+#[test]
+fn parent_cycles_are_refused() {
+    // A loop of ports cut off from the root, and one through the root.
+    for edits in [
+        &[("port1", "port2")][..],
+        &[("root0", "port2")][..],
+        &[("region0", "dax_region0")][..],
+    ] {
+        let e = cxlsim::cxlctl::to_graph(&with_parents(edits), 1).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("parent cycle"), "{edits:?}: {msg}");
+        assert!(
+            msg.contains(edits[0].0) && msg.contains(edits[0].1),
+            "{msg}"
+        );
+    }
+    // Through a configuration, too.
+    let cfg = Config {
+        topology: TopologyConfig::Cxlctl {
+            file: None,
+            json: Some(serde_json::to_value(with_parents(&[("port1", "port2")])).unwrap()),
+            requesters_per_root: 1,
+        },
+        ..Config::default()
+    };
+    let e = Sim::new(&cfg, Path::new(".")).err().expect("refused");
+    assert!(format!("{e:#}").contains("parent cycle"), "{e:#}");
+    // The unedited topology still imports.
+    assert!(cxlsim::cxlctl::to_graph(&with_parents(&[]), 1).is_ok());
+}
