@@ -513,12 +513,12 @@ impl Device {
 
     /// Logs why a thread could not be attached; returns the error.
     fn not_attached(e: Error, user: Option<u32>, shared: &Shared) -> Error {
-        match user {
-            _ if e == ENOSPC && user.is_some() => pr_info_ratelimited!(
+        match (user, e) {
+            (Some(_), e) if e == ENOSPC => pr_info_ratelimited!(
                 "mchannel: the thread table's part for callers without CAP_SYS_NICE is full\n"
             ),
-            _ if e == ENOSPC => pr_info_ratelimited!("mchannel: thread table full\n"),
-            Some(uid) if e == edquot() => pr_info_ratelimited!(
+            (None, e) if e == ENOSPC => pr_info_ratelimited!("mchannel: thread table full\n"),
+            (Some(uid), e) if e == edquot() => pr_info_ratelimited!(
                 "mchannel: uid {} has {} threads attached, its quota (user_threads)\n",
                 uid,
                 shared.threads.user_threads(uid)

@@ -37,8 +37,16 @@ pub fn pattern(seed: u64, i: usize) -> u8 {
 
 /// Runs `child` in a forked process and returns how it ended.
 pub(crate) fn in_child(child: impl FnOnce() -> i32) -> Result<WaitStatus> {
-    // SAFETY: the test is single-threaded; the child only runs `child`
-    // and exits without returning into the parent's code.
+    let pid = fork_child(child)?;
+    Ok(waitpid(pid, None)?)
+}
+
+/// Starts `child` in a forked process (which leaves with its result,
+/// without returning into the caller's code) and returns its pid.
+pub(crate) fn fork_child(child: impl FnOnce() -> i32) -> Result<nix::unistd::Pid> {
+    // SAFETY: the child only runs `child` and exits without returning
+    // into the parent's code (callers keep `child` to what is safe after
+    // a fork of their process).
     match unsafe { fork() }.context("fork")? {
         ForkResult::Child => {
             let code = child();
@@ -46,7 +54,7 @@ pub(crate) fn in_child(child: impl FnOnce() -> i32) -> Result<WaitStatus> {
             // destructors or flushing its buffers twice.
             unsafe { nix::libc::_exit(code) }
         }
-        ForkResult::Parent { child } => Ok(waitpid(child, None)?),
+        ForkResult::Parent { child } => Ok(child),
     }
 }
 

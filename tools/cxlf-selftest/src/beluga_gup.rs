@@ -12,7 +12,7 @@
 //! The harness checks the kernel log afterwards (no oops, BUG, WARNING).
 
 use crate::beluga_checks::{
-    find, in_child, pattern, sysfs_u64, wait_for, wait_unlisted, RELEASE_TIMEOUT,
+    find, fork_child, in_child, pattern, sysfs_u64, wait_for, wait_unlisted, RELEASE_TIMEOUT,
 };
 use crate::check;
 use anyhow::{bail, ensure, Context, Result};
@@ -787,21 +787,13 @@ pub fn pin_unbind(dev: &Path, dax: &str, by: Unbinder) -> Result<()> {
     let released = format!("{name}: released");
     let before = kmsg_count(&released)?;
     let unbind = "/sys/bus/dax/drivers/beluga_dax/unbind";
-    // SAFETY: the child runs the check and leaves with `_exit`.
-    let child = match unsafe { nix::unistd::fork() }.context("fork")? {
-        nix::unistd::ForkResult::Child => {
-            let code = match pin_then_exit(dev, dax, unbind, by, &released) {
-                Ok(()) => 0,
-                Err(e) => {
-                    eprintln!("pin-unbind ({by:?}): {e:#}");
-                    1
-                }
-            };
-            // SAFETY: leave at once, as `in_child` does.
-            unsafe { libc::_exit(code) }
+    let child = fork_child(|| match pin_then_exit(dev, dax, unbind, by, &released) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("pin-unbind ({by:?}): {e:#}");
+            1
         }
-        nix::unistd::ForkResult::Parent { child } => child,
-    };
+    })?;
     let mut status = WaitStatus::StillAlive;
     wait_for(UNBIND_TIMEOUT, || {
         status = nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG))?;
@@ -853,20 +845,13 @@ fn pin_then_exit(dev: &Path, dax: &str, unbind: &str, by: Unbinder, released: &s
             Box::new(move || t.is_finished())
         }
         Unbinder::Fork => {
-            // SAFETY: the child only writes the file and leaves.
-            match unsafe { nix::unistd::fork() }? {
-                nix::unistd::ForkResult::Child => {
-                    let code = i32::from(write_unbind().is_err());
-                    // SAFETY: leave at once, as `in_child` does.
-                    unsafe { libc::_exit(code) }
-                }
-                nix::unistd::ForkResult::Parent { child } => Box::new(move || {
-                    !matches!(
-                        nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
-                        Ok(WaitStatus::StillAlive)
-                    )
-                }),
-            }
+            let child = fork_child(|| i32::from(write_unbind().is_err()))?;
+            Box::new(move || {
+                !matches!(
+                    nix::sys::wait::waitpid(child, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
+                    Ok(WaitStatus::StillAlive)
+                )
+            })
         }
     };
     wait_for(UNBIND_TIMEOUT, || {
