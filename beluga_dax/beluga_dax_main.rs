@@ -19,7 +19,8 @@ mod chardev;
 mod device;
 mod drain;
 mod mapping;
-mod pool;
+// The pool core, a crate of its own (`pool/`), under its short name.
+use beluga_pool as pool;
 mod region;
 
 use chardev::PoolFile;

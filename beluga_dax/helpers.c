@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The support layer's C helpers, compiled into this module. */
-#include "../support/helpers.c"
+/* This module's parameters. */
+#include "../support/helpers.h"
 
 #include "beluga_region.h"
 

@@ -17,7 +17,8 @@ mod nic;
 mod port;
 mod queue;
 mod recovery;
-mod ring;
+// The ring core, a crate of its own (`ring/`), under its short name.
+use cxlnic_ring as ring;
 mod stats;
 mod ticker;
 

@@ -7,8 +7,9 @@
 
 use crate::ring::device::{header, HEADER_OFFSET, VECTORS};
 use crate::ring::index::within;
-use crate::support::coherent::{Coherent, DeviceMem};
+use crate::support::coherent::Coherent;
 use crate::support::dma::DmaDevice;
+use crate::support::pci::DeviceMem;
 use crate::support::pci::IoMem;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;

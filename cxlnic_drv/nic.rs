@@ -15,10 +15,11 @@ use crate::ring::device::{
     mode_bit, DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS, VECTOR_CONFIG,
 };
 use crate::ring::layout::VERSION;
-use crate::support::coherent::{Coherent, DeviceMem};
+use crate::support::coherent::Coherent;
 use crate::support::driver::Driver;
 use crate::support::irq;
 use crate::support::netdev::{self, Placement};
+use crate::support::pci::DeviceMem;
 use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;

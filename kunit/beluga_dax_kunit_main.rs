@@ -10,25 +10,11 @@ use kernel::prelude::*;
 #[path = "../support/mod.rs"]
 mod support;
 
-#[path = "../beluga_dax/pool.rs"]
-mod pool;
-
-// The checks the test bodies use (before them, for its macros); its
-// `pub` items are for the host crates.
-#[allow(unreachable_pub)]
-#[macro_use]
-mod outcome;
-
 // Turns the shared cases into KUnit cases.
 mod shared_cases;
 
-// `selftests.rs` reaches the other files of the core as `super::<file>`.
-use pool::{checksum, engine, layout, le, leases, mailbox, objects, sections};
-
-// Its `pub` items are for the host crate.
-#[allow(unreachable_pub)]
-#[path = "../beluga_dax/pool/src/selftests.rs"]
-mod selftests;
+// The core's shared cases (built with `--cfg cxlf_kunit`).
+use beluga_pool::selftests;
 
 module! {
     type: BelugaDaxKunit,
@@ -46,4 +32,4 @@ impl kernel::Module for BelugaDaxKunit {
     }
 }
 
-selftests::suites!(shared_kunit_suite);
+beluga_pool::suites!(shared_kunit_suite);

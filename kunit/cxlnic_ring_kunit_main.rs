@@ -10,25 +10,11 @@ use kernel::prelude::*;
 #[path = "../support/mod.rs"]
 mod support;
 
-#[path = "../cxlnic_drv/ring.rs"]
-mod ring;
-
-// The checks the test bodies use (before them, for its macros); its
-// `pub` items are for the host crates.
-#[allow(unreachable_pub)]
-#[macro_use]
-mod outcome;
-
 // Turns the shared cases into KUnit cases.
 mod shared_cases;
 
-// `selftests.rs` reaches the other files of the core as `super::<file>`.
-use ring::{device, health, index, layout, queue};
-
-// Its `pub` items are for the host crate.
-#[allow(unreachable_pub)]
-#[path = "../cxlnic_drv/ring/src/selftests.rs"]
-mod selftests;
+// The core's shared cases (built with `--cfg cxlf_kunit`).
+use cxlnic_ring::selftests;
 
 module! {
     type: CxlnicRingKunit,
@@ -46,4 +32,4 @@ impl kernel::Module for CxlnicRingKunit {
     }
 }
 
-selftests::suites!(shared_kunit_suite);
+cxlnic_ring::suites!(shared_kunit_suite);

@@ -12,25 +12,13 @@ use kernel::types::ARef;
 #[path = "../support/mod.rs"]
 mod support;
 
-#[path = "../mchannel_sched/control.rs"]
-mod control;
-
-// The checks the test bodies use (before them, for its macros); its
-// `pub` items are for the host crates.
-#[allow(unreachable_pub)]
-#[macro_use]
-mod outcome;
-
 // Turns the shared cases into KUnit cases.
 mod shared_cases;
 
-// `selftests.rs` reaches the other files of the core as `super::<file>`.
-use control::{component, congestion, estimator, fixed, meter, thread, tree, window};
-
-// Its `pub` items are for the host crate.
-#[allow(unreachable_pub)]
-#[path = "../mchannel_sched/core/src/selftests.rs"]
-mod selftests;
+// The core's shared cases (built with `--cfg cxlf_kunit`).
+use mchannel_core::selftests;
+// `threads.rs` reaches the core as `crate::control`, as in the module.
+use mchannel_core as control;
 
 /// What `threads.rs` takes from the module's `enforce.rs`: the park item
 /// a thread keeps spare (the table only stores it; none is queued here).
@@ -64,7 +52,7 @@ impl kernel::Module for MchannelCoreKunit {
     }
 }
 
-selftests::suites!(shared_kunit_suite);
+mchannel_core::suites!(shared_kunit_suite);
 
 /// An attached-thread state for channel `channel`, attached by a
 /// privileged caller.
@@ -79,7 +67,7 @@ fn by_user(task: &Task, channel: u32, user: Option<u32>) -> threads::Attached {
         channel,
         follow_forks: false,
         user,
-        run: thread::RunState::new(0, 100_000, 50_000),
+        run: control::thread::RunState::new(0, 100_000, 50_000),
         queued: false,
         spare: None,
         parked: false,

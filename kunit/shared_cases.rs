@@ -10,7 +10,7 @@ use kernel::prelude::*;
 
 /// A shared case's outcome as a KUnit case's: a failure is reported with
 /// the file, line and text of the failed check.
-pub(crate) fn report(result: crate::outcome::Outcome) -> Result {
+pub(crate) fn report(result: cxlf_common::outcome::Outcome) -> Result {
     result.map_err(|failure| {
         crate::support::kunit::report_failure(
             kernel::c_str!(file!()),

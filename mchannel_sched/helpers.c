@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The support layer's C helpers, and this module's parameters. */
-#include "../support/helpers.c"
+/* This module's parameters. */
+#include "../support/helpers.h"
 
 CXLF_PARAM_UINT(max_threads, 1024, "Most threads attached at once (16..65536)");
 CXLF_PARAM_UINT(min_run_us, 50, "Shortest run when a thread runs less than its window, us (0..1000; 0: 1% of T_W)");

@@ -29,7 +29,8 @@ macro_rules! refuse {
 }
 
 mod chardev;
-mod control;
+// The control core, a crate of its own (`core/`), under its short name.
+use mchannel_core as control;
 mod cross;
 mod enforce;
 mod fabric;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory a device shares coherently with the CPU: a Type-2 device's own
-//! memory in a BAR ([`DeviceMem`], mapped write-back) and host memory
+//! memory in a BAR ([`super::pci::DeviceMem`], mapped write-back) and host memory
 //! allocated for DMA ([`super::dma::CoherentAllocation`]). Both are read
 //! and written with plain cached accesses through the [`Coherent`]
 //! accessors, control words as atomics (acquire loads, release stores)
@@ -14,8 +14,6 @@
 //! it. (Contrast [`super::sharedmem`]: a CXL pool shared with other hosts
 //! is not coherent, so its accessors flush and invalidate.)
 
-use super::pci::Region;
-use super::sharedmem::WbMap;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::ffi::c_uint;
@@ -170,30 +168,5 @@ pub(crate) trait Coherent {
             .word(offset)?
             .store(v.to_le(), Ordering::Release);
         Ok(())
-    }
-}
-
-/// A device's memory mapped write-back, accessed coherently.
-pub(crate) struct DeviceMem {
-    map: WbMap,
-}
-
-impl DeviceMem {
-    /// Maps a memory BAR this driver has claimed.
-    pub(crate) fn map(region: &Region) -> Result<DeviceMem> {
-        let res = region.resource();
-        if !res.mem {
-            return Err(EINVAL);
-        }
-        let len = usize::try_from(res.len).map_err(|_| EINVAL)?;
-        Ok(DeviceMem {
-            map: WbMap::map(res.start, len)?,
-        })
-    }
-}
-
-impl Coherent for DeviceMem {
-    fn window(&self) -> Window<'_> {
-        self.map.window()
     }
 }

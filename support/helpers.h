@@ -15,22 +15,9 @@
 #include <linux/module.h>
 #include <linux/pfn_t.h>
 
-/* A misc device with a per-registration copy of its file operations. */
-struct cxlf_misc;
-
-struct cxlf_misc *cxlf_misc_register(const char *name, umode_t mode,
-				     const struct file_operations *template,
-				     struct module *owner, void *data,
-				     const char *const *attr_names,
-				     unsigned int nr_attrs,
-				     ssize_t (*show)(void *data,
-						     unsigned int index,
-						     char *buf));
-void cxlf_misc_deregister(struct cxlf_misc *misc);
-int cxlf_misc_minor(const struct cxlf_misc *misc);
-void *cxlf_misc_data_of_open_file(struct file *file);
-
-struct kobject *cxlf_misc_kobject(struct cxlf_misc *misc);
+/* Misc devices: their sysfs attributes. */
+struct attribute;
+void cxlf_sysfs_attr_init(struct attribute *attr);
 
 /* A sysfs directory of read-only attributes. */
 struct cxlf_dir;

@@ -14,12 +14,9 @@ use kernel::bindings;
 use kernel::error::{from_err_ptr, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-/// Runs a C registration that returns a handle or an `ERR_PTR` (turned
+/// Runs a registration (a C one returns a handle or an `ERR_PTR`, turned
 /// into a `Result` by `kernel::error::from_err_ptr`) and logs a failure.
-pub(crate) fn register_with<T>(
-    what: &str,
-    register: impl FnOnce() -> Result<*mut T>,
-) -> Result<*mut T> {
+pub(crate) fn register_with<R>(what: &str, register: impl FnOnce() -> Result<R>) -> Result<R> {
     register().inspect_err(|err| {
         kernel::pr_err!("cannot register {}: error {}\n", what, err.to_errno());
     })
@@ -29,12 +26,6 @@ pub(crate) fn register_with<T>(
 /// or an `ERR_PTR`.
 pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
     register_with(what, || from_err_ptr(raw))
-}
-
-/// `struct cxlf_misc`: a miscdevice and its file operations, owned by C.
-#[repr(C)]
-pub(crate) struct CxlfMisc {
-    _opaque: [u8; 0],
 }
 
 /// `struct cxlf_pci_driver`: a PCI driver and its id table, owned by C.
@@ -134,20 +125,7 @@ pub(crate) struct RawDevDax {
 }
 
 extern "C" {
-    pub(crate) fn cxlf_misc_register(
-        name: *const c_char,
-        mode: u16,
-        template: *const bindings::file_operations,
-        owner: *mut bindings::module,
-        data: *mut c_void,
-        attr_names: *const *const c_char,
-        nr_attrs: c_uint,
-        show: Option<unsafe extern "C" fn(*mut c_void, c_uint, *mut c_char) -> isize>,
-    ) -> *mut CxlfMisc;
-    pub(crate) fn cxlf_misc_deregister(misc: *mut CxlfMisc);
-    pub(crate) fn cxlf_misc_minor(misc: *const CxlfMisc) -> c_int;
-    pub(crate) fn cxlf_misc_data_of_open_file(file: *mut bindings::file) -> *mut c_void;
-    pub(crate) fn cxlf_misc_kobject(misc: *mut CxlfMisc) -> *mut bindings::kobject;
+    pub(crate) fn cxlf_sysfs_attr_init(attr: *mut bindings::attribute);
 
     pub(crate) fn cxlf_dir_create(
         parent: *mut bindings::kobject,

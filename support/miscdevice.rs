@@ -13,18 +13,20 @@
 //! deregistration, open files do not): whatever a file needs after `open`
 //! must be owned by its `T::Ptr` (for example an `Arc` cloned in `open`).
 
+use super::bindings;
 use super::fs::File;
 use super::helpers;
 use super::mm::VmaNew;
 pub(crate) use super::sysfs::AttributeBuffer;
 use super::sysfs::Parent;
 use core::marker::{PhantomData, PhantomPinned};
-use kernel::bindings;
-use kernel::error::{from_err_ptr, from_result};
+use core::mem::ManuallyDrop;
+use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::types::ForeignOwnable;
+use kernel::sync::Arc;
+use kernel::types::{ForeignOwnable, Opaque};
 
 /// What `/dev/<name>` looks like.
 #[derive(Clone, Copy)]
@@ -85,19 +87,19 @@ pub(crate) trait MiscDevice: Sized {
 ///
 /// # Invariants
 ///
-/// `raw` is a live registration from `cxlf_misc_register` whose data
-/// pointer is the address of this (pinned) value.
+/// `raw` is registered (its miscdevice is in the misc core) and its data
+/// pointer is the address of this (pinned) value, until `drop`.
 #[pin_data(PinnedDrop)]
 pub(crate) struct MiscDeviceRegistration<T: MiscDevice> {
     data: T::RegistrationData,
-    raw: *mut helpers::CxlfMisc,
+    raw: Arc<Raw>,
     #[pin]
     _pin: PhantomPinned,
     _t: PhantomData<T>,
 }
 
 // SAFETY: the registration is only a handle; `data` is `Send + Sync` and
-// the C side is safe to deregister from any thread.
+// the misc core is safe to deregister from any thread.
 unsafe impl<T: MiscDevice> Send for MiscDeviceRegistration<T> {}
 // SAFETY: `&self` only gives shared access to `data` (which is `Sync`) and
 // reads the minor number.
@@ -117,39 +119,17 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
             name[..wanted.len()].copy_from_slice(wanted);
         }
         let mode = opts.mode;
-        let mut names = [core::ptr::null::<c_char>(); MAX_ATTRIBUTES];
-        for (name, attr) in names.iter_mut().zip(T::ATTRIBUTES) {
-            *name = attr.as_char_ptr();
-        }
-        let nr_attrs = T::ATTRIBUTES.len();
-        // INVARIANT: `raw` is the registration just made, whose data
-        // pointer is `this`, the value's final (pinned) address.
+        // INVARIANT: `raw` is registered with `this`, the value's final
+        // (pinned) address, as its data pointer.
         try_pin_init!(&this in Self {
             data,
             // `data` is initialised above, before `open` or a sysfs read
             // can first run.
             raw: helpers::register_with("a misc device", || {
-                if nr_attrs > MAX_ATTRIBUTES || !name_fits {
+                if T::ATTRIBUTES.len() > MAX_ATTRIBUTES || !name_fits {
                     return Err(EINVAL);
                 }
-                // SAFETY: `name` is NUL-terminated (it fits, with its NUL)
-                // and C copies it; C keeps the attribute name pointers (not
-                // the array), which are 'static like the vtable, and
-                // `nr_attrs` of them are set; `this` is the final, pinned
-                // address of the value being initialised, which outlives
-                // the registration (deregistered in `drop`).
-                from_err_ptr(unsafe {
-                    helpers::cxlf_misc_register(
-                        name.as_ptr().cast::<c_char>(),
-                        mode,
-                        &VtableHelper::<T>::VTABLE,
-                        crate::THIS_MODULE.as_ptr(),
-                        this.as_ptr().cast::<c_void>(),
-                        names.as_ptr(),
-                        nr_attrs as c_uint,
-                        Some(show_attribute::<T>),
-                    )
-                })
+                Raw::register::<T>(name, mode, this.as_ptr().cast::<c_void>())
             })?,
             _pin: PhantomPinned,
             _t: PhantomData,
@@ -163,15 +143,17 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
     /// The device's sysfs directory (`/sys/class/misc/<name>/`), as a
     /// parent for directories that are removed before the registration.
     pub(crate) fn as_parent(&self) -> Parent<'_> {
-        // SAFETY: `raw` is a live registration (invariant), whose device
-        // stays registered while `self` is borrowed.
-        unsafe { Parent::from_raw(helpers::cxlf_misc_kobject(self.raw)) }
+        // SAFETY: `raw` is registered (invariant), so the misc core has
+        // set `this_device`, which stays registered while `self` is
+        // borrowed.
+        unsafe { Parent::from_raw(&raw mut (*(*self.raw.misc.get()).this_device).kobj) }
     }
 
     /// The minor number the misc core assigned.
     pub(crate) fn minor(&self) -> i32 {
-        // SAFETY: `raw` is a live registration (invariant).
-        unsafe { helpers::cxlf_misc_minor(self.raw) }
+        // SAFETY: `raw` is registered (invariant); the misc core wrote the
+        // minor before registration returned and does not change it.
+        unsafe { (*self.raw.misc.get()).minor }
     }
 }
 
@@ -179,37 +161,180 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
 impl<T: MiscDevice> PinnedDrop for MiscDeviceRegistration<T> {
     fn drop(self: Pin<&mut Self>) {
         // misc_deregister takes misc_mtx, which misc_open holds across
-        // `open`, so no `open` runs on this registration after it returns.
-        // SAFETY: `raw` is a live registration (invariant), deregistered
-        // exactly once, here.
-        unsafe { helpers::cxlf_misc_deregister(self.raw) };
+        // `open`, and removes the sysfs attributes (waiting for running
+        // `show`s), so nothing uses the data pointer after it returns.
+        // Open files keep `raw` (their file operations) alive.
+        // SAFETY: `raw` is registered (invariant), deregistered exactly
+        // once, here.
+        unsafe { bindings::misc_deregister(self.raw.misc.get()) };
     }
 }
 
 const MAX_ATTRIBUTES: usize = 16;
-/// Device names, with their NUL, fit the C side's buffer.
+/// Device names, with their NUL, fit here.
 const NAME_BYTES: usize = 32;
+
+/// A registration's C side: the miscdevice, this registration's copy of
+/// the file operations (whose `.owner` is this module, so that every open
+/// file holds a module reference) and its sysfs attributes. One reference
+/// belongs to the registration, one to each open file, because open files
+/// outlive the registration and their `f_op` points into it.
+///
+/// # Invariants
+///
+/// Once [`Raw::register`] returns it, every field is initialised and
+/// only the misc core writes to `misc`; `misc.fops` points to `fops`,
+/// `misc.groups` (if set) to `groups`, whose group lists `attrs`; `data`
+/// is the registration's address while it is registered.
+struct Raw {
+    misc: Opaque<bindings::miscdevice>,
+    fops: Opaque<bindings::file_operations>,
+    name: [u8; NAME_BYTES],
+    attrs: [Opaque<bindings::device_attribute>; MAX_ATTRIBUTES],
+    attr_list: Opaque<[*mut bindings::attribute; MAX_ATTRIBUTES + 1]>,
+    group: Opaque<bindings::attribute_group>,
+    groups: Opaque<[*const bindings::attribute_group; 2]>,
+    data: *const c_void,
+}
+
+// SAFETY: after registration the fields are only read (the misc core owns
+// `misc`), and `data` is only dereferenced by callbacks the misc core
+// serialises against deregistration.
+unsafe impl Send for Raw {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    /// Builds the C structures for `T` and registers the device.
+    fn register<T: MiscDevice>(
+        name: [u8; NAME_BYTES],
+        mode: u16,
+        data: *const c_void,
+    ) -> Result<Arc<Raw>> {
+        let raw = Arc::new(
+            Raw {
+                misc: Opaque::uninit(),
+                fops: Opaque::new(VtableHelper::<T>::VTABLE),
+                name,
+                attrs: [const { Opaque::uninit() }; MAX_ATTRIBUTES],
+                attr_list: Opaque::new([core::ptr::null_mut(); MAX_ATTRIBUTES + 1]),
+                group: Opaque::uninit(),
+                groups: Opaque::new([core::ptr::null(); 2]),
+                data,
+            },
+            GFP_KERNEL,
+        )?;
+        let nr_attrs = T::ATTRIBUTES.len();
+        // SAFETY: `raw` is not shared yet, so writing through its `Opaque`
+        // fields races with nothing; every pointer stored points into the
+        // same allocation, which lives as long as the miscdevice does
+        // (the registration's reference), or to 'static data (names, the
+        // module).
+        unsafe {
+            (*raw.fops.get()).owner = crate::THIS_MODULE.as_ptr();
+            let list = raw.attr_list.get().cast::<*mut bindings::attribute>();
+            for (i, (attr, attr_name)) in raw.attrs.iter().zip(T::ATTRIBUTES).enumerate() {
+                let attr = attr.get();
+                attr.write(core::mem::zeroed());
+                helpers::cxlf_sysfs_attr_init(&raw mut (*attr).attr);
+                (*attr).attr.name = attr_name.as_char_ptr();
+                (*attr).attr.mode = 0o444;
+                (*attr).show = Some(show_attribute::<T>);
+                list.add(i).write(&raw mut (*attr).attr);
+            }
+            let misc = raw.misc.get();
+            misc.write(core::mem::zeroed());
+            if nr_attrs > 0 {
+                let group = raw.group.get();
+                group.write(core::mem::zeroed());
+                (*group).attrs = list;
+                raw.groups
+                    .get()
+                    .cast::<*const bindings::attribute_group>()
+                    .write(group);
+                (*misc).groups = raw.groups.get().cast();
+            }
+            (*misc).minor = MISC_DYNAMIC_MINOR;
+            (*misc).name = raw.name.as_ptr().cast::<c_char>();
+            (*misc).mode = mode;
+            (*misc).fops = raw.fops.get();
+        }
+        // SAFETY: the miscdevice is fully initialised above and lives in
+        // `raw`, which the registration keeps until it deregisters.
+        to_result(unsafe { bindings::misc_register(raw.misc.get()) })?;
+        Ok(raw)
+    }
+
+    /// The `Raw` whose file operations `file` uses.
+    ///
+    /// # Safety
+    ///
+    /// `file` is an open file of a misc device registered by
+    /// [`Raw::register`], before its `release` moved its `f_op` away.
+    unsafe fn of_file(file: *mut bindings::file) -> *const Raw {
+        // SAFETY: `f_op` is the `fops` field of a `Raw` (function
+        // contract), so stepping back by its offset stays in the object.
+        unsafe {
+            (*file)
+                .f_op
+                .cast::<u8>()
+                .sub(core::mem::offset_of!(Raw, fops))
+                .cast::<Raw>()
+        }
+    }
+}
+
+// The misc core's "any free minor".
+const MISC_DYNAMIC_MINOR: c_int = 255;
+
+/// What a file's `f_op` points to after its `release`: nothing but the
+/// module that owns the file's reference (`__fput` drops it through
+/// `f_op` after `release` returns, when the registration's copy may be
+/// gone).
+struct RetiredFops(bindings::file_operations);
+
+// SAFETY: never written; its only pointer is to the module.
+unsafe impl Sync for RetiredFops {}
+
+static RETIRED_FOPS: RetiredFops = RetiredFops(bindings::file_operations {
+    owner: crate::THIS_MODULE.as_ptr(),
+    // SAFETY: every other field is an optional callback or plain data for
+    // which zero means "not provided".
+    ..unsafe { core::mem::zeroed() }
+});
 
 /// # Safety
 ///
-/// Called by the C side's sysfs `show` with the registration's data
-/// pointer (alive: deregistration drains running callbacks), an index
-/// below `T::ATTRIBUTES.len()`, and a page-sized buffer.
+/// Called by sysfs on an attribute of a miscdevice registered by
+/// [`Raw::register`] for `T`, with a page-sized buffer; deregistration
+/// waits for running calls.
 unsafe extern "C" fn show_attribute<T: MiscDevice>(
-    data: *mut c_void,
-    index: c_uint,
+    dev: *mut bindings::device,
+    attr: *mut bindings::device_attribute,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: the C side passes the registration's data pointer, a live
-    // `MiscDeviceRegistration<T>` (function contract).
-    let misc = unsafe { &*data.cast::<MiscDeviceRegistration<T>>() };
+    // SAFETY: misc_register made the miscdevice the device's driver data;
+    // it is the `misc` field of a live `Raw` (function contract).
+    let raw = unsafe {
+        &*(*dev)
+            .driver_data
+            .cast::<u8>()
+            .sub(core::mem::offset_of!(Raw, misc))
+            .cast::<Raw>()
+    };
+    // `attr` is one of `raw.attrs`, each `Opaque` the size of the struct.
+    let index = (attr as usize - raw.attrs.as_ptr() as usize)
+        / core::mem::size_of::<Opaque<bindings::device_attribute>>();
+    // SAFETY: while registered, `data` is the live registration for `T`
+    // (invariant of `Raw`).
+    let misc = unsafe { &*raw.data.cast::<MiscDeviceRegistration<T>>() };
     // SAFETY: sysfs passes a page-sized buffer that only this callback
     // uses while it runs (function contract).
     let page =
         unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
     let mut out = AttributeBuffer::new(page);
     from_result(|| {
-        T::show_attribute(&misc.data, index as usize, &mut out)?;
+        T::show_attribute(&misc.data, index, &mut out)?;
         Ok(out.len() as isize)
     })
 }
@@ -217,7 +342,7 @@ unsafe extern "C" fn show_attribute<T: MiscDevice>(
 struct VtableHelper<T: MiscDevice>(PhantomData<T>);
 
 impl<T: MiscDevice> VtableHelper<T> {
-    // The C side copies this template and sets `.owner`.
+    // `Raw::register` copies this template and sets `.owner`.
     const VTABLE: bindings::file_operations = bindings::file_operations {
         open: Some(fops_open::<T>),
         release: Some(fops_release::<T>),
@@ -258,12 +383,12 @@ unsafe extern "C" fn fops_open<T: MiscDevice>(
     _inode: *mut bindings::inode,
     raw_file: *mut bindings::file,
 ) -> c_int {
-    // SAFETY: `private_data` is our miscdevice (misc_open set it); its data
-    // pointer is a registration of type `T`, which `misc_mtx`, held by
-    // `misc_open` across this call, keeps registered and so alive.
-    let misc = unsafe {
-        &*helpers::cxlf_misc_data_of_open_file(raw_file).cast::<MiscDeviceRegistration<T>>()
-    };
+    // SAFETY: misc_open pointed `f_op` at this registration's copy.
+    let raw = unsafe { Raw::of_file(raw_file) };
+    // SAFETY: `raw` is live: the registration holds a reference while it is
+    // registered, and `misc_mtx`, held by `misc_open` across this call,
+    // keeps it registered; its data pointer is then the registration.
+    let misc = unsafe { &*(*raw).data.cast::<MiscDeviceRegistration<T>>() };
     // SAFETY: the VFS keeps the file valid during the callback.
     let file = unsafe { File::from_raw_file(raw_file) };
     from_result(|| {
@@ -271,6 +396,11 @@ unsafe extern "C" fn fops_open<T: MiscDevice>(
         // SAFETY: the file is valid and not yet shared; `private_data`
         // belongs to the driver from here on, and `release` takes it back.
         unsafe { (*raw_file).private_data = ptr.into_foreign().cast_mut() };
+        // The file's reference on `raw`, given back in `fops_release`.
+        // SAFETY: `raw` is the contents of the registration's `Arc` and
+        // live (above); `ManuallyDrop` leaves that reference alone.
+        let registration = ManuallyDrop::new(unsafe { Arc::from_raw(raw) });
+        let _ = Arc::into_raw(Arc::clone(&registration));
         Ok(0)
     })
 }
@@ -288,6 +418,14 @@ unsafe extern "C" fn fops_release<T: MiscDevice>(
     let device = unsafe { T::Ptr::from_foreign((*raw_file).private_data) };
     // SAFETY: the VFS keeps the file valid during the callback.
     T::release(device, unsafe { File::from_raw_file(raw_file) });
+    // SAFETY: `f_op` still points into the registration's copy, which the
+    // file's reference keeps alive.
+    let raw = unsafe { Raw::of_file(raw_file) };
+    // SAFETY: the file is valid; `__fput` only reads `f_op->owner` after
+    // this returns, which the static table has too.
+    unsafe { (*raw_file).f_op = &RETIRED_FOPS.0 };
+    // SAFETY: the file's reference, taken in `fops_open`, given back once.
+    drop(unsafe { Arc::from_raw(raw) });
     0
 }
 

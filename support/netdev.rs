@@ -399,6 +399,7 @@ pub(crate) struct Placement<'a> {
 
 impl<'a> Placement<'a> {
     /// Under `dev`, with one queue pair and a standard MTU.
+    #[cfg(cxlf_support = "pci")]
     pub(crate) fn under(dev: &'a super::pci::Device<'a>, mac: [u8; 6]) -> Placement<'a> {
         // INVARIANT: `dev` is borrowed, so live, for 'a.
         Self::with_parent(dev.as_raw_device(), mac)

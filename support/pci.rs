@@ -5,7 +5,7 @@
 //! per-device object, which lives in the device's drvdata until the
 //! device is unbound, when it is dropped (`super::driver`). The resources a driver takes
 //! are values that give them back when dropped ([`Enabled`], [`Region`],
-//! [`IoMem`], [`IrqVectors`], and [`super::coherent::DeviceMem`] over a
+//! [`IoMem`], [`IrqVectors`], and [`DeviceMem`] over a
 //! claimed region): the per-device object's field order is its teardown
 //! order.
 //!
@@ -15,6 +15,7 @@
 
 use super::driver::{Bus, Registration};
 use super::helpers;
+use super::sharedmem::WbMap;
 use core::marker::PhantomData;
 use kernel::bindings;
 use kernel::error::to_result;
@@ -363,3 +364,28 @@ impl Bus for PciBus {
 
 /// A registered PCI driver (`/sys/bus/pci/drivers/<module>`).
 pub(crate) type PciDriverRegistration<T> = Registration<PciBus, T>;
+
+/// A device's memory mapped write-back, accessed coherently.
+pub(crate) struct DeviceMem {
+    map: WbMap,
+}
+
+impl DeviceMem {
+    /// Maps a memory BAR this driver has claimed.
+    pub(crate) fn map(region: &Region) -> Result<DeviceMem> {
+        let res = region.resource();
+        if !res.mem {
+            return Err(EINVAL);
+        }
+        let len = usize::try_from(res.len).map_err(|_| EINVAL)?;
+        Ok(DeviceMem {
+            map: WbMap::map(res.start, len)?,
+        })
+    }
+}
+
+impl super::coherent::Coherent for DeviceMem {
+    fn window(&self) -> super::coherent::Window<'_> {
+        self.map.window()
+    }
+}

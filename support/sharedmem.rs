@@ -82,7 +82,7 @@ impl Drop for ClaimedRange {
 /// a [`ClaimedRange`], or a device's BAR). On x86 it also reserves the
 /// write-back memory type for the range, so no other mapping of it may
 /// use another type. The accessors are its users': [`SharedMem`] here,
-/// [`super::coherent::DeviceMem`] for coherent device memory.
+/// [`super::pci::DeviceMem`] for coherent device memory.
 ///
 /// # Invariants
 ///

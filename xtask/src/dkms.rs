@@ -10,7 +10,15 @@ use std::path::Path;
 use std::process::Command;
 
 /// What the DKMS package ships besides the modules' own directories.
-const COMMON_SOURCES: &[&str] = &["Makefile", "Kbuild", "dkms.conf", "support", "uapi"];
+const COMMON_SOURCES: &[&str] = &[
+    "Makefile",
+    "Kbuild",
+    "dkms.conf",
+    "scripts",
+    "support",
+    "common",
+    "uapi",
+];
 
 /// What the DKMS package ships: the Kbuild tree of the modules.
 fn sources() -> Vec<&'static str> {
@@ -39,10 +47,10 @@ fn is_source(path: &Path) -> bool {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    matches!(name, "Kbuild" | "Makefile" | "dkms.conf")
+    matches!(name, "Kbuild" | "Makefile" | "dkms.conf" | "parameters")
         || matches!(
             path.extension().and_then(|e| e.to_str()),
-            Some("rs" | "c" | "h")
+            Some("rs" | "c" | "h" | "mk")
         )
 }
 

@@ -36,7 +36,7 @@ use super::sections::{AllocError, Extent, SectionMap};
 /// per suite. A case written `case(pool)` takes a zeroed buffer of
 /// `POOL_BYTES`; the others take nothing. Used by the host tests below and
 /// by `beluga_dax_kunit`, so unused in a plain build of this crate.
-#[allow(unused_macros)]
+#[macro_export]
 macro_rules! suites {
     ($m:ident) => {
         $m!(
@@ -93,8 +93,6 @@ macro_rules! suites {
         );
     };
 }
-#[allow(unused_imports)]
-pub(crate) use suites;
 
 /// Bytes of the pool buffer a `case(pool)` gets: the engine case's pool
 /// (metadata, then four 2 MiB sections from the first 2 MiB boundary).
@@ -690,5 +688,5 @@ pub fn engine_serves_remote_requests_and_reclaims(pool: &mut [u8]) -> Outcome {
 mod host {
     extern crate std;
 
-    super::suites!(host_tests);
+    crate::suites!(host_tests);
 }

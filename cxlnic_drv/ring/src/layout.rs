@@ -99,8 +99,10 @@ const _: () = assert!(core::mem::size_of::<DeviceLine>() <= LINE_BYTES);
 /// `N` bytes of `b` at `at` (zeros past its end).
 pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
     let mut w = [0u8; N];
+    // A zip, not `copy_from_slice`: nothing here can panic (6.12's
+    // objtool does not know the newer panic paths of `copy_from_slice`).
     if let Some(s) = b.get(at..at.saturating_add(N)) {
-        w.copy_from_slice(s);
+        w.iter_mut().zip(s).for_each(|(d, s)| *d = *s);
     }
     w
 }
@@ -115,7 +117,7 @@ pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
 
 pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
     if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
-        d.copy_from_slice(v);
+        d.iter_mut().zip(v).for_each(|(d, v)| *d = *v);
     }
 }
 

@@ -1,6 +1,6 @@
 //! Test bodies of the ring core shared by the host tests and the KUnit
 //! suite `cxlnic_ring_kunit`: plain functions returning `Outcome` (see
-//! `kunit/outcome.rs`), listed once in `suites!` so that neither side can
+//! `cxlf_common::outcome`), listed once in `suites!` so that neither side can
 //! miss one. The property tests (both sides of a ring, hostile peers) are
 //! in `tests/ring_protocol.rs`.
 
@@ -22,7 +22,7 @@ use super::queue::{
 
 /// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
 /// per suite.
-#[allow(unused_macros)]
+#[macro_export]
 macro_rules! suites {
     ($m:ident) => {
         $m!(
@@ -54,8 +54,6 @@ macro_rules! suites {
         );
     };
 }
-#[allow(unused_imports)]
-pub(crate) use suites;
 
 fn size(n: u32) -> Result<RingSize, &'static str> {
     RingSize::new(n).ok_or("not a ring size")
@@ -395,5 +393,5 @@ pub fn faults_between_frames_are_no_stall() -> Outcome {
 mod host {
     extern crate std;
 
-    super::suites!(host_tests);
+    crate::suites!(host_tests);
 }

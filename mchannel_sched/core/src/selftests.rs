@@ -1,6 +1,6 @@
 //! Test bodies of the control core shared by the host tests and the KUnit
 //! suite `mchannel_core_kunit`: plain functions returning `Outcome` (see
-//! `kunit/outcome.rs`), listed once in `suites!` so that neither side can
+//! `cxlf_common::outcome`), listed once in `suites!` so that neither side can
 //! miss one. Property tests against f64 references stay in `tests/` (the
 //! kernel has no floating point); these use exact integer expectations.
 
@@ -21,7 +21,7 @@ use super::window::{default_min_run_ns, exact_run_ns, path_share, Budget, RunWin
 
 /// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
 /// per suite.
-#[allow(unused_macros)]
+#[macro_export]
 macro_rules! suites {
     ($m:ident) => {
         $m!(
@@ -73,8 +73,6 @@ macro_rules! suites {
         );
     };
 }
-#[allow(unused_imports)]
-pub(crate) use suites;
 
 const MB: u64 = 1_000_000;
 const GB: u64 = 1_000_000_000;
@@ -728,5 +726,5 @@ pub fn skipped_windows_keep_the_share() -> Outcome {
 mod host {
     extern crate std;
 
-    super::suites!(host_tests);
+    crate::suites!(host_tests);
 }

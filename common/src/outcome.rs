@@ -1,11 +1,11 @@
 //! What a shared test case returns, and the checks that build it: one
 //! file for every core's `selftests.rs` (beluga's pool, mchannel's control
-//! core), compiled into the host crates and the KUnit modules alike. No
+//! core, cxlnic's rings), compiled into the host crates and the KUnit modules alike. No
 //! `std`, no allocation, no panic: a failed check returns `Err(Failure)`
 //! with the file, the line and the text of the check.
 //!
-//! Each includer declares it as `#[macro_use] mod outcome;` at its crate
-//! root (or module root in the kernel), so `$crate::outcome` resolves.
+//! The cores bring the checks in with `#[macro_use] extern crate
+//! cxlf_common;` (host and kernel builds alike).
 
 // A `Failure` carries its text (no allocation); only failed cases return it.
 #![allow(clippy::result_large_err)]
@@ -15,13 +15,16 @@ use core::fmt::{self, Write};
 
 /// A failed check: where, and what (truncated to fit).
 pub struct Failure {
+    /// The source file of the failed check.
     pub file: &'static str,
+    /// Its line.
     pub line: u32,
     text: [u8; 240],
     len: usize,
 }
 
 impl Failure {
+    /// A failure at `file:line` saying `what`.
     pub fn new(file: &'static str, line: u32, what: fmt::Arguments<'_>) -> Failure {
         let mut failure = Failure {
             file,
@@ -34,6 +37,7 @@ impl Failure {
         failure
     }
 
+    /// What failed (the check's text, or the message given).
     pub fn text(&self) -> &str {
         self.text
             .get(..self.len)
@@ -69,12 +73,14 @@ impl fmt::Debug for Failure {
     }
 }
 
+/// What a shared case returns.
 pub type Outcome = Result<(), Failure>;
 
 /// Fails the case unless `$cond` holds.
+#[macro_export]
 macro_rules! check {
     ($cond:expr $(,)?) => {
-        check!($cond, "expected `{}`", stringify!($cond))
+        $crate::check!($cond, "expected `{}`", stringify!($cond))
     };
     ($cond:expr, $($what:tt)+) => {
         if !$cond {
@@ -85,14 +91,15 @@ macro_rules! check {
 
 /// Fails the case unless `$left == $right`, showing both (and why it
 /// matters, if given).
+#[macro_export]
 macro_rules! check_eq {
     ($left:expr, $right:expr $(,)?) => {
-        check_eq!($left, $right, "")
+        $crate::check_eq!($left, $right, "")
     };
     ($left:expr, $right:expr, $why:literal) => {
         // A `match` keeps the operands' temporaries alive, as `assert_eq!`.
         match (&$left, &$right) {
-            (left, right) => check!(
+            (left, right) => $crate::check!(
                 *left == *right,
                 "expected `{}` == `{}`: left = {:?}, right = {:?} {}",
                 stringify!($left),
@@ -106,6 +113,7 @@ macro_rules! check_eq {
 }
 
 /// The value of an `Ok` (or `Some`), or the case fails with the error.
+#[macro_export]
 macro_rules! ok {
     ($e:expr) => {
         match $crate::outcome::OkOrFail::ok_or_fail($e) {
@@ -123,7 +131,9 @@ macro_rules! ok {
 
 /// `Result` and `Option` alike for `ok!`.
 pub trait OkOrFail<T> {
+    /// What the failure shows.
     type Error: fmt::Debug;
+    /// The value, or what to show.
     fn ok_or_fail(self) -> Result<T, Self::Error>;
 }
 
@@ -146,7 +156,7 @@ impl<T> OkOrFail<T> for Option<T> {
 /// zeroed buffer of `POOL_BYTES`). Invoked as `super::suites!(host_tests)`
 /// from a `#[cfg(test)] mod host` (with `extern crate std`) inside
 /// `selftests.rs`; the KUnit side is `kunit/shared_cases.rs`.
-#[allow(unused_macros)]
+#[macro_export]
 macro_rules! host_tests {
     ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
         mod $suite {

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the support layer needs from C beyond 6.12's `kernel::bindings`
+ * (whose bindings_helper.h has no netdevice.h, miscdevice.h or pci.h).
+ * bindgen reads this once per module directory (scripts/cxlfabric.mk);
+ * `parameters` says which items it generates. Upstream kernels that
+ * bind these headers make it unnecessary.
+ */
+#include <linux/etherdevice.h>
+#include <linux/ethtool.h>
+#include <linux/miscdevice.h>
+#include <linux/netdevice.h>
+#include <linux/pci.h>
+#include <linux/rtnetlink.h>
+
+/* Private to drivers/dax; found through -I$(srctree)/drivers/dax. */
+#include "bus.h"
+#include "dax-private.h"
