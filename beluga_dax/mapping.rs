@@ -8,7 +8,7 @@
 //! that maps it, each kernel user of the region API. When the last
 //! `HoldRef` is gone and no page of the object is referenced any more (a
 //! GUP pin from O_DIRECT, io_uring or RDMA), the device lets go of the
-//! hold (`device.rs`, the reaper). So an object lives as long as someone
+//! hold (`device/reap.rs`, the reaper). So an object lives as long as someone
 //! uses it, as a file does; FREE only unlinks it.
 //!
 //! Faults map the object's pages (ZONE_DEVICE, devmap entries, PMDs where
@@ -41,8 +41,8 @@ pub(crate) struct Holding {
     #[pin]
     revoked: Mutex<bool>,
     /// Live [`HoldRef`]s. It rises from zero only in
-    /// `PoolDevice::hold`, under the device's `inner` lock, where the
-    /// reaper also reads it.
+    /// `Calls::hold` (`device/holdings.rs`), under the device's `inner`
+    /// lock, where the reaper also reads it.
     users: AtomicUsize,
 }
 
@@ -50,7 +50,7 @@ pub(crate) struct Holding {
 pub(crate) struct HoldRef(Arc<Holding>);
 
 impl HoldRef {
-    /// A new use. Only `PoolDevice::hold` makes the first one.
+    /// A new use. Only `Calls::hold` makes the first one.
     pub(crate) fn new(holding: &Arc<Holding>) -> HoldRef {
         holding.users.fetch_add(1, Ordering::AcqRel);
         HoldRef(holding.clone())
