@@ -57,7 +57,7 @@ quiet_cmd_cxlf_bindgen = BINDGEN $@
       cmd_cxlf_bindgen = \
 	$(BINDGEN) $< $(cxlf_bindgen_parameters) --use-core --with-derive-default \
 		--ctypes-prefix ffi --no-layout-tests --no-debug '.*' --no-doc-comments \
-		--rust-target 1.68 --raw-line 'use kernel::bindings::*;' -o $@ -- \
+		--rust-target 1.68 --raw-line 'pub use kernel::bindings::*;' -o $@ -- \
 		$(c_flags) -w -fno-builtin -D__BINDGEN__ -DMODULE
 CFLAGS_cxlf_bindings.o += -I$(srctree)/drivers/dax
 $(obj)/cxlf_bindings.rs: $(src)/../support/bindings/bindings_helper.h \

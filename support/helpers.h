@@ -161,88 +161,47 @@ int cxlf_pci_resource(struct pci_dev *pdev, int bar, u64 *start, u64 *len,
 int cxlf_pci_alloc_msix(struct pci_dev *pdev, unsigned int n);
 
 /* Network devices (struct net_device is opaque to Rust). */
+struct device;
+struct ethtool_ops;
 struct net_device;
+struct net_device_ops;
 struct sk_buff;
-struct ethtool_drvinfo;
-struct cxlf_netdev_stats {
-	u64 rx_packets, tx_packets, rx_bytes, tx_bytes;
-	u64 rx_errors, tx_errors, rx_dropped, tx_dropped;
-};
-/* What ethtool -g/-G, -l/-L, -C and --show/set-priv-flags change. */
-struct cxlf_ethtool_params {
-	u32 rx_ring, tx_ring, rx_ring_max, tx_ring_max;
-	u32 channels, channels_max;
-	u32 rx_usecs, rx_frames;
-	u32 priv_flags;
-};
-#define CXLF_ET_RINGS 1
-#define CXLF_ET_CHANNELS 2
-#define CXLF_ET_COALESCE 3
-#define CXLF_ET_PRIV_FLAGS 4
-/* String sets: ethtool -S counters, private flags. */
-#define CXLF_ET_SET_STATS 0
-#define CXLF_ET_SET_PRIV_FLAGS 1
-struct cxlf_netdev_ops {
-	int (*open)(void *data, struct net_device *dev);
-	int (*stop)(void *data, struct net_device *dev);
-	/* 0: taken (sent or dropped); nonzero: busy, keep it queued. */
-	int (*xmit)(void *data, struct net_device *dev, struct sk_buff *skb,
-		    u16 queue);
-	void (*stats)(void *data, struct cxlf_netdev_stats *stats);
-	int (*change_mtu)(void *data, struct net_device *dev, int mtu);
-	void (*drvinfo)(void *data, struct ethtool_drvinfo *info);
-	int (*get_params)(void *data, struct cxlf_ethtool_params *p);
-	int (*set_params)(void *data, struct net_device *dev,
-			  const struct cxlf_ethtool_params *p, u32 what);
-	/* Strings are ETH_GSTRING_LEN bytes each, `n` of them. */
-	int (*string_count)(void *data, u32 set);
-	void (*strings)(void *data, u32 set, u8 *buf, u32 n);
-	void (*stat_values)(void *data, u64 *out, u32 n);
-	/* The stack's TX watchdog named TX queue `queue` (softirq, with the
-	 * TX queues frozen); NULL: no watchdog. */
-	void (*tx_timeout)(void *data, struct net_device *dev,
-			   unsigned int queue);
-};
-struct net_device *cxlf_netdev_alloc(unsigned int txqs, unsigned int rxqs,
-				     const struct cxlf_netdev_ops *ops,
-				     void *data);
-int cxlf_netdev_register(struct net_device *dev, struct device *parent,
-			 const u8 *mac, unsigned int min_mtu,
-			 unsigned int max_mtu, unsigned int watchdog_ms);
-void cxlf_netdev_set_carrier(struct net_device *dev, bool on);
+void *cxlf_netdev_priv(struct net_device *dev);
+void cxlf_netdev_set_netdev_ops(struct net_device *dev,
+				const struct net_device_ops *ops);
+void cxlf_netdev_set_ethtool_ops(struct net_device *dev,
+				 const struct ethtool_ops *ops);
+void cxlf_netdev_set_parent(struct net_device *dev, struct device *parent);
+void cxlf_netdev_set_mac(struct net_device *dev, const u8 *mac);
+void cxlf_netdev_set_min_mtu(struct net_device *dev, unsigned int mtu);
+void cxlf_netdev_set_max_mtu(struct net_device *dev, unsigned int mtu);
+void cxlf_netdev_set_watchdog_ms(struct net_device *dev, unsigned int ms);
 const char *cxlf_netdev_name(struct net_device *dev);
+const u8 *cxlf_netdev_addr(struct net_device *dev);
+const char *cxlf_netdev_parent_name(struct net_device *dev);
 unsigned int cxlf_netdev_mtu(struct net_device *dev);
-void cxlf_netdev_tx_all(struct net_device *dev, bool start);
-void cxlf_skb_free(struct sk_buff *skb);
-int cxlf_netdev_open(struct net_device *dev);
-void cxlf_netdev_close(struct net_device *dev);
-int cxlf_netdev_set_mtu(struct net_device *dev, int mtu);
+void cxlf_netdev_write_mtu(struct net_device *dev, unsigned int mtu);
+unsigned int cxlf_netdev_num_tx_queues(struct net_device *dev);
+unsigned int cxlf_netdev_real_num_tx_queues(struct net_device *dev);
 bool cxlf_netdev_carrier_ok(struct net_device *dev);
-void cxlf_netdev_get_stats(struct net_device *dev, struct cxlf_netdev_stats *out);
-int cxlf_netdev_send_frame(struct net_device *dev, unsigned int len);
-void cxlf_netdev_hold(struct net_device *dev);
-void cxlf_netdev_put(struct net_device *dev);
+void cxlf_netdev_tx_start_all(struct net_device *dev);
+void cxlf_netdev_tx_stop_all(struct net_device *dev);
+void cxlf_netdev_tx_disable(struct net_device *dev);
 void cxlf_netdev_txq_stop(struct net_device *dev, u16 q);
 void cxlf_netdev_txq_wake(struct net_device *dev, u16 q);
 bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q);
-void cxlf_netdev_tx_disable(struct net_device *dev);
 bool cxlf_netdev_xmit_more(void);
-bool cxlf_rtnl_trylock(void);
-void cxlf_rtnl_unlock(void);
-int cxlf_netdev_set_queues(struct net_device *dev, unsigned int txq,
-			   unsigned int rxq);
-struct napi_struct;
-struct napi_struct *cxlf_napi_add(struct net_device *dev,
-				  int (*poll)(void *, struct napi_struct *, int),
-				  void *data, u16 rxq);
-void cxlf_napi_del(struct napi_struct *napi);
-void cxlf_napi_set_irq(struct napi_struct *napi, int irq);
-void cxlf_napi_enable(struct napi_struct *napi);
-void cxlf_napi_disable(struct napi_struct *napi);
-void cxlf_napi_schedule(struct napi_struct *napi);
-bool cxlf_napi_complete_done(struct napi_struct *napi, int work);
-struct net_device *cxlf_napi_dev(struct napi_struct *napi);
-int cxlf_napi_receive(struct napi_struct *napi, const void *data,
-		      unsigned int len);
+void cxlf_netdev_hold(struct net_device *dev);
+void cxlf_netdev_put(struct net_device *dev);
+void cxlf_skb_free(struct sk_buff *skb);
+void cxlf_skb_reserve(struct sk_buff *skb, unsigned int len);
+void cxlf_skb_reset_mac_header(struct sk_buff *skb);
+void cxlf_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
+
+/* NAPI. */
+bool cxlf_in_interrupt(void);
+void cxlf_local_bh_disable(void);
+void cxlf_local_bh_enable(void);
+void cxlf_skb_record_rx_queue(struct sk_buff *skb, u16 rxq);
 
 #endif

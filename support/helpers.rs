@@ -10,7 +10,7 @@
 // pointer; the kernel's bindings crate allows it for the same reason.
 #![allow(improper_ctypes)]
 
-use kernel::bindings;
+use super::bindings;
 use kernel::error::{from_err_ptr, Result};
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
@@ -32,72 +32,6 @@ pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
 #[repr(C)]
 pub(crate) struct CxlfPciDriver {
     _opaque: [u8; 0],
-}
-
-/// `struct cxlf_netdev_stats`: the counters a driver fills for
-/// `struct cxlf_ethtool_params`: what ethtool's ring, channel, coalesce
-/// and private-flag commands read and change.
-#[repr(C)]
-#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CxlfEthtoolParams {
-    pub(crate) rx_ring: u32,
-    pub(crate) tx_ring: u32,
-    pub(crate) rx_ring_max: u32,
-    pub(crate) tx_ring_max: u32,
-    pub(crate) channels: u32,
-    pub(crate) channels_max: u32,
-    pub(crate) rx_usecs: u32,
-    pub(crate) rx_frames: u32,
-    pub(crate) priv_flags: u32,
-}
-
-/// `ndo_get_stats64`.
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-pub(crate) struct CxlfNetdevStats {
-    pub(crate) rx_packets: u64,
-    pub(crate) tx_packets: u64,
-    pub(crate) rx_bytes: u64,
-    pub(crate) tx_bytes: u64,
-    pub(crate) rx_errors: u64,
-    pub(crate) tx_errors: u64,
-    pub(crate) rx_dropped: u64,
-    pub(crate) tx_dropped: u64,
-}
-
-/// `struct cxlf_netdev_ops`: a network driver's callbacks, each with the
-/// driver's data pointer.
-#[repr(C)]
-pub(crate) struct CxlfNetdevOps {
-    pub(crate) open: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device) -> c_int>,
-    pub(crate) stop: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device) -> c_int>,
-    pub(crate) xmit: Option<
-        unsafe extern "C" fn(
-            *mut c_void,
-            *mut bindings::net_device,
-            *mut bindings::sk_buff,
-            u16,
-        ) -> c_int,
-    >,
-    pub(crate) stats: Option<unsafe extern "C" fn(*mut c_void, *mut CxlfNetdevStats)>,
-    pub(crate) change_mtu:
-        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device, c_int) -> c_int>,
-    pub(crate) drvinfo: Option<unsafe extern "C" fn(*mut c_void, *mut bindings::ethtool_drvinfo)>,
-    pub(crate) get_params:
-        Option<unsafe extern "C" fn(*mut c_void, *mut CxlfEthtoolParams) -> c_int>,
-    pub(crate) set_params: Option<
-        unsafe extern "C" fn(
-            *mut c_void,
-            *mut bindings::net_device,
-            *const CxlfEthtoolParams,
-            u32,
-        ) -> c_int,
-    >,
-    pub(crate) string_count: Option<unsafe extern "C" fn(*mut c_void, u32) -> c_int>,
-    pub(crate) strings: Option<unsafe extern "C" fn(*mut c_void, u32, *mut u8, u32)>,
-    pub(crate) stat_values: Option<unsafe extern "C" fn(*mut c_void, *mut u64, u32)>,
-    pub(crate) tx_timeout:
-        Option<unsafe extern "C" fn(*mut c_void, *mut bindings::net_device, c_uint)>,
 }
 
 /// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
@@ -249,63 +183,48 @@ extern "C" {
         mem: *mut bool,
     ) -> c_int;
     pub(crate) fn cxlf_pci_alloc_msix(pdev: *mut bindings::pci_dev, n: c_uint) -> c_int;
-    pub(crate) fn cxlf_netdev_alloc(
-        txqs: c_uint,
-        rxqs: c_uint,
-        ops: *const CxlfNetdevOps,
-        data: *mut c_void,
-    ) -> *mut bindings::net_device;
-    pub(crate) fn cxlf_netdev_register(
+    pub(crate) fn cxlf_netdev_priv(dev: *mut bindings::net_device) -> *mut c_void;
+    pub(crate) fn cxlf_netdev_set_netdev_ops(
+        dev: *mut bindings::net_device,
+        ops: *const bindings::net_device_ops,
+    );
+    pub(crate) fn cxlf_netdev_set_ethtool_ops(
+        dev: *mut bindings::net_device,
+        ops: *const bindings::ethtool_ops,
+    );
+    pub(crate) fn cxlf_netdev_set_parent(
         dev: *mut bindings::net_device,
         parent: *mut bindings::device,
-        mac: *const u8,
-        min_mtu: c_uint,
-        max_mtu: c_uint,
-        watchdog_ms: c_uint,
-    ) -> c_int;
-    pub(crate) fn cxlf_netdev_set_carrier(dev: *mut bindings::net_device, on: bool);
+    );
+    pub(crate) fn cxlf_netdev_set_mac(dev: *mut bindings::net_device, mac: *const u8);
+    pub(crate) fn cxlf_netdev_set_min_mtu(dev: *mut bindings::net_device, mtu: c_uint);
+    pub(crate) fn cxlf_netdev_set_max_mtu(dev: *mut bindings::net_device, mtu: c_uint);
+    pub(crate) fn cxlf_netdev_set_watchdog_ms(dev: *mut bindings::net_device, ms: c_uint);
     pub(crate) fn cxlf_netdev_name(dev: *mut bindings::net_device) -> *const c_char;
+    pub(crate) fn cxlf_netdev_addr(dev: *mut bindings::net_device) -> *const u8;
+    pub(crate) fn cxlf_netdev_parent_name(dev: *mut bindings::net_device) -> *const c_char;
     pub(crate) fn cxlf_netdev_mtu(dev: *mut bindings::net_device) -> c_uint;
-    pub(crate) fn cxlf_netdev_tx_all(dev: *mut bindings::net_device, start: bool);
-    pub(crate) fn cxlf_skb_free(skb: *mut bindings::sk_buff);
-    pub(crate) fn cxlf_netdev_open(dev: *mut bindings::net_device) -> c_int;
-    pub(crate) fn cxlf_netdev_close(dev: *mut bindings::net_device);
-    pub(crate) fn cxlf_netdev_set_mtu(dev: *mut bindings::net_device, mtu: c_int) -> c_int;
+    pub(crate) fn cxlf_netdev_write_mtu(dev: *mut bindings::net_device, mtu: c_uint);
+    pub(crate) fn cxlf_netdev_num_tx_queues(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_real_num_tx_queues(dev: *mut bindings::net_device) -> c_uint;
     pub(crate) fn cxlf_netdev_carrier_ok(dev: *mut bindings::net_device) -> bool;
-    pub(crate) fn cxlf_netdev_get_stats(dev: *mut bindings::net_device, out: *mut CxlfNetdevStats);
-    pub(crate) fn cxlf_netdev_send_frame(dev: *mut bindings::net_device, len: c_uint) -> c_int;
-    pub(crate) fn cxlf_netdev_hold(dev: *mut bindings::net_device);
-    pub(crate) fn cxlf_netdev_put(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_tx_start_all(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_tx_stop_all(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_txq_stop(dev: *mut bindings::net_device, q: u16);
     pub(crate) fn cxlf_netdev_txq_wake(dev: *mut bindings::net_device, q: u16);
     pub(crate) fn cxlf_netdev_txq_stopped(dev: *mut bindings::net_device, q: u16) -> bool;
-    pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_xmit_more() -> bool;
-    pub(crate) fn cxlf_rtnl_trylock() -> bool;
-    pub(crate) fn cxlf_rtnl_unlock();
-    pub(crate) fn cxlf_netdev_set_queues(
-        dev: *mut bindings::net_device,
-        txq: c_uint,
-        rxq: c_uint,
-    ) -> c_int;
-    pub(crate) fn cxlf_napi_add(
-        dev: *mut bindings::net_device,
-        poll: unsafe extern "C" fn(*mut c_void, *mut bindings::napi_struct, c_int) -> c_int,
-        data: *mut c_void,
-        rxq: u16,
-    ) -> *mut bindings::napi_struct;
-    pub(crate) fn cxlf_napi_del(napi: *mut bindings::napi_struct);
-    pub(crate) fn cxlf_napi_set_irq(napi: *mut bindings::napi_struct, irq: c_int);
-    pub(crate) fn cxlf_napi_enable(napi: *mut bindings::napi_struct);
-    pub(crate) fn cxlf_napi_disable(napi: *mut bindings::napi_struct);
-    pub(crate) fn cxlf_napi_schedule(napi: *mut bindings::napi_struct);
-    pub(crate) fn cxlf_napi_complete_done(napi: *mut bindings::napi_struct, work: c_int) -> bool;
-    pub(crate) fn cxlf_napi_dev(napi: *mut bindings::napi_struct) -> *mut bindings::net_device;
-    pub(crate) fn cxlf_napi_receive(
-        napi: *mut bindings::napi_struct,
-        data: *const c_void,
-        len: c_uint,
-    ) -> c_int;
+    pub(crate) fn cxlf_netdev_hold(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_netdev_put(dev: *mut bindings::net_device);
+    pub(crate) fn cxlf_skb_free(skb: *mut bindings::sk_buff);
+    pub(crate) fn cxlf_skb_reserve(skb: *mut bindings::sk_buff, len: c_uint);
+    pub(crate) fn cxlf_skb_reset_mac_header(skb: *mut bindings::sk_buff);
+    pub(crate) fn cxlf_skb_set_protocol(skb: *mut bindings::sk_buff, protocol: u16);
+    pub(crate) fn cxlf_in_interrupt() -> bool;
+    pub(crate) fn cxlf_local_bh_disable();
+    pub(crate) fn cxlf_local_bh_enable();
+    pub(crate) fn cxlf_skb_record_rx_queue(skb: *mut bindings::sk_buff, rxq: u16);
     pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
     pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
     pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;

@@ -254,7 +254,7 @@ impl Raw {
                     .write(group);
                 (*misc).groups = raw.groups.get().cast();
             }
-            (*misc).minor = MISC_DYNAMIC_MINOR;
+            (*misc).minor = bindings::CXLF_MISC_DYNAMIC_MINOR;
             (*misc).name = raw.name.as_ptr().cast::<c_char>();
             (*misc).mode = mode;
             (*misc).fops = raw.fops.get();
@@ -283,9 +283,6 @@ impl Raw {
         }
     }
 }
-
-// The misc core's "any free minor".
-const MISC_DYNAMIC_MINOR: c_int = 255;
 
 /// What a file's `f_op` points to after its `release`: nothing but the
 /// module that owns the file's reference (`__fput` drops it through

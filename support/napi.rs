@@ -8,20 +8,21 @@
 //! dropping it disables and removes the context, after which no poll
 //! runs. A `Napi` in an `Arc` is an [`irq::Handler`] that schedules it.
 //!
-//! `napi_struct` is opaque to 6.12's bindings: the context lives in a C
-//! allocation (`helpers.c`), with the poll trampoline.
+//! The context lives in a [`KBox`] with the poll's data (`napi_struct` is
+//! opaque to 6.12's bindings; `support::bindings` generates it), and the
+//! poll trampoline finds them from the context by its offset.
 
+use super::bindings;
 use super::coherent::Coherent;
 use super::helpers;
 use super::irq;
 use super::netdev::Netdev;
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::bindings;
-use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::ForeignOwnable;
+use kernel::types::Opaque;
 
 /// What a NAPI context does when the stack polls it.
 pub(crate) trait Poll: Send + Sync + 'static {
@@ -35,12 +36,11 @@ pub(crate) trait Poll: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `raw` is a live context from `cxlf_napi_add` whose poll gets `data`,
-/// the foreign form of an `Arc<T>` this value owns; `enabled` says
-/// whether it is enabled.
+/// `ctx.napi` is added to an interface with [`poll_callback::<T>`] as its
+/// poll, until `drop`; `ctx.data` is the foreign form of an `Arc<T>` this
+/// value owns; `enabled` says whether the context is enabled.
 pub(crate) struct Napi<T: Poll> {
-    raw: *mut bindings::napi_struct,
-    data: *const c_void,
+    ctx: KBox<Context>,
     enabled: AtomicBool,
     _t: core::marker::PhantomData<Arc<T>>,
 }
@@ -52,25 +52,58 @@ unsafe impl<T: Poll> Send for Napi<T> {}
 // SAFETY: as above.
 unsafe impl<T: Poll> Sync for Napi<T> {}
 
+/// A context and what its poll needs, at a fixed address (the net core
+/// keeps a pointer to `napi` from `add` until removal).
+struct Context {
+    napi: Opaque<bindings::napi_struct>,
+    data: *const c_void,
+    rx_queue: u16,
+}
+
+impl Context {
+    /// # Safety
+    ///
+    /// `napi` is the `napi` field of a live `Context`.
+    unsafe fn of<'a>(napi: *mut bindings::napi_struct) -> &'a Context {
+        // SAFETY: stepping back by the field's offset stays in the
+        // `Context` (function contract); `Opaque` has its inner layout.
+        unsafe {
+            &*napi
+                .cast::<u8>()
+                .sub(core::mem::offset_of!(Context, napi))
+                .cast::<Context>()
+        }
+    }
+}
+
 impl<T: Poll> Napi<T> {
     /// A disabled context on `dev` for `data`, whose frames arrive on
     /// RX queue `rx_queue` (process context).
     pub(crate) fn add(dev: &Netdev<'_>, data: Arc<T>, rx_queue: u16) -> Result<Self> {
-        let data = data.into_foreign();
-        // SAFETY: `dev` is live (its invariant); `data` stays valid until
-        // the context is removed in drop, or below on failure.
-        let raw = unsafe {
-            helpers::cxlf_napi_add(dev.as_raw(), poll_callback::<T>, data.cast_mut(), rx_queue)
+        let mut ctx = KBox::new(
+            Context {
+                napi: Opaque::uninit(),
+                data: core::ptr::null(),
+                rx_queue,
+            },
+            GFP_KERNEL,
+        )?;
+        ctx.data = data.into_foreign();
+        // SAFETY: `dev` is live (its invariant); the context is zeroed
+        // here, as `netif_napi_add` expects, and stays at this address,
+        // with `data`, until drop removes it.
+        unsafe {
+            ctx.napi.get().write_bytes(0, 1);
+            bindings::netif_napi_add_weight(
+                dev.as_raw(),
+                ctx.napi.get(),
+                Some(poll_callback::<T>),
+                bindings::CXLF_NAPI_POLL_WEIGHT,
+            )
         };
-        if raw.is_null() {
-            // SAFETY: not kept by C: ours again.
-            drop(unsafe { Arc::<T>::from_foreign(data) });
-            return Err(ENOMEM);
-        }
-        // INVARIANT: a live, disabled context with `data`.
+        // INVARIANT: added, disabled, with `data`.
         Ok(Napi {
-            raw,
-            data,
+            ctx,
             enabled: AtomicBool::new(false),
             _t: core::marker::PhantomData,
         })
@@ -79,22 +112,23 @@ impl<T: Poll> Napi<T> {
     /// The poll's data.
     pub(crate) fn data(&self) -> ArcBorrow<'_, T> {
         // SAFETY: `data` is a live `Arc<T>` while `self` is (invariant).
-        unsafe { Arc::<T>::borrow(self.data) }
+        unsafe { Arc::<T>::borrow(self.ctx.data) }
     }
 
-    /// Lets the context be scheduled (once; process context).
     /// Records `irq` as the context's interrupt (what netlink's napi-get
     /// reports).
     pub(crate) fn set_irq(&self, irq: u32) {
         let irq = c_int::try_from(irq).unwrap_or(-1);
-        // SAFETY: `raw` is live (invariant); C only stores the number.
-        unsafe { helpers::cxlf_napi_set_irq(self.raw, irq) };
+        // SAFETY: the context is added (invariant); the field is only a
+        // number the net core reports (`netif_napi_set_irq` stores it).
+        unsafe { (*self.ctx.napi.get()).irq = irq };
     }
 
+    /// Lets the context be scheduled (once; process context).
     pub(crate) fn enable(&self) {
         if !self.enabled.swap(true, Ordering::AcqRel) {
-            // SAFETY: live and disabled (invariant, `enabled` was false).
-            unsafe { helpers::cxlf_napi_enable(self.raw) };
+            // SAFETY: added and disabled (invariant, `enabled` was false).
+            unsafe { bindings::napi_enable(self.ctx.napi.get()) };
         }
     }
 
@@ -102,31 +136,59 @@ impl<T: Poll> Napi<T> {
     /// scheduled (process context; may sleep).
     pub(crate) fn disable(&self) {
         if self.enabled.swap(false, Ordering::AcqRel) {
-            // SAFETY: live and enabled (invariant, `enabled` was true).
-            unsafe { helpers::cxlf_napi_disable(self.raw) };
+            // SAFETY: added and enabled (invariant, `enabled` was true).
+            unsafe { bindings::napi_disable(self.ctx.napi.get()) };
         }
     }
 
-    /// Schedules a poll (any context; nothing while disabled).
+    /// Schedules a poll (from any context).
     pub(crate) fn schedule(&self) {
-        // SAFETY: live (invariant).
-        unsafe { helpers::cxlf_napi_schedule(self.raw) };
+        // SAFETY: the context is added (invariant).
+        unsafe { schedule(self.ctx.napi.get()) };
+    }
+}
+
+/// `napi_schedule`, from any context: in process context with bottom
+/// halves off, so that the NET_RX softirq runs when they come back on
+/// rather than being left pending (which the idle path warns about).
+///
+/// # Safety
+///
+/// `napi` is an added context.
+unsafe fn schedule(napi: *mut bindings::napi_struct) {
+    // SAFETY: no preconditions.
+    let in_irq = unsafe { helpers::cxlf_in_interrupt() };
+    // SAFETY: `napi` is added (function contract); bottom halves are
+    // disabled and enabled in pairs on this CPU.
+    unsafe {
+        if !in_irq {
+            helpers::cxlf_local_bh_disable();
+        }
+        if bindings::napi_schedule_prep(napi) {
+            bindings::__napi_schedule(napi);
+        }
+        if !in_irq {
+            helpers::cxlf_local_bh_enable();
+        }
     }
 }
 
 impl<T: Poll> Drop for Napi<T> {
     fn drop(&mut self) {
         self.disable();
-        // SAFETY: live and disabled; removed and freed once, here (after
-        // an RCU grace period, so no poll or busy-poller uses it).
-        unsafe { helpers::cxlf_napi_del(self.raw) };
+        // SAFETY: added and now disabled (invariant); `netif_napi_del`
+        // is `__netif_napi_del` and the grace period it waits for, after
+        // which no poll runs or is referenced.
+        unsafe {
+            bindings::__netif_napi_del(self.ctx.napi.get());
+            bindings::synchronize_net();
+        }
         // SAFETY: no poll can use `data` any more; it came from
         // `into_foreign` in `add`.
-        drop(unsafe { Arc::<T>::from_foreign(self.data) });
+        drop(unsafe { Arc::<T>::from_foreign(self.ctx.data) });
     }
 }
 
-/// An interrupt that schedules the context's poll.
 impl<T: Poll> irq::Handler for Napi<T> {
     fn handle(this: ArcBorrow<'_, Self>) -> bool {
         this.schedule();
@@ -134,20 +196,20 @@ impl<T: Poll> irq::Handler for Napi<T> {
     }
 }
 
-/// The context a poll runs in.
+/// The context, during its poll.
 ///
 /// # Invariants
 ///
-/// `raw` is the live context being polled, for `'a`.
+/// `raw` is the `napi` field of a live [`Context`], being polled.
 pub(crate) struct NapiPoll<'a> {
     raw: *mut bindings::napi_struct,
     _life: core::marker::PhantomData<&'a ()>,
 }
 
 impl NapiPoll<'_> {
-    /// Hands the `len`-byte Ethernet frame at `offset` in `mem` to the
-    /// stack (copied into a new buffer, through GRO); `ENOMEM` if no
-    /// buffer could be had (the caller counts a drop).
+    /// Hands the `len` bytes at `offset` of `mem` (a frame the device
+    /// wrote) to the stack as a received Ethernet frame, through GRO.
+    /// `ENOMEM` if no buffer.
     pub(crate) fn receive(
         &self,
         mem: &(impl Coherent + ?Sized),
@@ -156,54 +218,65 @@ impl NapiPoll<'_> {
     ) -> Result {
         let w = mem.window();
         let src = w.range(offset, len as usize)?;
-        // SAFETY: polling (invariant), so in the context's softirq; `src`
-        // has `len` readable bytes (checked by `range`) for the window's
-        // life.
-        to_result(unsafe { helpers::cxlf_napi_receive(self.raw, src.cast(), len) })
+        // SAFETY: `raw` is being polled (invariant), in softirq context.
+        let skb = unsafe { bindings::napi_alloc_skb(self.raw, len) };
+        if skb.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `raw` is a live context (invariant); `skb` is a fresh
+        // buffer this function owns until GRO takes it, with room for
+        // `len` bytes (`skb_put` returns them); `src` has `len` readable
+        // bytes for the window's life.
+        unsafe {
+            let ctx = Context::of(self.raw);
+            let dst = bindings::skb_put(skb, len).cast::<u8>();
+            core::ptr::copy_nonoverlapping(src.cast::<u8>(), dst, len as usize);
+            helpers::cxlf_skb_record_rx_queue(skb, ctx.rx_queue);
+            let dev = (*self.raw).dev;
+            helpers::cxlf_skb_set_protocol(skb, bindings::eth_type_trans(skb, dev));
+            bindings::napi_gro_receive(self.raw, skb);
+        }
+        Ok(())
     }
 
-    /// Ends the poll having done `work` (less than the budget); whether
-    /// the driver should ask for interrupts again (false: the stack polls
-    /// on, busy polling or a reschedule).
+    /// Ends the poll after `work` frames (fewer than the budget); false
+    /// if the context must keep polling (busy polling owns it).
     pub(crate) fn complete_done(&self, work: u32) -> bool {
         let work = c_int::try_from(work).unwrap_or(c_int::MAX);
-        // SAFETY: the context being polled (invariant).
-        unsafe { helpers::cxlf_napi_complete_done(self.raw, work) }
+        // SAFETY: `raw` is being polled (invariant).
+        unsafe { bindings::napi_complete_done(self.raw, work) }
     }
 
-    /// Polls again soon (work arrived after `complete_done`).
+    /// Schedules another poll.
     pub(crate) fn schedule(&self) {
-        // SAFETY: live (invariant).
-        unsafe { helpers::cxlf_napi_schedule(self.raw) };
+        // SAFETY: `raw` is an added context (invariant).
+        unsafe { schedule(self.raw) };
     }
 
-    /// The interface polled for (its TX queues, from the poll).
+    /// The interface the context is on.
     pub(crate) fn netdev(&self) -> Netdev<'_> {
-        // SAFETY: a context's interface outlives it; the poll runs on a
-        // live context (invariant).
-        unsafe { Netdev::from_raw(helpers::cxlf_napi_dev(self.raw)) }
+        // SAFETY: the interface outlives its contexts, and `self`.
+        unsafe { Netdev::from_raw((*self.raw).dev) }
     }
 }
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a context added by
-/// [`Napi::add`] for `T`, whose data is a live `Arc<T>`.
+/// Called by the net core in softirq context for a context added by
+/// [`Napi::<T>::add`].
 unsafe extern "C" fn poll_callback<T: Poll>(
-    data: *mut c_void,
     napi: *mut bindings::napi_struct,
     budget: c_int,
 ) -> c_int {
-    // SAFETY: the context's data is a live `Arc<T>` until the context is
-    // removed, which waits for polls (function contract).
-    let this = unsafe { Arc::<T>::borrow(data) };
-    // INVARIANT: the live context being polled.
+    // SAFETY: the context is a live `Context` (function contract) whose
+    // `data` is a live `Arc<T>` until the context is removed.
+    let this = unsafe { Arc::<T>::borrow(Context::of(napi).data) };
+    // INVARIANT: the context being polled.
     let poll = NapiPoll {
         raw: napi,
         _life: core::marker::PhantomData,
     };
     let budget = u32::try_from(budget).unwrap_or(0);
     let work = T::poll(this, &poll, budget).min(budget);
-    // At most the budget, which came from a c_int.
     c_int::try_from(work).unwrap_or(0)
 }

@@ -8,27 +8,33 @@
 //! registers the interface and unregisters and frees it on drop, after
 //! which no callback runs.
 //!
-//! `struct net_device` is opaque to 6.12's bindings: the ops tables and
-//! the static inlines are in `helpers.c`.
+//! The `net_device_ops` and `ethtool_ops` tables are built here, per
+//! [`NetDevice`] type, with their trampolines. `struct net_device` stays
+//! opaque (6.12's bindings declare it so): its fields and static inlines
+//! are reached through one-line helpers (`helpers/netdev.c`).
 
+use super::bindings;
 use super::coherent::Coherent;
 use super::helpers;
-use kernel::bindings;
 use kernel::error::{from_result, to_result};
-use kernel::ffi::{c_int, c_uint, c_void};
+use kernel::ffi::{c_char, c_int, c_uint, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 use kernel::types::ForeignOwnable;
 
-// Exported by the net core; `netdevice.h` is not in 6.12's bindings.
-extern "C" {
-    fn unregister_netdev(dev: *mut bindings::net_device);
-    fn free_netdev(dev: *mut bindings::net_device);
-}
-
 /// The interface counters `ip -s link` shows.
-pub(crate) use helpers::CxlfNetdevStats as Stats;
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Stats {
+    pub(crate) rx_packets: u64,
+    pub(crate) tx_packets: u64,
+    pub(crate) rx_bytes: u64,
+    pub(crate) tx_bytes: u64,
+    pub(crate) rx_errors: u64,
+    pub(crate) tx_errors: u64,
+    pub(crate) rx_dropped: u64,
+    pub(crate) tx_dropped: u64,
+}
 
 /// What a driver's interface does when the stack calls it.
 pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
@@ -78,8 +84,21 @@ pub(crate) trait NetDevice: Send + Sync + Sized + 'static {
     fn tx_timeout(_this: &Arc<Self>, _dev: &Netdev<'_>, _queue: u32) {}
 }
 
-/// What ethtool reads and changes (see [`NetDevice::params`]).
-pub(crate) use helpers::CxlfEthtoolParams as Params;
+/// What ethtool reads and changes (see [`NetDevice::params`]): ring
+/// sizes (`-g`/`-G`), queue pairs (`-l`/`-L`), RX coalescing (`-c`/`-C`)
+/// and private flags.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct Params {
+    pub(crate) rx_ring: u32,
+    pub(crate) tx_ring: u32,
+    pub(crate) rx_ring_max: u32,
+    pub(crate) tx_ring_max: u32,
+    pub(crate) channels: u32,
+    pub(crate) channels_max: u32,
+    pub(crate) rx_usecs: u32,
+    pub(crate) rx_frames: u32,
+    pub(crate) priv_flags: u32,
+}
 
 /// The part of [`Params`] an ethtool command changes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -98,7 +117,7 @@ pub(crate) enum StringSet {
 }
 
 /// Bytes of an ethtool string (`ETH_GSTRING_LEN`).
-pub(crate) const STRING_LEN: usize = 32;
+pub(crate) const STRING_LEN: usize = bindings::ETH_GSTRING_LEN as usize;
 
 /// Writes `parts` one after another into `out` as an ethtool string,
 /// cut at `STRING_LEN - 1` bytes, NUL-padded.
@@ -113,8 +132,8 @@ pub(crate) fn ethtool_string(out: &mut [u8; STRING_LEN], parts: &[&[u8]]) {
 impl StringSet {
     fn from_raw(set: u32) -> Option<StringSet> {
         match set {
-            0 => Some(StringSet::Stats),
-            1 => Some(StringSet::PrivFlags),
+            bindings::ethtool_stringset_ETH_SS_STATS => Some(StringSet::Stats),
+            bindings::ethtool_stringset_ETH_SS_PRIV_FLAGS => Some(StringSet::PrivFlags),
             _ => None,
         }
     }
@@ -211,7 +230,13 @@ impl Netdev<'_> {
     /// Carrier on or off (`ip link` shows `NO-CARRIER` while off).
     pub(crate) fn set_carrier(&self, on: bool) {
         // SAFETY: live (invariant).
-        unsafe { helpers::cxlf_netdev_set_carrier(self.raw, on) };
+        unsafe {
+            if on {
+                bindings::netif_carrier_on(self.raw)
+            } else {
+                bindings::netif_carrier_off(self.raw)
+            }
+        };
     }
 
     pub(crate) fn carrier_ok(&self) -> bool {
@@ -219,22 +244,33 @@ impl Netdev<'_> {
         unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
     }
 
+    /// Whether the interface has TX queue `q` (`netdev_get_tx_queue`
+    /// does not check).
+    fn has_txq(&self, q: u16) -> bool {
+        // SAFETY: live (invariant); the count is fixed at allocation.
+        u32::from(q) < unsafe { helpers::cxlf_netdev_num_tx_queues(self.raw) }
+    }
+
     /// Stops TX queue `q`: the stack holds packets for it (a queue the
     /// interface does not have is ignored).
     pub(crate) fn txq_stop(&self, q: u16) {
-        // SAFETY: live (invariant); the helper checks `q`.
-        unsafe { helpers::cxlf_netdev_txq_stop(self.raw, q) };
+        if self.has_txq(q) {
+            // SAFETY: live (invariant); `q` is one of its queues.
+            unsafe { helpers::cxlf_netdev_txq_stop(self.raw, q) };
+        }
     }
 
     /// Lets the stack send on TX queue `q` again.
     pub(crate) fn txq_wake(&self, q: u16) {
-        // SAFETY: as in `txq_stop`.
-        unsafe { helpers::cxlf_netdev_txq_wake(self.raw, q) };
+        if self.has_txq(q) {
+            // SAFETY: as in `txq_stop`.
+            unsafe { helpers::cxlf_netdev_txq_wake(self.raw, q) };
+        }
     }
 
     pub(crate) fn txq_stopped(&self, q: u16) -> bool {
         // SAFETY: as in `txq_stop`.
-        unsafe { helpers::cxlf_netdev_txq_stopped(self.raw, q) }
+        self.has_txq(q) && unsafe { helpers::cxlf_netdev_txq_stopped(self.raw, q) }
     }
 
     /// Stops every TX queue and waits out transmits in progress.
@@ -247,14 +283,30 @@ impl Netdev<'_> {
     /// Lets the stack send on every TX queue, or stops them.
     pub(crate) fn tx_all(&self, start: bool) {
         // SAFETY: live (invariant).
-        unsafe { helpers::cxlf_netdev_tx_all(self.raw, start) };
+        unsafe {
+            if start {
+                helpers::cxlf_netdev_tx_start_all(self.raw)
+            } else {
+                helpers::cxlf_netdev_tx_stop_all(self.raw)
+            }
+        };
     }
 
     /// The queue pairs the stack uses, of those allocated (from `open`,
-    /// under RTNL).
+    /// under RTNL); both or neither change.
     pub(crate) fn set_queues(&self, tx: u32, rx: u32) -> Result {
-        // SAFETY: live (invariant); the callers hold RTNL.
-        to_result(unsafe { helpers::cxlf_netdev_set_queues(self.raw, tx, rx) })
+        // SAFETY: live (invariant); the callers hold RTNL, which the
+        // queue counts are written under.
+        unsafe {
+            let old = helpers::cxlf_netdev_real_num_tx_queues(self.raw);
+            to_result(bindings::netif_set_real_num_tx_queues(self.raw, tx))?;
+            let err = bindings::netif_set_real_num_rx_queues(self.raw, rx);
+            if err != 0 {
+                // Back to the old TX count, which was valid.
+                bindings::netif_set_real_num_tx_queues(self.raw, old);
+            }
+            to_result(err)
+        }
     }
 
     /// A reference that keeps the interface (not its registration)
@@ -279,11 +331,19 @@ impl Netdev<'_> {
 pub(crate) struct RtnlGuard(());
 
 impl RtnlGuard {
+    /// RTNL, waiting for it (process context, not from an ndo callback).
+    pub(crate) fn lock() -> RtnlGuard {
+        // SAFETY: no preconditions beyond process context.
+        unsafe { bindings::rtnl_lock() };
+        // INVARIANT: taken just now.
+        RtnlGuard(())
+    }
+
     /// RTNL if no one holds it now: for work that ndo callbacks (which
     /// hold RTNL) may wait on, so must not wait for RTNL itself.
     pub(crate) fn try_lock() -> Option<RtnlGuard> {
         // SAFETY: no preconditions (process context, which callers are).
-        if unsafe { helpers::cxlf_rtnl_trylock() } {
+        if unsafe { bindings::rtnl_trylock() } != 0 {
             // INVARIANT: taken just now; the guard is built only then
             // (`then_some` would build, and drop, one either way).
             Some(RtnlGuard(()))
@@ -295,8 +355,8 @@ impl RtnlGuard {
 
 impl Drop for RtnlGuard {
     fn drop(&mut self) {
-        // SAFETY: taken by `try_lock`, released once.
-        unsafe { helpers::cxlf_rtnl_unlock() };
+        // SAFETY: taken by `lock` or `try_lock`, released once.
+        unsafe { bindings::rtnl_unlock() };
     }
 }
 
@@ -342,8 +402,9 @@ impl Drop for SkBuff {
 ///
 /// # Invariants
 ///
-/// `raw` is a registered `net_device` from `cxlf_netdev_alloc` whose
-/// callbacks get `data`, the foreign form of an `Arc<T>` this value owns.
+/// `raw` is a registered `net_device` whose private area holds `data`,
+/// the foreign form of an `Arc<T>` this value owns, and whose ops tables
+/// are [`Ops<T>`]'s.
 pub(crate) struct Registration<T: NetDevice> {
     raw: *mut bindings::net_device,
     data: *const c_void,
@@ -356,27 +417,49 @@ unsafe impl<T: NetDevice> Send for Registration<T> {}
 // SAFETY: as above.
 unsafe impl<T: NetDevice> Sync for Registration<T> {}
 
-/// The net core's view of a driver's callbacks.
+/// The net core's and the ethtool core's view of a driver's callbacks:
+/// one pair of tables per [`NetDevice`] type, in read-only memory.
 struct Ops<T>(core::marker::PhantomData<T>);
 
 impl<T: NetDevice> Ops<T> {
-    const TABLE: helpers::CxlfNetdevOps = helpers::CxlfNetdevOps {
-        open: Some(open_callback::<T>),
-        stop: Some(stop_callback::<T>),
-        xmit: Some(xmit_callback::<T>),
-        stats: Some(stats_callback::<T>),
-        change_mtu: Some(change_mtu_callback::<T>),
-        drvinfo: Some(drvinfo_callback::<T>),
-        get_params: Some(get_params_callback::<T>),
-        set_params: Some(set_params_callback::<T>),
-        string_count: Some(string_count_callback::<T>),
-        strings: Some(strings_callback::<T>),
-        stat_values: Some(stat_values_callback::<T>),
-        tx_timeout: if T::HAS_TX_TIMEOUT {
-            Some(tx_timeout_callback::<T>)
+    const NETDEV: bindings::net_device_ops = bindings::net_device_ops {
+        ndo_open: Some(ndo_open::<T>),
+        ndo_stop: Some(ndo_stop::<T>),
+        ndo_start_xmit: Some(ndo_start_xmit::<T>),
+        ndo_get_stats64: Some(ndo_get_stats64::<T>),
+        ndo_change_mtu: Some(ndo_change_mtu::<T>),
+        ndo_validate_addr: Some(bindings::eth_validate_addr),
+        ndo_set_mac_address: Some(bindings::eth_mac_addr),
+        // The net core arms its TX watchdog only if this is set.
+        ndo_tx_timeout: if T::HAS_TX_TIMEOUT {
+            Some(ndo_tx_timeout::<T>)
         } else {
             None
         },
+        // SAFETY: every other field is an optional callback, for which
+        // zero means "not provided".
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    const ETHTOOL: bindings::ethtool_ops = {
+        // SAFETY: as above: optional callbacks and flags, zero is "none".
+        let mut ops: bindings::ethtool_ops = unsafe { core::mem::zeroed() };
+        ops.supported_coalesce_params = bindings::CXLF_ETHTOOL_COALESCE_RX_USECS
+            | bindings::CXLF_ETHTOOL_COALESCE_RX_MAX_FRAMES;
+        ops.get_drvinfo = Some(et_get_drvinfo::<T>);
+        ops.get_link = Some(bindings::ethtool_op_get_link);
+        ops.get_ringparam = Some(et_get_ringparam::<T>);
+        ops.set_ringparam = Some(et_set_ringparam::<T>);
+        ops.get_channels = Some(et_get_channels::<T>);
+        ops.set_channels = Some(et_set_channels::<T>);
+        ops.get_coalesce = Some(et_get_coalesce::<T>);
+        ops.set_coalesce = Some(et_set_coalesce::<T>);
+        ops.get_priv_flags = Some(et_get_priv_flags::<T>);
+        ops.set_priv_flags = Some(et_set_priv_flags::<T>);
+        ops.get_sset_count = Some(et_get_sset_count::<T>);
+        ops.get_strings = Some(et_get_strings::<T>);
+        ops.get_ethtool_stats = Some(et_get_stats::<T>);
+        ops
     };
 }
 
@@ -457,43 +540,48 @@ impl<T: NetDevice> Registration<T> {
     /// takes a reference on the parent device, so it may outlive the
     /// borrow.
     pub(crate) fn register(this: Arc<T>, at: &Placement<'_>) -> Result<Self> {
-        let data = this.into_foreign();
-        // SAFETY: the ops table is 'static; `data` is released by this
-        // value's drop, after unregistering, or below on failure.
+        // SAFETY: no preconditions; the private area holds one pointer.
         let raw = unsafe {
-            helpers::cxlf_netdev_alloc(
+            bindings::alloc_etherdev_mqs(
+                core::mem::size_of::<*const c_void>() as c_int,
                 at.tx_queues,
                 at.rx_queues,
-                &Ops::<T>::TABLE,
-                data.cast_mut(),
             )
         };
         if raw.is_null() {
-            // SAFETY: `data` came from `into_foreign` just above.
-            drop(unsafe { Arc::<T>::from_foreign(data) });
             return Err(ENOMEM);
         }
-        // SAFETY: `raw` is a fresh device; `parent` is live (`Placement`
-        // invariant); `mac` has 6 bytes.
+        let data = this.into_foreign();
+        // SAFETY: `raw` is a fresh, unregistered device this function
+        // owns; its private area has room for `data`; the tables are
+        // 'static; `parent` is live (`Placement` invariant); `mac` has 6
+        // bytes; `data` is released by this value's drop, after
+        // unregistering, or below on failure.
         let err = unsafe {
-            helpers::cxlf_netdev_register(
-                raw,
-                at.parent,
-                at.mac.as_ptr(),
-                at.min_mtu,
-                at.max_mtu,
-                at.watchdog_ms,
-            )
+            helpers::cxlf_netdev_priv(raw)
+                .cast::<*const c_void>()
+                .write(data);
+            helpers::cxlf_netdev_set_netdev_ops(raw, &Ops::<T>::NETDEV);
+            helpers::cxlf_netdev_set_ethtool_ops(raw, &Ops::<T>::ETHTOOL);
+            helpers::cxlf_netdev_set_parent(raw, at.parent);
+            helpers::cxlf_netdev_set_mac(raw, at.mac.as_ptr());
+            helpers::cxlf_netdev_set_min_mtu(raw, at.min_mtu);
+            helpers::cxlf_netdev_set_max_mtu(raw, at.max_mtu);
+            if at.watchdog_ms != 0 {
+                helpers::cxlf_netdev_set_watchdog_ms(raw, at.watchdog_ms);
+            }
+            bindings::netif_carrier_off(raw);
+            bindings::register_netdev(raw)
         };
         if err != 0 {
             // SAFETY: never registered: freeing is all that is left; no
             // callback ran, so `data` is ours again.
-            unsafe { free_netdev(raw) };
+            unsafe { bindings::free_netdev(raw) };
             // SAFETY: `data` came from `into_foreign` above.
             drop(unsafe { Arc::<T>::from_foreign(data) });
             return Err(Error::from_errno(err));
         }
-        // INVARIANT: registered, its callbacks get `data`.
+        // INVARIANT: registered with `data` and `Ops<T>`.
         Ok(Registration {
             raw,
             data,
@@ -530,22 +618,25 @@ impl<T: NetDevice> Registration<T> {
 
     /// Brings the interface up, as `ip link set up` does.
     pub(crate) fn open(&self) -> Result {
-        // SAFETY: registered (invariant); takes RTNL, so process context.
-        to_result(unsafe { helpers::cxlf_netdev_open(self.raw) })
+        let _rtnl = RtnlGuard::lock();
+        // SAFETY: registered (invariant), under RTNL.
+        to_result(unsafe { bindings::dev_open(self.raw, core::ptr::null_mut()) })
     }
 
     /// Takes the interface down.
     pub(crate) fn close(&self) {
-        // SAFETY: registered (invariant); takes RTNL.
-        unsafe { helpers::cxlf_netdev_close(self.raw) };
+        let _rtnl = RtnlGuard::lock();
+        // SAFETY: registered (invariant), under RTNL.
+        unsafe { bindings::dev_close(self.raw) };
     }
 
     /// Sets the MTU as `ip link set mtu` does (the range and the driver
     /// decide).
     pub(crate) fn set_mtu(&self, mtu: u32) -> Result {
         let mtu = c_int::try_from(mtu).map_err(|_| EINVAL)?;
-        // SAFETY: registered (invariant); takes RTNL.
-        to_result(unsafe { helpers::cxlf_netdev_set_mtu(self.raw, mtu) })
+        let _rtnl = RtnlGuard::lock();
+        // SAFETY: registered (invariant), under RTNL.
+        to_result(unsafe { bindings::dev_set_mtu(self.raw, mtu) })
     }
 
     pub(crate) fn carrier_ok(&self) -> bool {
@@ -554,17 +645,57 @@ impl<T: NetDevice> Registration<T> {
 
     /// The counters as `ip -s link` reads them.
     pub(crate) fn stats(&self) -> Stats {
-        let mut s = Stats::default();
-        // SAFETY: registered (invariant); `s` is ours for the call.
-        unsafe { helpers::cxlf_netdev_get_stats(self.raw, &mut s) };
-        s
+        let mut raw = bindings::rtnl_link_stats64::default();
+        // SAFETY: registered (invariant); `raw` is ours for the call.
+        unsafe { bindings::dev_get_stats(self.raw, &mut raw) };
+        Stats {
+            rx_packets: raw.rx_packets,
+            tx_packets: raw.tx_packets,
+            rx_bytes: raw.rx_bytes,
+            tx_bytes: raw.tx_bytes,
+            rx_errors: raw.rx_errors,
+            tx_errors: raw.tx_errors,
+            rx_dropped: raw.rx_dropped,
+            tx_dropped: raw.tx_dropped,
+        }
     }
 
     /// Sends a zeroed Ethernet frame of `len` bytes to the interface's
     /// own address through the stack's queueing (for tests).
     pub(crate) fn send_frame(&self, len: u32) -> Result {
-        // SAFETY: registered (invariant); process context.
-        let rc = unsafe { helpers::cxlf_netdev_send_frame(self.raw, len) };
+        if len < bindings::ETH_HLEN {
+            return Err(EINVAL);
+        }
+        let align = bindings::CXLF_NET_IP_ALIGN as u32;
+        let size = len.checked_add(align).ok_or(EINVAL)?;
+        // SAFETY: no preconditions (process context, GFP_KERNEL).
+        let skb =
+            unsafe { bindings::__alloc_skb(size, bindings::GFP_KERNEL, 0, bindings::NUMA_NO_NODE) };
+        if skb.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `skb` is a fresh buffer of `size` bytes that this
+        // function owns until `__dev_queue_xmit` takes it; `skb_put`
+        // returns `len` writable bytes at its tail; the interface is
+        // registered (invariant), its address 6 bytes long.
+        let rc = unsafe {
+            helpers::cxlf_skb_reserve(skb, align);
+            let frame = bindings::skb_put(skb, len).cast::<u8>();
+            core::ptr::write_bytes(frame, 0, len as usize);
+            let mac = helpers::cxlf_netdev_addr(self.raw);
+            core::ptr::copy_nonoverlapping(mac, frame, 6);
+            core::ptr::copy_nonoverlapping(mac, frame.add(6), 6);
+            let proto = (bindings::ETH_P_802_3_MIN as u16).to_be();
+            frame.add(12).cast::<u16>().write_unaligned(proto);
+            helpers::cxlf_skb_reset_mac_header(skb);
+            (*skb)
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .__bindgen_anon_1
+                .dev = self.raw;
+            helpers::cxlf_skb_set_protocol(skb, proto);
+            bindings::__dev_queue_xmit(skb, core::ptr::null_mut())
+        };
         match rc {
             0 => Ok(()),
             e if e < 0 => Err(Error::from_errno(e)),
@@ -579,8 +710,8 @@ impl<T: NetDevice> Drop for Registration<T> {
         // SAFETY: registered (invariant); unregistering stops the device
         // and waits out every callback; then it is freed, once.
         unsafe {
-            unregister_netdev(self.raw);
-            free_netdev(self.raw);
+            bindings::unregister_netdev(self.raw);
+            bindings::free_netdev(self.raw);
         }
         // SAFETY: no callback can use `data` any more; it came from
         // `into_foreign` in `register`.
@@ -588,15 +719,21 @@ impl<T: NetDevice> Drop for Registration<T> {
     }
 }
 
+/// The `Arc<T>` of a registered interface, borrowed for a callback.
+///
 /// # Safety
 ///
-/// `data` is the foreign form of a live `Arc<T>` (a registered
-/// interface's), borrowed for the call.
-unsafe fn borrow<'a, T: NetDevice>(data: *mut c_void) -> ArcRef<'a, T> {
-    // SAFETY: the caller guarantees `data` is a live `Arc<T>`'s foreign
-    // form; `ManuallyDrop` keeps this borrow from releasing it.
+/// `dev` is an interface registered by [`Registration<T>`] whose
+/// callbacks are running (so it is not yet unregistered).
+unsafe fn this<'a, T: NetDevice>(dev: *mut bindings::net_device) -> ArcRef<'a, T> {
+    // SAFETY: the private area holds the foreign form of the
+    // registration's `Arc<T>` (its invariant), live until unregistering
+    // has waited out every callback; `ManuallyDrop` keeps this borrow
+    // from releasing it.
     ArcRef(
-        core::mem::ManuallyDrop::new(unsafe { Arc::<T>::from_foreign(data) }),
+        core::mem::ManuallyDrop::new(unsafe {
+            Arc::<T>::from_foreign(*helpers::cxlf_netdev_priv(dev).cast::<*const c_void>())
+        }),
         core::marker::PhantomData,
     )
 }
@@ -609,15 +746,11 @@ struct ArcRef<'a, T>(
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn open_callback<T: NetDevice>(
-    data: *mut c_void,
-    dev: *mut bindings::net_device,
-) -> c_int {
-    // SAFETY: the net core calls this for a registered interface, whose
-    // data is a live `Arc<T>`.
-    let this = unsafe { borrow::<T>(data) };
+/// Called by the net core, under RTNL, for an interface registered by
+/// [`Registration<T>`].
+unsafe extern "C" fn ndo_open<T: NetDevice>(dev: *mut bindings::net_device) -> c_int {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
     // SAFETY: the interface lives for the call.
     let dev = unsafe { Netdev::from_raw(dev) };
     from_result(|| T::open(&this.0, &dev).map(|()| 0))
@@ -625,14 +758,10 @@ unsafe extern "C" fn open_callback<T: NetDevice>(
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn stop_callback<T: NetDevice>(
-    data: *mut c_void,
-    dev: *mut bindings::net_device,
-) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
+/// As [`ndo_open`].
+unsafe extern "C" fn ndo_stop<T: NetDevice>(dev: *mut bindings::net_device) -> c_int {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
     // SAFETY: the interface lives for the call.
     let dev = unsafe { Netdev::from_raw(dev) };
     from_result(|| T::stop(&this.0, &dev).map(|()| 0))
@@ -640,176 +769,349 @@ unsafe extern "C" fn stop_callback<T: NetDevice>(
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn xmit_callback<T: NetDevice>(
-    data: *mut c_void,
-    dev: *mut bindings::net_device,
+/// Called by the net core with the TX queue's lock held, for an interface
+/// registered by [`Registration<T>`], with a buffer the driver now owns.
+unsafe extern "C" fn ndo_start_xmit<T: NetDevice>(
     skb: *mut bindings::sk_buff,
-    queue: u16,
-) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
+    dev: *mut bindings::net_device,
+) -> bindings::netdev_tx_t {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
     // SAFETY: the interface lives for the call.
     let dev = unsafe { Netdev::from_raw(dev) };
+    // SAFETY: the stack set the buffer's queue before handing it over.
+    let queue = unsafe { (*skb).queue_mapping };
     // INVARIANT: the stack hands the driver `skb` to send or free.
     let skb = SkBuff { raw: skb };
     match T::start_xmit(&this.0, &dev, skb, queue) {
-        Ok(()) => 0,
+        Ok(()) => bindings::netdev_tx_NETDEV_TX_OK,
         Err(back) => {
-            // NETDEV_TX_BUSY: the stack keeps the buffer and retries.
+            // The stack keeps the buffer and retries.
             core::mem::forget(back);
-            1
+            bindings::netdev_tx_NETDEV_TX_BUSY
         }
     }
 }
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn stats_callback<T: NetDevice>(data: *mut c_void, out: *mut Stats) {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    // SAFETY: the C trampoline passes its own zeroed stack struct.
-    T::stats(&this.0, unsafe { &mut *out });
+/// As [`ndo_open`] (without RTNL); `out` is the caller's, zeroed.
+unsafe extern "C" fn ndo_get_stats64<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    out: *mut bindings::rtnl_link_stats64,
+) {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    let mut s = Stats::default();
+    T::stats(&this.0, &mut s);
+    // SAFETY: `out` is valid for writes for the call (function contract).
+    let out = unsafe { &mut *out };
+    out.rx_packets = s.rx_packets;
+    out.tx_packets = s.tx_packets;
+    out.rx_bytes = s.rx_bytes;
+    out.tx_bytes = s.tx_bytes;
+    out.rx_errors = s.rx_errors;
+    out.tx_errors = s.tx_errors;
+    out.rx_dropped = s.rx_dropped;
+    out.tx_dropped = s.tx_dropped;
 }
 
 /// # Safety
 ///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn change_mtu_callback<T: NetDevice>(
-    data: *mut c_void,
+/// As [`ndo_open`]; `mtu` is within the range given at registration.
+unsafe extern "C" fn ndo_change_mtu<T: NetDevice>(
     dev: *mut bindings::net_device,
     mtu: c_int,
 ) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
     // SAFETY: the interface lives for the call.
-    let dev = unsafe { Netdev::from_raw(dev) };
+    let netdev = unsafe { Netdev::from_raw(dev) };
     from_result(|| {
-        let mtu = u32::try_from(mtu).map_err(|_| EINVAL)?;
-        T::change_mtu(&this.0, &dev, mtu).map(|()| 0)
-    })
-}
-
-/// # Safety
-///
-/// Called by the net core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn drvinfo_callback<T: NetDevice>(
-    data: *mut c_void,
-    info: *mut bindings::ethtool_drvinfo,
-) {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    // SAFETY: the ethtool core passes its own struct for the call.
-    T::drvinfo(&this.0, unsafe { &mut *info });
-}
-
-/// # Safety
-///
-/// Called by the ethtool core (through `helpers.c`) for a registered
-/// interface, whose data pointer is a live `Arc<T>`; `out` is the
-/// trampoline's own struct.
-unsafe extern "C" fn get_params_callback<T: NetDevice>(
-    data: *mut c_void,
-    out: *mut Params,
-) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    from_result(|| {
-        let p = T::params(&this.0)?;
-        // SAFETY: `out` is valid for a write (function contract).
-        unsafe { out.write(p) };
+        let new = u32::try_from(mtu).map_err(|_| EINVAL)?;
+        T::change_mtu(&this.0, &netdev, new)?;
+        // The driver took it; the device's MTU is ours to set.
+        // SAFETY: the interface lives for the call; under RTNL.
+        unsafe { helpers::cxlf_netdev_write_mtu(dev, new) };
         Ok(0)
     })
 }
 
 /// # Safety
 ///
-/// As [`get_params_callback`]; `dev` is the interface, `p` the
-/// trampoline's struct.
-unsafe extern "C" fn set_params_callback<T: NetDevice>(
-    data: *mut c_void,
-    dev: *mut bindings::net_device,
-    p: *const Params,
-    what: u32,
-) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    // SAFETY: the interface lives for the call.
-    let dev = unsafe { Netdev::from_raw(dev) };
-    // SAFETY: valid for reads for the call (function contract).
-    let p = unsafe { &*p };
-    let what = match what {
-        1 => Change::Rings,
-        2 => Change::Channels,
-        3 => Change::Coalesce,
-        4 => Change::PrivFlags,
-        _ => return EINVAL.to_errno(),
-    };
-    from_result(|| T::set_params(&this.0, &dev, p, what).map(|()| 0))
-}
-
-/// # Safety
-///
-/// As [`get_params_callback`].
-unsafe extern "C" fn string_count_callback<T: NetDevice>(data: *mut c_void, set: u32) -> c_int {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    match StringSet::from_raw(set) {
-        Some(set) => c_int::try_from(T::string_count(&this.0, set)).unwrap_or(0),
-        None => super::error::eopnotsupp().to_errno(),
-    }
-}
-
-/// # Safety
-///
-/// As [`get_params_callback`]; `buf` holds `n` strings of `STRING_LEN`
-/// bytes.
-unsafe extern "C" fn strings_callback<T: NetDevice>(
-    data: *mut c_void,
-    set: u32,
-    buf: *mut u8,
-    n: u32,
-) {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    let Some(set) = StringSet::from_raw(set) else {
-        return;
-    };
-    // SAFETY: `buf` holds `n` strings (function contract); arrays of u8
-    // have no alignment needs.
-    let out =
-        unsafe { core::slice::from_raw_parts_mut(buf.cast::<[u8; STRING_LEN]>(), n as usize) };
-    T::strings(&this.0, set, out);
-}
-
-/// # Safety
-///
-/// Called by the net core's TX watchdog (through `helpers.c`) for a
-/// registered interface, whose data pointer is a live `Arc<T>`.
-unsafe extern "C" fn tx_timeout_callback<T: NetDevice>(
-    data: *mut c_void,
-    dev: *mut bindings::net_device,
-    queue: c_uint,
-) {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
+/// Called by the net core's TX watchdog (softirq, every TX queue frozen)
+/// for an interface registered by [`Registration<T>`].
+unsafe extern "C" fn ndo_tx_timeout<T: NetDevice>(dev: *mut bindings::net_device, queue: c_uint) {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
     // SAFETY: the interface lives for the call.
     let dev = unsafe { Netdev::from_raw(dev) };
     T::tx_timeout(&this.0, &dev, queue);
 }
 
+/// Copies `src` into the C string buffer `dst`, cut and NUL-terminated.
+fn copy_cstr(dst: &mut [c_char], src: &[u8]) {
+    let n = src.len().min(dst.len().saturating_sub(1));
+    for (d, s) in dst.iter_mut().zip(&src[..n]) {
+        *d = *s as c_char;
+    }
+    if let Some(end) = dst.get_mut(n) {
+        *end = 0;
+    }
+}
+
 /// # Safety
 ///
-/// As [`get_params_callback`]; `out` holds `n` counters.
-unsafe extern "C" fn stat_values_callback<T: NetDevice>(data: *mut c_void, out: *mut u64, n: u32) {
-    // SAFETY: as in `open_callback`.
-    let this = unsafe { borrow::<T>(data) };
-    // SAFETY: `out` holds `n` u64s (function contract).
-    let out = unsafe { core::slice::from_raw_parts_mut(out, n as usize) };
+/// Called by the ethtool core, under RTNL, for an interface registered by
+/// [`Registration<T>`]; `info` is the caller's, zeroed.
+unsafe extern "C" fn et_get_drvinfo<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    info: *mut bindings::ethtool_drvinfo,
+) {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    // SAFETY: `info` is valid for the call (function contract).
+    let info = unsafe { &mut *info };
+    // The module's name (the log prefix is the module's name and a NUL).
+    let module = crate::__LOG_PREFIX;
+    copy_cstr(
+        &mut info.driver,
+        module.strip_suffix(b"\0").unwrap_or(module),
+    );
+    // SAFETY: the interface lives for the call; its parent, if any, too.
+    let bus = unsafe { helpers::cxlf_netdev_parent_name(dev) };
+    if !bus.is_null() {
+        // SAFETY: a live device's name is a NUL-terminated string.
+        let bus = unsafe { CStr::from_char_ptr(bus) };
+        copy_cstr(&mut info.bus_info, bus.as_bytes());
+    }
+    T::drvinfo(&this.0, info);
+}
+
+/// The driver's settings, for an ethtool callback.
+///
+/// # Safety
+///
+/// As [`et_get_drvinfo`].
+unsafe fn params<T: NetDevice>(dev: *mut bindings::net_device) -> Result<Params> {
+    // SAFETY: a registered interface (function contract).
+    T::params(&unsafe { this::<T>(dev) }.0)
+}
+
+/// Hands `p`, of which `what` changed, to the driver.
+///
+/// # Safety
+///
+/// As [`et_get_drvinfo`].
+unsafe fn set_params<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    p: &Params,
+    what: Change,
+) -> c_int {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    from_result(|| T::set_params(&this.0, &dev, p, what).map(|()| 0))
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`]; the parameter structs are the caller's.
+unsafe extern "C" fn et_get_ringparam<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    ring: *mut bindings::ethtool_ringparam,
+    _kring: *mut bindings::kernel_ethtool_ringparam,
+    _extack: *mut bindings::netlink_ext_ack,
+) {
+    // SAFETY: function contract.
+    let (Ok(p), ring) = (unsafe { params::<T>(dev) }, unsafe { &mut *ring }) else {
+        return;
+    };
+    ring.rx_max_pending = p.rx_ring_max;
+    ring.tx_max_pending = p.tx_ring_max;
+    ring.rx_pending = p.rx_ring;
+    ring.tx_pending = p.tx_ring;
+}
+
+/// # Safety
+///
+/// As [`et_get_ringparam`].
+unsafe extern "C" fn et_set_ringparam<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    ring: *mut bindings::ethtool_ringparam,
+    _kring: *mut bindings::kernel_ethtool_ringparam,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    // SAFETY: function contract.
+    let ring = unsafe { &*ring };
+    // SAFETY: function contract.
+    let mut p = match unsafe { params::<T>(dev) } {
+        Ok(p) => p,
+        Err(e) => return e.to_errno(),
+    };
+    if ring.rx_mini_pending != 0 || ring.rx_jumbo_pending != 0 {
+        return EINVAL.to_errno();
+    }
+    p.rx_ring = ring.rx_pending;
+    p.tx_ring = ring.tx_pending;
+    // SAFETY: function contract.
+    unsafe { set_params::<T>(dev, &p, Change::Rings) }
+}
+
+/// # Safety
+///
+/// As [`et_get_ringparam`].
+unsafe extern "C" fn et_get_channels<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    ch: *mut bindings::ethtool_channels,
+) {
+    // SAFETY: function contract.
+    let (Ok(p), ch) = (unsafe { params::<T>(dev) }, unsafe { &mut *ch }) else {
+        return;
+    };
+    ch.max_combined = p.channels_max;
+    ch.combined_count = p.channels;
+}
+
+/// # Safety
+///
+/// As [`et_get_ringparam`].
+unsafe extern "C" fn et_set_channels<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    ch: *mut bindings::ethtool_channels,
+) -> c_int {
+    // SAFETY: function contract.
+    let ch = unsafe { &*ch };
+    // SAFETY: function contract.
+    let mut p = match unsafe { params::<T>(dev) } {
+        Ok(p) => p,
+        Err(e) => return e.to_errno(),
+    };
+    if ch.rx_count != 0 || ch.tx_count != 0 || ch.other_count != 0 {
+        return EINVAL.to_errno();
+    }
+    p.channels = ch.combined_count;
+    // SAFETY: function contract.
+    unsafe { set_params::<T>(dev, &p, Change::Channels) }
+}
+
+/// # Safety
+///
+/// As [`et_get_ringparam`].
+unsafe extern "C" fn et_get_coalesce<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    c: *mut bindings::ethtool_coalesce,
+    _kc: *mut bindings::kernel_ethtool_coalesce,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    // SAFETY: function contract.
+    let c = unsafe { &mut *c };
+    // SAFETY: function contract.
+    match unsafe { params::<T>(dev) } {
+        Ok(p) => {
+            c.rx_coalesce_usecs = p.rx_usecs;
+            c.rx_max_coalesced_frames = p.rx_frames;
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// As [`et_get_ringparam`].
+unsafe extern "C" fn et_set_coalesce<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    c: *mut bindings::ethtool_coalesce,
+    _kc: *mut bindings::kernel_ethtool_coalesce,
+    _extack: *mut bindings::netlink_ext_ack,
+) -> c_int {
+    // SAFETY: function contract.
+    let c = unsafe { &*c };
+    // SAFETY: function contract.
+    let mut p = match unsafe { params::<T>(dev) } {
+        Ok(p) => p,
+        Err(e) => return e.to_errno(),
+    };
+    p.rx_usecs = c.rx_coalesce_usecs;
+    p.rx_frames = c.rx_max_coalesced_frames;
+    // SAFETY: function contract.
+    unsafe { set_params::<T>(dev, &p, Change::Coalesce) }
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`].
+unsafe extern "C" fn et_get_priv_flags<T: NetDevice>(dev: *mut bindings::net_device) -> u32 {
+    // SAFETY: function contract.
+    unsafe { params::<T>(dev) }.map_or(0, |p| p.priv_flags)
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`].
+unsafe extern "C" fn et_set_priv_flags<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    flags: u32,
+) -> c_int {
+    // SAFETY: function contract.
+    let mut p = match unsafe { params::<T>(dev) } {
+        Ok(p) => p,
+        Err(e) => return e.to_errno(),
+    };
+    p.priv_flags = flags;
+    // SAFETY: function contract.
+    unsafe { set_params::<T>(dev, &p, Change::PrivFlags) }
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`].
+unsafe extern "C" fn et_get_sset_count<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    sset: c_int,
+) -> c_int {
+    let Some(set) = u32::try_from(sset).ok().and_then(StringSet::from_raw) else {
+        return super::error::eopnotsupp().to_errno();
+    };
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    c_int::try_from(T::string_count(&this.0, set)).unwrap_or(0)
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`]; `buf` holds as many strings as
+/// [`et_get_sset_count`] said, under the same RTNL hold.
+unsafe extern "C" fn et_get_strings<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    sset: u32,
+    buf: *mut u8,
+) {
+    let Some(set) = StringSet::from_raw(sset) else {
+        return;
+    };
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    let n = T::string_count(&this.0, set);
+    // SAFETY: the core sized `buf` from `et_get_sset_count` (the same
+    // count: RTNL is held); arrays of u8 need no alignment.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<[u8; STRING_LEN]>(), n) };
+    T::strings(&this.0, set, out);
+}
+
+/// # Safety
+///
+/// As [`et_get_drvinfo`]; `data` holds `stats.n_stats` counters.
+unsafe extern "C" fn et_get_stats<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    stats: *mut bindings::ethtool_stats,
+    data: *mut u64,
+) {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    // SAFETY: `data` holds `n_stats` counters (function contract).
+    let out = unsafe { core::slice::from_raw_parts_mut(data, (*stats).n_stats as usize) };
     T::stat_values(&this.0, out);
 }

@@ -16,3 +16,13 @@
 /* Private to drivers/dax; found through -I$(srctree)/drivers/dax. */
 #include "bus.h"
 #include "dax-private.h"
+
+/*
+ * Constants bindgen cannot evaluate (function-like macros), as the
+ * kernel's own bindings_helper.h gives them: a const it can read.
+ */
+const u32 CXLF_ETHTOOL_COALESCE_RX_USECS = ETHTOOL_COALESCE_RX_USECS;
+const u32 CXLF_ETHTOOL_COALESCE_RX_MAX_FRAMES = ETHTOOL_COALESCE_RX_MAX_FRAMES;
+const int CXLF_NAPI_POLL_WEIGHT = NAPI_POLL_WEIGHT;
+const int CXLF_MISC_DYNAMIC_MINOR = MISC_DYNAMIC_MINOR;
+const int CXLF_NET_IP_ALIGN = NET_IP_ALIGN;
