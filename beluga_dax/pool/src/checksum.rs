@@ -18,6 +18,7 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
     !crc
 }
 
+/// CRC32C of `data`.
 pub fn crc32c(data: &[u8]) -> u32 {
     crc32c_append(0, data)
 }
