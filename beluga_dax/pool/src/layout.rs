@@ -23,31 +23,47 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"BELUGAPL");
 /// 2: objects live by holders and name (FLAG_UNLINKED, RELEASE, FREE is
 /// unlink). Version 1 hosts free at FREE: the two must not share a pool.
 pub const VERSION: u32 = 2;
+/// Size of a section, the unit of allocation and mapping, in bytes (2 MiB).
 pub const SECTION_SIZE: u64 = 2 << 20;
+/// Size of the superblock record, in bytes.
 pub const SUPERBLOCK_BYTES: usize = 128;
+/// Bytes reserved for the superblock at offset 0; the host table follows.
 pub const SUPERBLOCK_RESERVED: u64 = 4096;
+/// Size of a host slot, in bytes (four 64-byte lines, one writer each).
 pub const HOST_SLOT_BYTES: u64 = 256;
+/// Size of a section table entry, in bytes.
 pub const SECTION_ENTRY_BYTES: u64 = 16;
+/// Size of an object table entry, in bytes.
 pub const OBJECT_ENTRY_BYTES: u64 = 128;
+/// Most host slots a pool can have: an object's holders are a bit per
+/// host in a `u64`.
 pub const MAX_HOSTS: u32 = 64;
+/// Most entries an object table can have.
 pub const MAX_OBJECTS: u32 = 1 << 16;
 // An object's holders are a bit per host in a u64; `Geometry::new`'s
 // refusals name both limits.
 const _: () = assert!(MAX_HOSTS == u64::BITS && MAX_OBJECTS == 65536);
 const TABLE_ALIGN: u64 = 4096;
 
+/// Why a superblock or a geometry is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayoutError {
     /// Not a Beluga pool (or not formatted).
     BadMagic,
+    /// Formatted with another format version (the stored one).
     UnsupportedVersion(u32),
+    /// The stored CRC32C does not match the bytes (torn or corrupted).
     BadChecksum {
+        /// The checksum stored in the superblock.
         stored: u32,
+        /// The checksum of the bytes read.
         computed: u32,
     },
     /// The pool claims more bytes than the device has.
     LargerThanDevice {
+        /// Pool size the superblock claims, in bytes.
         pool: u64,
+        /// Size of the device, in bytes.
         device: u64,
     },
     /// A field is out of range or disagrees with the recomputed geometry.
@@ -69,13 +85,21 @@ fn entry_offset(table: u64, index: u32, count: u32, size: u64) -> Option<u64> {
 /// Where everything is, derived from the pool size and table sizes only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
+    /// Bytes of the device the pool uses.
     pub pool_size: u64,
+    /// Host slots in the host table (1..=[`MAX_HOSTS`]).
     pub max_hosts: u32,
+    /// Entries in the object table (1..=[`MAX_OBJECTS`]).
     pub max_objects: u32,
+    /// Byte offset of the host table (after the superblock's reserved area).
     pub host_table_off: u64,
+    /// Byte offset of the section table (4 KiB aligned).
     pub section_table_off: u64,
+    /// Byte offset of the object table (4 KiB aligned).
     pub object_table_off: u64,
+    /// Byte offset of the data area, where section 0 starts (2 MiB aligned).
     pub data_off: u64,
+    /// Sections in the data area (at least one).
     pub section_count: u32,
 }
 
@@ -93,6 +117,9 @@ fn table_end(off: u64, count: u64, size: u64, align: u64) -> Option<u64> {
 }
 
 impl Geometry {
+    /// Lays out a pool of `pool_size` bytes with `max_hosts` host slots and
+    /// `max_objects` object entries. Refuses limits out of range and a pool
+    /// too small for its metadata and one section.
     pub fn new(pool_size: u64, max_hosts: u32, max_objects: u32) -> Result<Geometry, LayoutError> {
         if max_hosts == 0 || max_hosts > MAX_HOSTS {
             return Err(LayoutError::Geometry("max_hosts must be 1..=64"));
@@ -201,23 +228,38 @@ impl Geometry {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Superblock {
+    /// [`MAGIC`]: marks a formatted Beluga pool.
     pub magic: u64,
+    /// Format version: [`VERSION`].
     pub version: u32,
+    /// Size of this record, in bytes: [`SUPERBLOCK_BYTES`].
     pub superblock_bytes: u32,
+    /// Identity of this format of the pool.
     pub uuid: [u8; 16],
+    /// Bytes of the device the pool uses (at most the device size).
     pub pool_size: u64,
+    /// Size of a section, in bytes: [`SECTION_SIZE`].
     pub section_size: u64,
+    /// Sections in the data area.
     pub section_count: u32,
+    /// Host slots in the host table (1..=[`MAX_HOSTS`]).
     pub max_hosts: u32,
+    /// Entries in the object table (1..=[`MAX_OBJECTS`]).
     pub max_objects: u32,
+    /// None are defined: always 0.
     pub flags: u32,
+    /// Byte offset of the host table.
     pub host_table_off: u64,
+    /// Byte offset of the section table.
     pub section_table_off: u64,
+    /// Byte offset of the object table.
     pub object_table_off: u64,
+    /// Byte offset of the data area (section 0).
     pub data_off: u64,
     /// Bumped by every format, so that references taken under an earlier
     /// format can be told apart.
     pub generation: u64,
+    /// Unused; written as zeros (covered by the checksum).
     pub reserved: [u8; 20],
     /// CRC32C of the 124 bytes before it.
     pub checksum: u32,
@@ -275,6 +317,8 @@ impl Superblock {
         sb
     }
 
+    /// The record as stored at offset 0, with the `checksum` field as it is
+    /// (`new` computes it).
     pub fn encode(&self) -> [u8; SUPERBLOCK_BYTES] {
         let mut buf = [0u8; SUPERBLOCK_BYTES];
         let mut c = Cursor {
@@ -363,6 +407,8 @@ impl Superblock {
         Ok(sb)
     }
 
+    /// The layout this superblock records (for one from `decode`, checked
+    /// equal to the one [`Geometry::new`] computes from its sizes).
     pub fn geometry(&self) -> Geometry {
         Geometry {
             pool_size: self.pool_size,

@@ -16,24 +16,32 @@
 use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 
+/// Size of a host slot, in bytes.
 pub const SLOT_BYTES: usize = super::layout::HOST_SLOT_BYTES as usize;
+/// "BHST" read as a little-endian u32: marks a written lease record.
 pub const SLOT_MAGIC: u32 = u32::from_le_bytes(*b"BHST");
+/// Version of the lease record format.
 pub const SLOT_VERSION: u32 = 1;
 /// Bytes covered by the checksum (everything before it).
 const COVERED: usize = 52;
 
+/// What a lease record says of its host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlotState {
+    /// No host (no engine writes this; observers take it as no evidence).
     Free = 0,
+    /// Attached: the host heartbeats and may hold objects.
     Attached = 1,
     /// Detached cleanly: its private objects may be reclaimed at once.
     Detached = 2,
 }
 
+/// Why a lease record is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlotError {
     /// Never written (all zero or another magic).
     Empty,
+    /// A record of another format version (the stored one).
     UnsupportedVersion(u32),
     /// Torn or corrupted; read it again.
     BadChecksum,
@@ -44,12 +52,16 @@ pub enum SlotError {
 /// One host's slot, as laid out at `host_table_off + index * 256`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostSlot {
+    /// Whether the host is attached or has detached.
     pub state: SlotState,
+    /// Index of the slot the record is in (a record in another slot is
+    /// refused).
     pub host_index: u32,
     /// New at every attach, so a restarted host is a new incarnation.
     pub boot_id: [u8; 16],
     /// Advanced by the host at least every `lease_ms / 4`.
     pub heartbeat: u64,
+    /// The host's lease period, in ms (within [`LEASE_MS_RANGE`]).
     pub lease_ms: u32,
     /// Pool generation (superblock) this host attached to.
     pub generation: u64,
@@ -59,6 +71,8 @@ pub struct HostSlot {
 pub const LEASE_MS_RANGE: core::ops::RangeInclusive<u32> = 100..=600_000;
 
 impl HostSlot {
+    /// The record with its CRC32C, in a slot-sized buffer: the record is
+    /// its first 56 bytes, the rest is zero.
     pub fn encode(&self) -> [u8; SLOT_BYTES] {
         let mut buf = [0u8; SLOT_BYTES];
         buf[0..4].copy_from_slice(&SLOT_MAGIC.to_le_bytes());
@@ -120,9 +134,11 @@ impl HostSlot {
 /// What an observer concludes about one host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Liveness {
+    /// Attached, and its heartbeat changed within the lease plus margin.
     Live,
     /// No heartbeat change for longer than lease + margin.
     Expired,
+    /// Its slot says it detached cleanly.
     Detached,
     /// No valid attached slot.
     Absent,
@@ -189,6 +205,7 @@ impl LeaseTracker {
         expiry_ns(self.lease_ms)
     }
 
+    /// The host's liveness at `now_ns` (the observer's clock, in ns).
     pub fn liveness(&self, now_ns: u64) -> Liveness {
         match (self.seen, self.state) {
             (false, _) | (true, SlotState::Free) => Liveness::Absent,

@@ -26,8 +26,12 @@ use super::sections::Extent;
 
 /// The request follows the lease record's line (`leases.rs`).
 pub const REQUEST_OFF: u64 = 64;
+/// Size of a request record, in bytes (two lines).
 pub const REQUEST_BYTES: usize = 128;
+/// Byte offset of the reply in a host slot (its last line, written by
+/// the manager).
 pub const REPLY_OFF: u64 = REQUEST_OFF + REQUEST_BYTES as u64;
+/// Size of a reply record, in bytes.
 pub const REPLY_BYTES: usize = 64;
 // The reply is the slot's last line.
 const _: () = assert!(REPLY_OFF + REPLY_BYTES as u64 == super::layout::HOST_SLOT_BYTES);
@@ -37,16 +41,19 @@ const REPLY_MAGIC: u32 = u32::from_le_bytes(*b"BREP");
 /// Bytes of a request and of a reply covered by their CRC32C (which
 /// follows them).
 pub const REQUEST_COVERED: usize = 112;
+/// Bytes of a reply covered by its CRC32C.
 pub const REPLY_COVERED: usize = 60;
 
 /// The requester holds CAP_SYS_ADMIN (asserted by its kernel).
 pub const REQ_ADMIN: u32 = 1 << 31;
 
+/// What a request asks of the manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// First request of an incarnation: the manager reclaims what the
     /// slot's previous incarnation left before it answers.
     Attach = 1,
+    /// Allocate a new object of `sections` sections, held by the host.
     Alloc = 2,
     /// Open a named object: the host holds it.
     Open = 3,
@@ -76,10 +83,16 @@ impl Op {
     }
 }
 
+/// A host's request, as stored at [`REQUEST_OFF`] of its slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
+    /// What the manager is to do.
     pub op: Op,
+    /// New for each request of the host (0 is never sent); the reply
+    /// echoes it.
     pub seq: u64,
+    /// Boot id of the requesting incarnation: the manager serves only the
+    /// one in the host's lease record.
     pub boot_id: [u8; 16],
     /// Object index (free, release), or host index (reclaim).
     pub object: u32,
@@ -91,16 +104,20 @@ pub struct Request {
     pub flags: u32,
     /// The calling process's uid, and the mode of a new object.
     pub uid: u32,
+    /// Permission bits of a new object (alloc), at most `0o777`.
     pub mode: u32,
+    /// Object name (alloc, open).
     pub name: Option<Name>,
 }
 
+/// Why a request or reply record is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordError {
     /// Never written, or not this kind of record.
     Empty,
     /// Torn or corrupted: read again.
     BadChecksum,
+    /// A field is out of range; says which.
     Invalid(&'static str),
 }
 
@@ -122,6 +139,7 @@ impl Request {
         }
     }
 
+    /// The record as stored, with its CRC32C.
     pub fn encode(&self) -> [u8; REQUEST_BYTES] {
         let mut b = [0u8; REQUEST_BYTES];
         b[0..4].copy_from_slice(&REQUEST_MAGIC.to_le_bytes());
@@ -189,18 +207,28 @@ impl Request {
 /// The manager's answer. `status` is 0 or a positive errno value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reply {
+    /// Sequence number of the request it answers.
     pub seq: u64,
     /// First 8 bytes of the requester's boot id.
     pub boot_tag: [u8; 8],
+    /// 0 on success, else a positive errno value.
     pub status: u32,
+    /// Object index; for a reclaim, the number of objects released or
+    /// freed.
     pub object: u32,
+    /// The object's sections (empty if the reply names no object).
     pub extent: Extent,
+    /// The object's flags (`FLAG_*` of `objects.rs`).
     pub flags: u32,
+    /// The object's serial.
     pub serial: u64,
+    /// The object's owner uid.
     pub uid: u32,
+    /// The object's permission bits.
     pub mode: u32,
 }
 
+/// The tag a reply carries for `boot_id`: its first 8 bytes.
 pub fn boot_tag(boot_id: &[u8; 16]) -> [u8; 8] {
     let mut tag = [0u8; 8];
     tag.copy_from_slice(&boot_id[..8]);
@@ -239,6 +267,7 @@ impl Reply {
         }
     }
 
+    /// The record as stored, with its CRC32C.
     pub fn encode(&self) -> [u8; REPLY_BYTES] {
         let mut b = [0u8; REPLY_BYTES];
         b[0..4].copy_from_slice(&REPLY_MAGIC.to_le_bytes());

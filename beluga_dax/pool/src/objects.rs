@@ -12,7 +12,10 @@ use super::checksum::crc32c;
 use super::le::{u32_at, u64_at};
 use super::sections::{Extent, SectionMap};
 
+/// Size of an object table entry, in bytes.
 pub const ENTRY_BYTES: usize = super::layout::OBJECT_ENTRY_BYTES as usize;
+/// Size of the name field, in bytes: a name is NUL padded, so at most 47
+/// bytes long.
 pub const NAME_BYTES: usize = 48;
 /// Bytes covered by the checksum (everything before it).
 const COVERED: usize = 104;
@@ -35,9 +38,12 @@ pub const FLAG_UNLINKED: u32 = 2;
 pub const FLAG_CLEARING: u32 = 4;
 const KNOWN_FLAGS: u32 = FLAG_SHARED | FLAG_UNLINKED | FLAG_CLEARING;
 
+/// Why an object entry or a name is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectError {
+    /// The entry fails its CRC32C: torn or corrupted.
     BadChecksum,
+    /// A field or a name is invalid; says which.
     Invalid(&'static str),
 }
 
@@ -55,6 +61,7 @@ impl core::fmt::Debug for Name {
 }
 
 impl Name {
+    /// Validates `text` as a name (length and characters).
     pub fn new(text: &[u8]) -> Result<Name, ObjectError> {
         if text.is_empty() || text.len() >= NAME_BYTES {
             return Err(ObjectError::Invalid("name length must be 1..=47"));
@@ -75,24 +82,30 @@ impl Name {
         })
     }
 
+    /// The name's bytes, without padding.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 
+    /// The name as text.
     pub fn as_str(&self) -> &str {
         // Validated ASCII in `new`.
         core::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
 }
 
+/// A live object, as its table entry describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ObjectEntry {
+    /// The sections it owns.
     pub extent: Extent,
     /// Host that allocated it (its private objects die with its lease).
     pub owner_host: u32,
+    /// [`FLAG_SHARED`], [`FLAG_UNLINKED`] and [`FLAG_CLEARING`] bits.
     pub flags: u32,
     /// Owner and permission bits, as for a file (`0o600` by default).
     pub uid: u32,
+    /// Permission bits, at most `0o777` (see [`ObjectEntry::may_map`]).
     pub mode: u32,
     /// Hosts holding the object (bit per host slot): it lives while any
     /// does, or while it has a name and is not unlinked.
@@ -104,17 +117,22 @@ pub struct ObjectEntry {
     /// Sequence number of the owner's request that created it, so that a
     /// request served again after a manager change finds its object.
     pub request_seq: u32,
+    /// Its name, if any (a shared object has one).
     pub name: Option<Name>,
 }
 
 /// What an entry slot holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
+    /// No object.
     Free,
+    /// A live object.
     Live(ObjectEntry),
 }
 
 impl Slot {
+    /// The entry as stored, with its CRC32C (a free entry is all zeros but
+    /// the CRC32C).
     pub fn encode(&self) -> [u8; ENTRY_BYTES] {
         let mut b = [0u8; ENTRY_BYTES];
         if let Slot::Live(e) = self {
@@ -205,10 +223,12 @@ impl Slot {
 }
 
 impl ObjectEntry {
+    /// Whether other hosts may open it by name ([`FLAG_SHARED`]).
     pub fn is_shared(&self) -> bool {
         self.flags & FLAG_SHARED != 0
     }
 
+    /// Whether FREE has unlinked it ([`FLAG_UNLINKED`]).
     pub fn is_unlinked(&self) -> bool {
         self.flags & FLAG_UNLINKED != 0
     }
@@ -228,6 +248,7 @@ impl ObjectEntry {
         self.flags & FLAG_CLEARING != 0
     }
 
+    /// Whether host `host` holds it.
     pub fn held_by(&self, host: u32) -> bool {
         self.holders & host_bit(host) != 0
     }
@@ -253,14 +274,30 @@ impl ObjectEntry {
     }
 }
 
+/// How the section table and the object table disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inconsistency {
     /// Section `section` is marked for an object that is free.
-    SectionOfFreeObject { section: u32, object: u32 },
+    SectionOfFreeObject {
+        /// Index of the section.
+        section: u32,
+        /// Index of the free object it is marked for.
+        object: u32,
+    },
     /// A live object's extent has a section marked for someone else.
-    ExtentNotOwned { object: u32, section: u32 },
+    ExtentNotOwned {
+        /// Index of the object.
+        object: u32,
+        /// Index of the section in its extent that is marked otherwise.
+        section: u32,
+    },
     /// Two live objects that are not unlinked share a name.
-    DuplicateName { first: u32, second: u32 },
+    DuplicateName {
+        /// Index of the first object with the name.
+        first: u32,
+        /// Index of a later object with the same name.
+        second: u32,
+    },
 }
 
 /// Checks the section table against the object table.

@@ -15,7 +15,9 @@
 /// A run of sections `[first, first + count)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extent {
+    /// Index of the first section.
     pub first: u32,
+    /// Number of sections.
     pub count: u32,
 }
 
@@ -43,16 +45,23 @@ impl Extent {
     }
 }
 
+/// Why the allocator refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocError {
     /// Zero sections, or an object index the table cannot encode.
     Invalid,
     /// No free run of the requested length (`largest` is the longest one).
-    NoSpace { largest: u32 },
+    NoSpace {
+        /// Length of the longest free run, in sections.
+        largest: u32,
+    },
     /// The extent is out of range or not wholly owned by the object.
     NotOwner,
     /// A table entry names an object beyond the object table.
-    Corrupt { section: u32 },
+    Corrupt {
+        /// Index of the first section whose entry is out of range.
+        section: u32,
+    },
 }
 
 /// An allocator over a section table of `u32` entries.
@@ -74,10 +83,12 @@ impl<'a> SectionMap<'a> {
         Ok(SectionMap { slots, max_objects })
     }
 
+    /// Number of sections in the table.
     pub fn len(&self) -> u32 {
         count_u32(self.slots.len())
     }
 
+    /// Whether the table has no sections.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -108,10 +119,12 @@ impl<'a> SectionMap<'a> {
         })
     }
 
+    /// Number of free sections.
     pub fn free_sections(&self) -> u32 {
         count_u32(self.slots.iter().filter(|&&s| s == FREE).count())
     }
 
+    /// Length of the longest free run, in sections (0 if none is free).
     pub fn largest_free_run(&self) -> u32 {
         self.free_runs().map(|r| r.count).max().unwrap_or(0)
     }

@@ -17,40 +17,78 @@ pub enum Call {
     /// `FLAG_CLEARING` (hidden from OPEN) until this host has zeroed its
     /// sections and sent `Publish`.
     Alloc {
+        /// Size of the object, in sections.
         sections: u32,
+        /// `FLAG_SHARED` or 0 (no other flag is accepted).
         flags: u32,
+        /// Owner uid of the object (the caller's).
         uid: u32,
+        /// Permission bits, at most `0o777`.
         mode: u32,
+        /// Its name; a shared object needs one.
         name: Option<Name>,
     },
     /// The object named `name` (shared, or private to this host), held by
     /// this host from now on.
-    Open { name: Name, uid: u32 },
+    Open {
+        /// Name of the object.
+        name: Name,
+        /// The caller's uid, checked against the object's mode unless
+        /// admin.
+        uid: u32,
+    },
     /// Unlinks the object: its name goes at once (a new object may take
     /// it); its sections go when no host holds it (at once if none does).
     /// For its uid (or admin); a shared object from any host, a private
     /// one from its owner host. Does not drop this host's hold.
-    Free { object: u32, serial: u64, uid: u32 },
+    Free {
+        /// Index of the object.
+        object: u32,
+        /// Its serial (a stale handle names no object: `ENOENT`).
+        serial: u64,
+        /// The caller's uid: the object's, unless admin.
+        uid: u32,
+    },
     /// Drops this host's hold (`ENOENT` if it holds none). The object is
     /// freed if no host holds it and it is unlinked or has no name; a
     /// named object persists and can be opened again.
-    Release { object: u32, serial: u64 },
+    Release {
+        /// Index of the object.
+        object: u32,
+        /// Its serial.
+        serial: u64,
+    },
     /// The caller (the owner host) has cleared the sections of the object
     /// it allocated: others may open it now.
-    Publish { object: u32, serial: u64 },
+    Publish {
+        /// Index of the object.
+        object: u32,
+        /// Its serial.
+        serial: u64,
+    },
     /// Reclaims host `host` now (admin; the host must not be live).
-    Reclaim { host: u32 },
+    Reclaim {
+        /// Index of the host's slot.
+        host: u32,
+    },
 }
 
 /// A served call: the object it concerns, already checked against the
 /// geometry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handle {
+    /// Index of the object; for a reclaim, the number of objects released
+    /// or freed.
     pub object: u32,
+    /// Its serial, unique per allocation.
     pub serial: u64,
+    /// Its sections, inside the data area (empty for a reclaim).
     pub extent: Extent,
+    /// Its flags (`FLAG_*` of `objects.rs`).
     pub flags: u32,
+    /// Its owner uid.
     pub uid: u32,
+    /// Its permission bits.
     pub mode: u32,
 }
 

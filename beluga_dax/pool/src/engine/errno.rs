@@ -15,9 +15,9 @@ pub struct Errno(pub u32);
 
 /// Declares the named errnos and `Errno::NAMED`, the list of all of them.
 macro_rules! errnos {
-    ($($name:ident = $value:literal,)+) => {
+    ($($(#[$doc:meta])* $name:ident = $value:literal,)+) => {
         impl Errno {
-            $(pub const $name: Errno = Errno($value);)+
+            $($(#[$doc])* pub const $name: Errno = Errno($value);)+
 
             /// Every errno named here, with its name: the values are the
             /// Linux ones, which the module checks against the kernel's
@@ -30,18 +30,34 @@ macro_rules! errnos {
 }
 
 errnos! {
+    /// Not permitted: FREE for another uid, or RECLAIM, without admin.
     EPERM = 1,
+    /// No such object: no visible name, a stale (index, serial), or no
+    /// hold to release.
     ENOENT = 2,
+    /// The pool could not be read or written, or a reply made no sense.
     EIO = 5,
+    /// Not attached yet: try again once the attach is answered.
     EAGAIN = 11,
+    /// Out of memory (the engine itself never allocates).
     ENOMEM = 12,
+    /// The object's mode does not let the caller open it.
     EACCES = 13,
+    /// A call is outstanding already, or the host to reclaim is live.
     EBUSY = 16,
+    /// The name is taken.
     EEXIST = 17,
+    /// An argument is out of range or does not fit the pool.
     EINVAL = 22,
+    /// No free object entry, or no free run of sections long enough.
     ENOSPC = 28,
+    /// No generation left for another format.
     EOVERFLOW = 75,
+    /// This incarnation lost its lease or detached (reattach), or the
+    /// call is not the outstanding one.
     ESTALE = 116,
+    /// The tables are inconsistent or unreadable, or no serial is left
+    /// (the pool needs a format).
     EUCLEAN = 117,
 }
 

@@ -19,12 +19,16 @@ pub struct TickReport {
     /// This host's lease ran out (or another host writes its slot): drop
     /// every mapping and handle, then `reattach`.
     pub lease_lost: bool,
+    /// Another incarnation writes this host's slot (two hosts use one
+    /// index); `lease_lost` is set too.
     pub slot_conflict: bool,
     /// The superblock changed under us (reformatted or damaged).
     pub pool_changed: bool,
+    /// This host took over as manager in this tick.
     pub became_manager: bool,
     /// The tables failed validation when this host took over.
     pub corrupt: Option<&'static str>,
+    /// Requests served, as manager.
     pub served: u32,
     /// Objects freed or released for dead or departed hosts.
     pub reclaimed: u32,

@@ -5,7 +5,10 @@
 /// Access to the pool. Implementations keep the flush discipline: a read
 /// invalidates the lines first, a write stores, writes back and fences.
 pub trait Memory {
+    /// Reads `buf.len()` bytes at byte offset `offset` of the pool.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), Fault>;
+    /// Writes `data` at byte offset `offset` of the pool, written back
+    /// before it returns.
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), Fault>;
 
     /// Writes zeros over `len` bytes at `offset`, written back like
@@ -38,6 +41,7 @@ pub struct SliceMemory<'a> {
 }
 
 impl<'a> SliceMemory<'a> {
+    /// A pool in `bytes` (offset 0 is its first byte).
     pub fn new(bytes: &'a mut [u8]) -> SliceMemory<'a> {
         SliceMemory {
             bytes: core::cell::RefCell::new(bytes),

@@ -221,26 +221,33 @@ where
         self.write_lease(mem, SlotState::Detached, now_ns)
     }
 
+    /// The pool's layout, from the superblock attached to.
     pub fn geometry(&self) -> &Geometry {
         &self.geometry
     }
 
+    /// The superblock this host attached to.
     pub fn superblock(&self) -> &Superblock {
         &self.superblock
     }
 
+    /// This host's slot index.
     pub fn index(&self) -> u32 {
         self.index
     }
 
+    /// This host's lease period, in ms.
     pub fn lease_ms(&self) -> u32 {
         self.lease_ms
     }
 
+    /// Whether the attach was answered, so calls may be submitted.
     pub fn is_ready(&self) -> bool {
         self.state == State::Ready
     }
 
+    /// Whether this incarnation is over (lease expired, slot taken, pool
+    /// changed, or attach refused): `reattach`.
     pub fn lease_lost(&self) -> bool {
         self.state == State::LeaseLost
     }
@@ -253,6 +260,8 @@ where
             && now_ns.saturating_sub(self.counted_beat_ns) <= lease_ns(self.lease_ms)
     }
 
+    /// Whether this host is the manager now (writes the tables and the
+    /// replies).
     pub fn is_managing(&self) -> bool {
         self.managing
     }
@@ -263,6 +272,7 @@ where
         self.liveness.get(..hosts).unwrap_or(&self.liveness)
     }
 
+    /// The manager by this host's view: the lowest-indexed live host.
     pub fn manager(&self) -> Option<u32> {
         self.liveness()
             .iter()

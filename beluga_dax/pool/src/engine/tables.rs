@@ -12,10 +12,16 @@ use super::{Engine, Errno, Fault, Handle, Memory, Peer, HOSTS, READ_TRIES};
 /// Pool usage, from the manager's tables or a validated read of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stats {
+    /// Sections in the data area.
     pub sections: u32,
+    /// Sections no object owns.
     pub free_sections: u32,
+    /// Length of the longest free run, in sections.
     pub largest_free_run: u32,
+    /// External fragmentation, in per mille (0: all free space is one
+    /// run).
     pub fragmentation_permille: u32,
+    /// Live objects.
     pub objects: u32,
     /// Sections of the objects each host owns.
     pub used_by_host: [u32; HOSTS],
@@ -234,6 +240,9 @@ where
         &self.objects
     }
 
+    /// Pool usage by this host's copy of the tables (live for the manager,
+    /// else as of the last `refresh`); no free space if the section index
+    /// fails validation.
     pub fn stats(&mut self) -> Stats {
         let max_objects = self.geometry.max_objects;
         let mut used_by_host = [0u32; HOSTS];
