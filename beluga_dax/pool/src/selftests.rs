@@ -11,6 +11,8 @@
 //! tests, simulations of many hosts, private state) stays in `tests/` and
 //! in `#[cfg(test)]` modules.
 
+// The cases are named by what they check.
+#![allow(missing_docs)]
 // Test arithmetic is on small constants; the kernel runs it with overflow
 // checks, so a slip is a failed case, not wrong memory.
 #![allow(clippy::arithmetic_side_effects)]
