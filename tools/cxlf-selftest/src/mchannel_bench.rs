@@ -285,8 +285,10 @@ pub fn progress(dev: &Path, secs: f64) -> Result<()> {
         "cpu.max 1ms quota",
     ];
     // Per limiter and target: each round's bytes against the unattached
-    // thread's just before it, and the kernel's share of the time.
-    let mut got = vec![vec![(vec![], vec![]); TARGETS.len()]; labels.len()];
+    // thread's just before it, the kernel's share of the time, and the
+    // fraction of the time it was on a CPU (so that a low figure says
+    // whether the limiter gave less time or the time did less work).
+    let mut got = vec![vec![(vec![], vec![], vec![]); TARGETS.len()]; labels.len()];
     for round in 0..ROUNDS.min(3) {
         for (ti, &pct) in TARGETS.iter().enumerate() {
             let free = one(dev, None, 0.3, secs, || Ok(()))?;
@@ -303,17 +305,23 @@ pub fn progress(dev: &Path, secs: f64) -> Result<()> {
                 let cell = &mut got[li][ti];
                 cell.0.push(p.bytes_per_s / free.bytes_per_s);
                 cell.1.push(p.system_fraction / p.run_fraction.max(1e-9));
+                cell.2.push(p.run_fraction);
             }
         }
     }
     for (label, cells) in labels.iter().zip(&got) {
         let mut metrics = vec![];
         let mut line = vec![];
-        for (&pct, (progress, system)) in TARGETS.iter().zip(cells) {
-            let (p, k) = (median(progress.clone()), median(system.clone()));
+        for (&pct, (progress, system, run)) in TARGETS.iter().zip(cells) {
+            let (p, k, r) = (
+                median(progress.clone()),
+                median(system.clone()),
+                median(run.clone()),
+            );
             metrics.push((format!("progress_at_{pct}pct_of_raw"), p));
+            metrics.push((format!("on_cpu_at_{pct}pct_fraction"), r));
             line.push(format!(
-                "{:.2}: {p:.3} ({:.0} % kernel)",
+                "{:.2}: {p:.3} ({r:.3} on a CPU, {:.0} % kernel)",
                 f64::from(pct) / 100.0,
                 k * 100.0
             ));
