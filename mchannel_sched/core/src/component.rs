@@ -32,9 +32,13 @@ pub struct Params {
 /// Why a parameter set was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamError {
+    /// `max_capacity` is zero.
     Capacity,
+    /// `k_ns` is zero.
     Period,
+    /// `g` is above one.
     Gain,
+    /// `delta` is one or above.
     Threshold,
 }
 
@@ -60,6 +64,8 @@ impl Params {
         }
     }
 
+    /// Whether the set is usable: a capacity and a period above zero, g
+    /// at most one and delta below one.
     pub fn check(&self) -> Result<(), ParamError> {
         if self.max_capacity == 0 {
             return Err(ParamError::Capacity);
@@ -100,6 +106,9 @@ pub fn fair_share(alpha_old: u64, capacity: u64, f: u64, cap: u64) -> u64 {
     alpha.max(1)
 }
 
+/// One component's state: its capacity estimate C, aggregate rate F,
+/// fair share alpha and load factor l, under its parameters.
+///
 /// # Invariants
 /// `params.check()` holds; `capacity` is within
 /// `[params.max_capacity >> MIN_CAPACITY_SHIFT, params.max_capacity]`;
@@ -116,6 +125,8 @@ pub struct Component {
 }
 
 impl Component {
+    /// A component at its full capacity (`max_capacity`, which is also its
+    /// first alpha) with no load; refuses what [`Params::check`] refuses.
     pub fn new(params: Params) -> Result<Component, ParamError> {
         params.check()?;
         // INVARIANT: checked parameters; full capacity; no load.
@@ -129,6 +140,7 @@ impl Component {
         })
     }
 
+    /// Its parameters.
     pub fn params(&self) -> &Params {
         &self.params
     }

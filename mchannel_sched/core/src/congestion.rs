@@ -5,8 +5,8 @@
 //! a model of a device that really delivers `capacity` bytes per second,
 //! whatever the configured maximum says. The model stands in for the CXL
 //! 3.2 device-load field (§4.4): responses are marked overloaded once the
-//! device's queue builds, which starts at [`MODEL_KNEE`] of its throughput
-//! and covers every response at full throughput:
+//! device's queue builds, which starts at [`MODEL_KNEE_PPM`] of its
+//! throughput and covers every response at full throughput:
 //!
 //! ```text
 //! L = 0                                   F <= knee * T
@@ -27,7 +27,10 @@ pub enum Congestion {
     /// A fixed signal, at most one.
     Injected(Q32),
     /// A device that delivers `capacity` bytes per second (> 0).
-    Model { capacity: u64 },
+    Model {
+        /// What the device really delivers, T, in bytes per second.
+        capacity: u64,
+    },
 }
 
 impl Default for Congestion {

@@ -57,6 +57,7 @@ impl Ewma {
         self.value
     }
 
+    /// The smoothed value (zero before the first sample).
     pub fn get(&self) -> u64 {
         self.value
     }
@@ -65,7 +66,10 @@ impl Ewma {
 /// A channel's smoothed rate and demand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Estimator {
+    /// The rate, bytes per second of the window.
     pub rate: Ewma,
+    /// The demand, bytes per second of running; a window in which the
+    /// channel did not run leaves it as it was.
     pub demand: Ewma,
 }
 
@@ -79,10 +83,12 @@ impl Estimator {
         }
     }
 
+    /// The smoothed rate, bytes per second.
     pub fn rate(&self) -> u64 {
         self.rate.get()
     }
 
+    /// The smoothed demand, bytes per second.
     pub fn demand(&self) -> u64 {
         self.demand.get()
     }

@@ -17,8 +17,11 @@
 pub struct Q32(pub u64);
 
 impl Q32 {
+    /// Fractional bits: the raw value is the fraction times 2^32.
     pub const FRAC_BITS: u32 = 32;
+    /// Zero.
     pub const ZERO: Q32 = Q32(0);
+    /// One (raw 2^32).
     pub const ONE: Q32 = Q32(1 << 32);
 
     /// `num / den`, saturating at `u64::MAX` raw (a ratio of 2^32); a zero
@@ -58,6 +61,7 @@ impl Q32 {
         Q32(other.mul_u64(self.0))
     }
 
+    /// The smaller of `self` and `other`.
     pub fn min(self, other: Q32) -> Q32 {
         Q32(self.0.min(other.0))
     }

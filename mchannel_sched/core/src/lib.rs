@@ -15,6 +15,8 @@
 
 #![no_std]
 #![forbid(unsafe_code)]
+// The kernel builds it with `-Wmissing_docs -Dwarnings`; so does the host.
+#![deny(missing_docs)]
 #![deny(clippy::arithmetic_side_effects)]
 
 // The checks of the shared test cases (`check!`, `ok!`, ...).

@@ -27,9 +27,15 @@ pub enum Meter {
     #[default]
     None,
     /// Bytes per microsecond of running.
-    Emulated { bytes_per_us: u64 },
+    Emulated {
+        /// Bytes the channel declares it moves per microsecond of running.
+        bytes_per_us: u64,
+    },
     /// Bytes per counted event.
-    Perf { bytes_per_event: u64 },
+    Perf {
+        /// Bytes each counted event stands for (64 for a cache line).
+        bytes_per_event: u64,
+    },
     /// Bytes as reported.
     Reported,
 }

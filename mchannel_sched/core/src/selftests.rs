@@ -4,6 +4,8 @@
 //! miss one. Property tests against f64 references stay in `tests/` (the
 //! kernel has no floating point); these use exact integer expectations.
 
+// The cases are named by what they check.
+#![allow(missing_docs)]
 // Test arithmetic is on small constants; the kernel runs it with overflow
 // checks, so a slip is a failed case, not wrong memory.
 #![allow(clippy::arithmetic_side_effects)]

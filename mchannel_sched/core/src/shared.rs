@@ -23,27 +23,34 @@ use core::mem::{offset_of, size_of};
 
 /// The region's name in the pool.
 pub const REGION_NAME: &str = "mchannel.fabric.v1";
+/// `Slot::magic`: `"MCHS"`, little-endian.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"MCHS");
+/// `Slot::version` of this layout.
 pub const VERSION: u32 = 1;
 /// Hosts that can share a fabric (`host_index` below this).
 pub const MAX_HOSTS: usize = 16;
 /// Components per host (the module's `MAX_COMPONENTS`).
 pub const SLOTS_PER_HOST: usize = 64;
+/// Size of a slot, in bytes.
 pub const SLOT_BYTES: usize = 128;
 /// Slots a lookup tries from a name's home slot: all of them (a full
 /// block still finds a place; a lookup stops at the first empty slot,
 /// and slots are never freed while a host is loaded).
 pub const PROBES: usize = SLOTS_PER_HOST;
+/// Size of a component name in a slot, in bytes (NUL-padded).
 pub const NAME_BYTES: usize = 32;
 /// `Slot::flags`: `alpha` is the owner's fair share for everyone.
 pub const FLAG_OWNER: u32 = 1;
+/// Size of the region, in bytes: every host's block (128 KiB).
 pub const REGION_BYTES: usize = MAX_HOSTS * SLOTS_PER_HOST * SLOT_BYTES;
 
 /// One host's view of one component, as stored.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Slot {
+    /// [`MAGIC`].
     pub magic: u32,
+    /// [`VERSION`].
     pub version: u32,
     /// Advanced by the writer every control period.
     pub heartbeat: u64,
@@ -53,10 +60,15 @@ pub struct Slot {
     pub cap: u64,
     /// With `FLAG_OWNER`: the fair share per unit of weight.
     pub alpha: u64,
+    /// [`FLAG_OWNER`] or zero.
     pub flags: u32,
+    /// The writer's host index, that of the block it is in.
     pub host: u32,
+    /// The component's name, NUL-padded: slots match by name.
     pub name: [u8; NAME_BYTES],
+    /// Reserved: written as zero, ignored on read.
     pub _reserved: [u64; 5],
+    /// Padding before `crc`: written as zero, ignored on read.
     pub _pad: u32,
     /// CRC32C of every byte before it.
     pub crc: u32,
@@ -74,10 +86,12 @@ pub enum Read {
     /// of the peer's values. `digest` is the CRC32C of the raw bytes, to
     /// tell whether anyone still writes there.
     Damaged {
+        /// CRC32C of all `SLOT_BYTES` bytes as read.
         digest: u32,
     },
     /// The read itself failed: nothing was observed.
     Unreadable,
+    /// A whole slot of this version with a good checksum.
     Valid(Slot),
 }
 
@@ -124,6 +138,8 @@ impl Slot {
         }
     }
 
+    /// The slot's bytes as stored, with `crc` computed over them (the
+    /// field's own value is not used; the reserved bytes are zero).
     pub fn encode(&self) -> [u8; SLOT_BYTES] {
         let mut b = [0u8; SLOT_BYTES];
         put_u32(&mut b, offset_of!(Slot, magic), self.magic);
@@ -309,12 +325,16 @@ impl PeerView {
 /// What the live peers add to one component this period.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Remote {
+    /// The live peers' aggregate rate through the component, bytes/s.
     pub rate: u64,
+    /// The live peers' largest per-weight demand at the component,
+    /// bytes/s.
     pub cap: u64,
     /// This host owns the component: no live peer has a lower index.
     pub owner: bool,
-    /// The owner's host index, and how many live peers there are.
+    /// The owner's host index (this host's when `owner`).
     pub owner_host: usize,
+    /// How many live peers there are (this host not counted).
     pub peers: usize,
     /// The owner's fair share, when a live peer owns the component and
     /// has published it.

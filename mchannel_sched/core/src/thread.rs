@@ -85,9 +85,15 @@ pub enum OnCpu {
     /// The budget of this window is spent: park it until `until_ns`, when
     /// the windows it sleeps through have paid its debt down to less than
     /// one budget (if the budgets stay as they are).
-    Park { until_ns: u64 },
+    Park {
+        /// When to wake it, on the clock of the hooks' `now_ns`.
+        until_ns: u64,
+    },
 }
 
+/// One attached thread's run window and debt, driven by the scheduler
+/// hooks (see the module's documentation).
+///
 /// # Invariants
 /// `t_r_ns <= t_w_ns`; `ran_ns` counts on-CPU time since `start_ns`
 /// (excluding the slice in progress since `on_cpu_since`); `debt_ns <=
@@ -369,6 +375,8 @@ impl RunState {
         }
     }
 
+    /// Whether the thread is on a CPU (since `switch_in`, until
+    /// `switch_out`).
     pub fn on_cpu(&self) -> bool {
         self.on_cpu_since.is_some()
     }

@@ -44,6 +44,9 @@ pub struct Node {
 }
 
 impl Node {
+    /// A node under `parent` ([`ROOT`]: the component) with weight
+    /// `weight`; its demand and rate (a leaf's for the caller to set) and
+    /// every computed field start at zero.
     pub fn new(parent: u16, weight: u32) -> Node {
         Node {
             parent,
@@ -63,6 +66,7 @@ impl Node {
 pub enum TreeError {
     /// A parent index at or after its child, or out of range.
     Parent(usize),
+    /// A weight outside `1..=WEIGHT_MAX`, at this node's index.
     Weight(usize),
 }
 

@@ -32,7 +32,9 @@ pub fn path_share(alphas: impl IntoIterator<Item = u64>) -> u64 {
 /// `t_w_ns` (`t_r_ns <= t_w_ns`; equal means unlimited).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
+    /// T_R: on-CPU time allowed per window, ns.
     pub t_r_ns: u64,
+    /// T_W: the window's length (wall time), ns.
     pub t_w_ns: u64,
 }
 
@@ -69,14 +71,17 @@ impl RunWindow {
         })
     }
 
+    /// T_W, ns.
     pub fn t_w_ns(&self) -> u64 {
         self.t_w_ns
     }
 
+    /// The minimum run, ns.
     pub fn min_run_ns(&self) -> u64 {
         self.min_run_ns
     }
 
+    /// The longest window, ns: a whole number of T_W.
     pub fn max_window_ns(&self) -> u64 {
         self.max_window_ns
     }
