@@ -56,6 +56,7 @@ macro_rules! suites {
                 the_window_is_the_share_over_the_demand,
                 windows_are_checked,
                 a_short_run_skips_windows_instead,
+                a_short_park_stretches_the_window,
                 the_path_share_is_the_least_alpha,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
@@ -433,6 +434,19 @@ pub fn windows_are_checked() -> Outcome {
         b(2_000, 100_000),
         "at the minimum"
     );
+    Ok(())
+}
+
+pub fn a_short_park_stretches_the_window() -> Outcome {
+    let w = ok!(RunWindow::new(100_000, 50_000, 10_000_000));
+    let b = |t_r_ns, t_w_ns| Budget { t_r_ns, t_w_ns };
+    // 90 %: a 10 us park every 100 us costs as much as a long one; parked
+    // at least 50 us: 450 us of every 500 us.
+    check_eq!(w.budget(1, 9 * GB, 10 * GB), b(450_000, 500_000));
+    // 50 %: a 50 us park is long enough.
+    check_eq!(w.budget(1, 5 * GB, 10 * GB), b(50_000, 100_000));
+    // 99.99 %: the longest window, at the share.
+    check_eq!(w.budget(1, 9_999 * MB, 10 * GB), b(9_999_000, 10_000_000));
     Ok(())
 }
 

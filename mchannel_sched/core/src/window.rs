@@ -7,7 +7,10 @@
 //! its share (with many threads on one bottleneck, every channel would
 //! get the floor, however many there are): the thread skips windows
 //! instead, running at least the minimum in one of every `m`, so that
-//! T_R / T_W stays its share, up to the caller's longest window.
+//! T_R / T_W stays its share, up to the caller's longest window. A park
+//! too short to be worth it (T_W - T_R below the minimum run: the thread
+//! runs 90 % of 100 us) is the mirror case: windows of `m T_W`, parked at
+//! least the minimum run, at the same share.
 
 use super::fixed::{div_u128, mul_div};
 
@@ -93,34 +96,61 @@ impl RunWindow {
     /// `m T_W`, the least that holds the minimum run at the share
     /// `min(w alpha, D) / D` (at most the longest window), and T_R its
     /// share of it, rounded down (never more than the share, at most twice
-    /// the minimum run). Whole windows: the length changes only when `m`
-    /// does, not with every new demand (a new length moves a thread's
-    /// windows onto a new grid: `thread::RunState`).
+    /// the minimum run). Likewise when the park `T_W - T_R` is below the
+    /// minimum run: the least window of `m T_W` whose park is at least the
+    /// minimum (at most the longest window), T_R its share of it. Whole
+    /// windows: the length changes only when `m` does, not with every new
+    /// demand (a new length moves a thread's windows onto a new grid:
+    /// `thread::RunState`).
     pub fn budget(&self, weight: u32, alpha: u64, demand: u64) -> Budget {
         let exact = exact_run_ns(self.t_w_ns, weight, alpha, demand);
-        if exact >= self.t_w_ns || exact >= self.min_run_ns {
+        if exact >= self.t_w_ns {
             return Budget {
-                t_r_ns: exact.min(self.t_w_ns),
+                t_r_ns: self.t_w_ns,
                 t_w_ns: self.t_w_ns,
             };
         }
         // From the share itself, not from the rounded `exact`: a T_R of a
-        // few nanoseconds would be off by tens of percent.
+        // few nanoseconds would be off by tens of percent. Below T_W, the
+        // share is below the demand (and the demand is not zero).
         let share = alpha.saturating_mul(u64::from(weight)).min(demand);
-        let needed = if share == 0 {
-            u64::MAX
-        } else {
-            mul_div_ceil(self.min_run_ns, demand, share)
-        };
-        let t_w_ns = needed
-            .div_ceil(self.t_w_ns)
-            .saturating_mul(self.t_w_ns)
-            .min(self.max_window_ns);
-        Budget {
-            // Below the least share (the longest window), the minimum run.
-            t_r_ns: mul_div(share, t_w_ns, demand).max(self.min_run_ns),
-            t_w_ns,
+        if exact < self.min_run_ns {
+            // Too short a run: one window of `m`, holding the minimum run.
+            let needed = if share == 0 {
+                u64::MAX
+            } else {
+                mul_div_ceil(self.min_run_ns, demand, share)
+            };
+            let t_w_ns = self.whole_windows(needed);
+            return Budget {
+                // Below the least share (the longest window), the minimum run.
+                t_r_ns: mul_div(share, t_w_ns, demand).max(self.min_run_ns),
+                t_w_ns,
+            };
         }
+        if self.t_w_ns.saturating_sub(exact) < self.min_run_ns {
+            // Too short a park (parking costs the same however short it
+            // is): windows of `m T_W` whose park is at least the minimum
+            // run, at the same share.
+            let gap = demand.saturating_sub(share);
+            let t_w_ns = self.whole_windows(mul_div_ceil(self.min_run_ns, demand, gap));
+            return Budget {
+                t_r_ns: mul_div(share, t_w_ns, demand),
+                t_w_ns,
+            };
+        }
+        Budget {
+            t_r_ns: exact,
+            t_w_ns: self.t_w_ns,
+        }
+    }
+
+    /// The least whole number of T_W at least `ns` long, at most the
+    /// longest window.
+    fn whole_windows(&self, ns: u64) -> u64 {
+        ns.div_ceil(self.t_w_ns)
+            .saturating_mul(self.t_w_ns)
+            .clamp(self.t_w_ns, self.max_window_ns)
     }
 }
 

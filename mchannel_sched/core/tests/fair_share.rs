@@ -161,8 +161,9 @@ proptest! {
     /// A budget gives a channel its share of the time, `min(w alpha, D) /
     /// D`, never more (down to the least share, the minimum run in the
     /// longest window); a thread runs the whole window or at least the
-    /// minimum run, and skips whole windows for it. (Clamping T_R up to
-    /// the minimum gave more.)
+    /// minimum run, and skips whole windows for it; a park is at least the
+    /// minimum run too (windows stretch for it). (Clamping T_R up to the
+    /// minimum gave more.)
     #[test]
     fn a_budget_keeps_the_share_of_time(
         t_w in 50_000u64..10_000_000,
@@ -195,7 +196,14 @@ proptest! {
         }
         if b.t_w_ns != t_w {
             prop_assert_eq!(b.t_w_ns % t_w, 0, "whole windows");
-            prop_assert!(b.t_r_ns <= 2 * min_run, "{:?}", b);
+            // Stretched for a short run, or for a short park.
+            let park = b.t_w_ns - b.t_r_ns;
+            prop_assert!(b.t_r_ns <= 2 * min_run || park >= min_run || b.t_w_ns == max, "{:?}", b);
+        }
+        // A thread that parks parks at least the minimum run, unless its
+        // window is the longest, or its run is (a short run's window).
+        if b.t_r_ns < b.t_w_ns && b.t_w_ns != max && b.t_r_ns > 2 * min_run {
+            prop_assert!(b.t_w_ns - b.t_r_ns >= min_run, "{:?}", b);
         }
     }
 
