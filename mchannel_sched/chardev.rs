@@ -16,7 +16,6 @@ use crate::control::congestion::Congestion;
 use crate::control::estimator::Estimator;
 use crate::control::fixed::Q32;
 use crate::control::thread::RunState;
-use crate::enforce::Shared;
 use crate::fabric::{self, Channel, Fabric};
 use crate::meter::{self, ChannelMeter};
 use crate::pr_info_ratelimited;
@@ -29,6 +28,7 @@ use crate::support::time::monotonic_ns;
 use crate::support::uapi::ioctl::size_of_cmd;
 use crate::support::uapi::mchannel as abi;
 use crate::sysfs::ChannelAttrs;
+use crate::threads::{Attached, Shared};
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use kernel::c_str;
@@ -304,9 +304,8 @@ impl Device {
             // Counts in the old meter's units go; a perf counter for the
             // old event is dropped next period and one made for the new.
             self.shared.threads.for_each(|a| {
-                if a.channel == spec.id {
-                    a.counted = 0;
-                    a.has_counter = false;
+                if a.channel() == spec.id {
+                    a.reset_meter();
                 }
             });
         }
@@ -327,7 +326,7 @@ impl Device {
         }
         let mut users = 0usize;
         self.shared.threads.for_each(|a| {
-            if a.channel == id {
+            if a.channel() == id {
                 users = users.saturating_add(1);
             }
         });
@@ -445,8 +444,8 @@ impl Device {
             // All or nothing: the threads this call attached go again.
             for th in done.iter() {
                 if let Some(a) = self.shared.threads.remove(th) {
-                    if a.parked {
-                        a.task.wake_up();
+                    if a.is_parked() {
+                        a.task().wake_up();
                     }
                 }
             }
@@ -485,11 +484,15 @@ impl Device {
             for th in self.threads_of(t, process)?.iter() {
                 // Room first: a thread attached is always recorded.
                 done.reserve(1, GFP_KERNEL)?;
-                let spare = self.shared.park_item(GFP_KERNEL)?;
+                // A park item in case its slot has none (slots keep
+                // theirs), allocated before any lock; freed below if not
+                // needed.
+                let mut spare = Some(self.shared.park_item(GFP_KERNEL)?);
                 let run = RunState::new(monotonic_ns(), t_w, t_r);
-                let added = self.shared.threads.insert(th, || {
-                    Shared::attached(th, args.channel, process, user, run, spare)
-                });
+                let added = self
+                    .shared
+                    .threads
+                    .insert(th, || Attached::new(th, args.channel, process, user, run));
                 match added {
                     Ok(()) if task::is_exiting(th) => {
                         // Its exit probe may have run already and would
@@ -497,6 +500,8 @@ impl Device {
                         drop(self.shared.threads.remove(th));
                     }
                     Ok(()) => {
+                        let _ = self.shared.threads.with(th, |a| a.refill(&mut spare));
+                        drop(spare);
                         done.push(th.clone(), GFP_NOWAIT)?;
                         self.shared.settle(th);
                     }
@@ -550,8 +555,8 @@ impl Device {
             }
             if let Some(a) = self.shared.threads.remove(th) {
                 detached = detached.saturating_add(1);
-                if a.parked {
-                    a.task.wake_up();
+                if a.is_parked() {
+                    a.task().wake_up();
                 }
             }
         }
@@ -593,7 +598,7 @@ impl Device {
         let bytes: u64 = user.reader().read()?;
         let me = kernel::current!();
         let fabric = self.fabric.lock();
-        let Some(id) = self.shared.threads.with(me, |a| a.channel) else {
+        let Some(id) = self.shared.threads.with(me, |a| a.channel()) else {
             refuse!(
                 EINVAL,
                 "mchannel: REPORT from a thread that is not attached\n"
@@ -606,9 +611,7 @@ impl Device {
                 id
             );
         }
-        self.shared
-            .threads
-            .with(me, |a| a.counted = a.counted.saturating_add(bytes));
+        self.shared.threads.with(me, |a| a.count(bytes));
         Ok(())
     }
 
@@ -621,7 +624,7 @@ impl Device {
         };
         let mut threads = 0u32;
         self.shared.threads.for_each(|a| {
-            if a.channel == stat.id {
+            if a.channel() == stat.id {
                 threads = threads.saturating_add(1);
             }
         });

@@ -352,19 +352,14 @@ impl Fabric {
         threads.for_each(|a| {
             // A thread that keeps its CPU (no switch, no timer: a budget
             // of the whole window) closes no windows by itself.
-            a.run.roll(now_ns);
-            let closed = a.run.take_closed();
+            a.run().roll(now_ns);
+            let closed = a.run().take_closed();
             // A park in progress counts in the periods it spans, as the
             // run time does: a sleep counted only when it ends would make
             // one period's demand look low and the next one's high.
-            if a.parked {
-                let so_far = now_ns.saturating_sub(a.parked_since);
-                a.parked_ns = a.parked_ns.saturating_add(so_far);
-                a.parked_since = a.parked_since.max(now_ns);
-            }
-            let parked = core::mem::take(&mut a.parked_ns);
-            let counted = core::mem::take(&mut a.counted);
-            let i = a.channel as usize;
+            let parked = a.take_parked_ns(now_ns);
+            let counted = a.take_counted();
+            let i = a.channel() as usize;
             let (Some(g), Some(Some(ch))) = (gathered.get_mut(i), channels.get(i)) else {
                 return;
             };
@@ -372,9 +367,7 @@ impl Fabric {
             let meter = &ch.meter.meter;
             let cap = path_capacity(components, ch);
             let bytes = meter.bytes(closed.run_ns, counted, cap);
-            a.counted = a
-                .counted
-                .saturating_add(meter.left(closed.run_ns, counted, cap));
+            a.count(meter.left(closed.run_ns, counted, cap));
             g.windows = g.windows.saturating_add(closed.windows);
             g.run_ns = g.run_ns.saturating_add(closed.run_ns);
             g.granted_ns = g.granted_ns.saturating_add(closed.granted_ns);
@@ -415,17 +408,17 @@ impl Fabric {
         self.update_budgets();
         let channels = &self.channels;
         threads.update_each(|a| {
-            let Some(Some(ch)) = channels.get(a.channel as usize) else {
+            let Some(Some(ch)) = channels.get(a.channel() as usize) else {
                 return false;
             };
-            let (t_r, t_w) = a.run.next_ns();
+            let (t_r, t_w) = a.run().next_ns();
             let b = ch.budget();
-            a.run.set_window(b.t_w_ns);
-            a.run.set_budget(b.t_r_ns);
+            a.run().set_window(b.t_w_ns);
+            a.run().set_budget(b.t_r_ns);
             // A parked thread sleeps off its debt at the old budget: with
             // a larger one, or shorter windows, it may run sooner, and
             // wakes to recount.
-            a.parked && (b.t_r_ns > t_r || b.t_w_ns < t_w)
+            a.is_parked() && (b.t_r_ns > t_r || b.t_w_ns < t_w)
         });
         self.publish();
         Ok(())

@@ -40,12 +40,13 @@ mod threads;
 
 use chardev::{Device, MchannelFile};
 use core::sync::atomic::Ordering;
-use enforce::{Enforcer, Shared};
+use enforce::Enforcer;
 use kernel::sync::Arc;
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::{module_param_string, module_param_uint};
 use support::tracepoint::SchedRegistration;
 use support::workqueue::{Periodic, PeriodicWork};
+use threads::Shared;
 
 module! {
     type: MchannelSched,
@@ -96,12 +97,18 @@ impl PeriodicWork for Control {
         if let Err(e) = fabric.step(threads, now) {
             pr_warn!("control step failed: {}\n", e.to_errno());
         }
+        drop(fabric);
+        // What the probes leave to process context: park items for
+        // threads without one, and the tombstones of detached threads.
+        self.0.shared.refill_spares();
+        threads.sweep();
         (fabric::K_NS / 1_000_000) as u32
     }
 }
 
 /// Last to go: no thread stays attached, parked, or with park work queued
-/// in this module's code.
+/// in this module's code, and the table's park items (which hold the
+/// shared state) are freed.
 struct Release(Arc<Shared>);
 
 impl Drop for Release {
@@ -114,7 +121,7 @@ impl Drop for Release {
                     if let Some(a) = shared.threads.remove(t) {
                         // Unconditionally: a thread about to park sleeps
                         // at most to its window's end anyway.
-                        a.task.wake_up();
+                        a.task().wake_up();
                     }
                 }
             }
@@ -122,6 +129,9 @@ impl Drop for Release {
                 pr_err!("no memory to list threads; parked ones wake at their window's end\n")
             }
         }
+        // Nothing gives a slot an item any more: no thread is attached,
+        // and the probes, the device and the control loop are gone.
+        shared.threads.drain_spares();
         shared.pending.wait_idle("mchannel_sched");
     }
 }

@@ -169,14 +169,14 @@ impl PerfCounters {
         let mut i = 0;
         while let Some(m) = self.list.get_mut(i) {
             let wanted = event_of(channels, m.channel) == Some(m.event);
-            let still = wanted && threads.with(&m.task, |a| a.channel == m.channel) == Some(true);
+            let still = wanted && threads.with(&m.task, |a| a.channel() == m.channel) == Some(true);
             if !still {
                 // Its thread left, or its channel changed meter: if it is
                 // still on the channel, a counter for the new event is
                 // made below.
                 threads.with(&m.task, |a| {
-                    if a.channel == m.channel {
-                        a.has_counter = false;
+                    if a.channel() == m.channel {
+                        a.set_counter(false);
                     }
                 });
                 drop(self.list.swap_remove(i));
@@ -186,8 +186,8 @@ impl PerfCounters {
             let delta = now.saturating_sub(m.last);
             m.last = now;
             threads.with(&m.task, |a| {
-                a.counted = a.counted.saturating_add(delta);
-                a.has_counter = true;
+                a.count(delta);
+                a.set_counter(true);
             });
             i = i.saturating_add(1);
         }
@@ -199,9 +199,9 @@ impl PerfCounters {
         let room = threads.live().saturating_add(16);
         let mut missing = KVec::with_capacity(room, GFP_KERNEL)?;
         threads.for_each(|a| {
-            if !a.has_counter && missing.len() < room {
-                if let Some(event) = event_of(channels, a.channel) {
-                    let _ = missing.push((a.task.clone(), a.channel, event), GFP_NOWAIT);
+            if !a.has_counter() && missing.len() < room {
+                if let Some(event) = event_of(channels, a.channel()) {
+                    let _ = missing.push((a.task().clone(), a.channel(), event), GFP_NOWAIT);
                 }
             }
         });
@@ -221,9 +221,9 @@ impl PerfCounters {
             };
             // It may have left meanwhile; then the counter goes with it.
             let kept = threads.with(&task, |a| {
-                let same = a.channel == channel;
+                let same = a.channel() == channel;
                 if same {
-                    a.has_counter = true;
+                    a.set_counter(true);
                 }
                 same
             });

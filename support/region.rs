@@ -6,50 +6,147 @@
 //! small C ABI: beluga_dax defines it with [`export_beluga_regions!`] (its
 //! `helpers.c` exports the symbols), and other modules use [`Region`].
 //!
-//! Consumer functions are `#[inline]`: a module that never uses [`Region`]
-//! references no beluga_dax symbol and does not depend on it.
+//! A consumer finds the functions when it gets a region, by name, as C's
+//! `symbol_get` does (`__symbol_get`, which takes a reference on beluga_dax
+//! for each), and puts them when the region goes (`__symbol_put`): it
+//! references no beluga_dax symbol, so it does not depend on beluga_dax
+//! (`modinfo -F depends` lists none), loads without it, and holds it loaded
+//! only while it holds a region. Without beluga_dax, [`Region::get`] fails
+//! with `ENOENT` and a log line saying so.
 
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
+/// The C types of `beluga_region.h`'s functions; the provider's
+/// definitions are checked against them (`export_beluga_regions!`).
+pub(crate) type GetFn = unsafe extern "C" fn(
+    pool: *const c_char,
+    name: *const c_char,
+    size: u64,
+    err: *mut c_int,
+) -> *mut c_void;
+pub(crate) type PutFn = unsafe extern "C" fn(region: *mut c_void);
+pub(crate) type PhysFn = unsafe extern "C" fn(region: *const c_void) -> u64;
+pub(crate) type SizeFn = unsafe extern "C" fn(region: *const c_void) -> u64;
+pub(crate) type ReadFn =
+    unsafe extern "C" fn(region: *const c_void, offset: u64, buf: *mut c_void, len: usize) -> c_int;
+pub(crate) type WriteFn = unsafe extern "C" fn(
+    region: *const c_void,
+    offset: u64,
+    buf: *const c_void,
+    len: usize,
+) -> c_int;
+
+/// The names [`Api`] looks up, in the order of its fields.
 #[cfg(not(cxlf_region_provider))]
-extern "C" {
-    fn beluga_region_get(
-        pool: *const c_char,
-        name: *const c_char,
-        size: u64,
-        err: *mut c_int,
-    ) -> *mut c_void;
-    fn beluga_region_put(region: *mut c_void);
-    fn beluga_region_phys(region: *const c_void) -> u64;
-    fn beluga_region_size(region: *const c_void) -> u64;
-    fn beluga_region_read(
-        region: *const c_void,
-        offset: u64,
-        buf: *mut c_void,
-        len: usize,
-    ) -> c_int;
-    fn beluga_region_write(
-        region: *const c_void,
-        offset: u64,
-        buf: *const c_void,
-        len: usize,
-    ) -> c_int;
+const NAMES: [&CStr; 6] = [
+    kernel::c_str!("beluga_region_get"),
+    kernel::c_str!("beluga_region_put"),
+    kernel::c_str!("beluga_region_phys"),
+    kernel::c_str!("beluga_region_size"),
+    kernel::c_str!("beluga_region_read"),
+    kernel::c_str!("beluga_region_write"),
+];
+
+/// beluga_dax's functions, found by name.
+///
+/// # Invariants
+///
+/// Each field is the address `__symbol_get` gave for the name of the same
+/// position in [`NAMES`], a function of beluga_dax with the C type of its
+/// field; the value holds the module reference each of those calls took,
+/// and puts them on drop (so beluga_dax stays loaded while it lives).
+#[cfg(not(cxlf_region_provider))]
+struct Api {
+    get: GetFn,
+    put: PutFn,
+    phys: PhysFn,
+    size: SizeFn,
+    read: ReadFn,
+    write: WriteFn,
+}
+
+#[cfg(not(cxlf_region_provider))]
+impl Api {
+    /// Finds every function, or none (`ENOENT` if beluga_dax is not
+    /// loaded, or is still loading or going away).
+    fn find() -> Result<Api> {
+        let mut addrs = [core::ptr::null_mut::<c_void>(); 6];
+        for (i, name) in NAMES.iter().enumerate() {
+            // SAFETY: `name` is NUL-terminated and static; `__symbol_get`
+            // has no other preconditions.
+            let addr = unsafe { kernel::bindings::__symbol_get(name.as_char_ptr()) };
+            if addr.is_null() {
+                // SAFETY: the first `i` names were found, each with a
+                // reference this puts back once.
+                unsafe { put_names(&NAMES[..i]) };
+                pr_err!(
+                    "beluga_dax is not loaded: no {:?} for its region API\n",
+                    name
+                );
+                return Err(ENOENT);
+            }
+            addrs[i] = addr;
+        }
+        // SAFETY: each address is beluga_dax's function of that name,
+        // defined by `export_beluga_regions!` with the type of its field
+        // (checked there), so it may be called as one; function pointers
+        // and data pointers have one size and representation.
+        let api = unsafe {
+            use core::mem::transmute;
+            Api {
+                get: transmute::<*mut c_void, GetFn>(addrs[0]),
+                put: transmute::<*mut c_void, PutFn>(addrs[1]),
+                phys: transmute::<*mut c_void, PhysFn>(addrs[2]),
+                size: transmute::<*mut c_void, SizeFn>(addrs[3]),
+                read: transmute::<*mut c_void, ReadFn>(addrs[4]),
+                write: transmute::<*mut c_void, WriteFn>(addrs[5]),
+            }
+        };
+        // INVARIANT: every name found, in order, with its reference held.
+        Ok(api)
+    }
+}
+
+#[cfg(not(cxlf_region_provider))]
+impl Drop for Api {
+    fn drop(&mut self) {
+        // SAFETY: every name was found, and its reference is this value's
+        // (invariant), put once, here.
+        unsafe { put_names(&NAMES) };
+    }
+}
+
+/// Puts the references `__symbol_get` took for `names`.
+///
+/// # Safety
+///
+/// Each name was found by `__symbol_get`, and the caller owns that
+/// reference and gives it up.
+#[cfg(not(cxlf_region_provider))]
+unsafe fn put_names(names: &[&CStr]) {
+    for name in names {
+        // SAFETY: found, so beluga_dax holds the symbol until the
+        // reference goes, here (the caller's guarantee).
+        unsafe { kernel::bindings::__symbol_put(name.as_char_ptr()) };
+    }
 }
 
 /// A named, cross-host shared region of a beluga pool, held until drop.
 ///
 /// # Invariants
 ///
-/// `raw` is a live handle from `beluga_region_get`, owned by this value.
+/// `raw` is a live handle from `api.get`, owned by this value.
 #[cfg(not(cxlf_region_provider))]
 pub(crate) struct Region {
     raw: *mut c_void,
+    /// Dropped after the handle is put (field order).
+    api: Api,
 }
 
 // SAFETY: the handle may be used and released from any thread; beluga_dax
-// serialises access internally.
+// serialises access internally. The function addresses are plain data.
 #[cfg(not(cxlf_region_provider))]
 unsafe impl Send for Region {}
 // SAFETY: as above.
@@ -59,65 +156,61 @@ unsafe impl Sync for Region {}
 #[cfg(not(cxlf_region_provider))]
 impl Region {
     /// Creates or opens the shared object `name` of at least `size` bytes
-    /// in pool `pool` (e.g. `beluga0.0`).
-    #[inline]
+    /// in pool `pool` (e.g. `beluga0.0`). `ENOENT` (logged) if beluga_dax
+    /// is not loaded.
     pub(crate) fn get(pool: &CStr, name: &CStr, size: u64) -> Result<Region> {
+        let api = Api::find()?;
         let mut err: c_int = 0;
-        // SAFETY: `CStr`s are NUL-terminated and live for the call, which
-        // only reads them; `err` is a valid out-parameter.
-        let raw =
-            unsafe { beluga_region_get(pool.as_char_ptr(), name.as_char_ptr(), size, &mut err) };
+        // SAFETY: `api.get` is `beluga_region_get` (invariant of `Api`);
+        // `CStr`s are NUL-terminated and live for the call, which only
+        // reads them; `err` is a valid out-parameter.
+        let raw = unsafe { (api.get)(pool.as_char_ptr(), name.as_char_ptr(), size, &mut err) };
         if raw.is_null() {
             return Err(Error::from_errno(err));
         }
-        // INVARIANT: a live handle from `beluga_region_get`, which this
-        // value now owns.
-        Ok(Region { raw })
+        // INVARIANT: a live handle from `api.get`, which this value now
+        // owns, with the functions it came from.
+        Ok(Region { raw, api })
     }
 
     /// Physical address of the region.
-    #[inline]
     pub(crate) fn phys(&self) -> u64 {
-        // SAFETY: `raw` is a live handle (invariant).
-        unsafe { beluga_region_phys(self.raw) }
+        // SAFETY: `raw` is a live handle of `api` (invariant).
+        unsafe { (self.api.phys)(self.raw) }
     }
 
-    #[inline]
     pub(crate) fn size(&self) -> u64 {
-        // SAFETY: `raw` is a live handle (invariant).
-        unsafe { beluga_region_size(self.raw) }
+        // SAFETY: `raw` is a live handle of `api` (invariant).
+        unsafe { (self.api.size)(self.raw) }
     }
 
     /// Reads `out.len()` bytes at `offset` (invalidating the lines first).
-    #[inline]
     pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result {
-        // SAFETY: `raw` is a live handle (invariant); `out` is a live
-        // `&mut` slice, valid for writes of its length, which is all the
-        // provider writes.
+        // SAFETY: `raw` is a live handle of `api` (invariant); `out` is a
+        // live `&mut` slice, valid for writes of its length, which is all
+        // the provider writes.
         kernel::error::to_result(unsafe {
-            beluga_region_read(self.raw, offset, out.as_mut_ptr().cast(), out.len())
+            (self.api.read)(self.raw, offset, out.as_mut_ptr().cast(), out.len())
         })
     }
 
     /// Writes `data` at `offset` (then writes the lines back).
-    #[inline]
     pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result {
-        // SAFETY: `raw` is a live handle (invariant); `data` is a live
-        // slice, valid for reads of its length, which is all the provider
-        // reads.
+        // SAFETY: `raw` is a live handle of `api` (invariant); `data` is a
+        // live slice, valid for reads of its length, which is all the
+        // provider reads.
         kernel::error::to_result(unsafe {
-            beluga_region_write(self.raw, offset, data.as_ptr().cast(), data.len())
+            (self.api.write)(self.raw, offset, data.as_ptr().cast(), data.len())
         })
     }
 }
 
 #[cfg(not(cxlf_region_provider))]
 impl Drop for Region {
-    #[inline]
     fn drop(&mut self) {
         // SAFETY: the handle is this value's (invariant), released once,
-        // here.
-        unsafe { beluga_region_put(self.raw) };
+        // here, before `api` (and with it beluga_dax's references) goes.
+        unsafe { (self.api.put)(self.raw) };
     }
 }
 
@@ -202,9 +295,10 @@ pub(crate) mod provider {
             if ptr.is_null() {
                 return None;
             }
-            // Exported calls come only from modules that depend on this
-            // one's symbols: none runs before init installs the source or
-            // after exit begins.
+            // Exported calls come only from modules that hold a reference
+            // on this one (through `symbol_get`, or a dependency on its
+            // symbols): none runs before init installs the source or after
+            // exit begins.
             // SAFETY: a non-null `ptr` is an `Arc<T>` the cell owns
             // (invariant), and it lives until `remove`, at module exit,
             // after every exported call has returned (see above).
@@ -308,7 +402,16 @@ pub(crate) mod provider {
         ($cell:path, $source:ty) => {
             mod beluga_region_exports {
                 use kernel::ffi::{c_char, c_int, c_void};
-                use $crate::support::region::provider;
+                use $crate::support::region::{self, provider};
+
+                // Consumers call them through these types (they find them
+                // by name, so nothing else checks that the types agree).
+                const _: region::GetFn = beluga_region_get;
+                const _: region::PutFn = beluga_region_put;
+                const _: region::PhysFn = beluga_region_phys;
+                const _: region::SizeFn = beluga_region_size;
+                const _: region::ReadFn = beluga_region_read;
+                const _: region::WriteFn = beluga_region_write;
 
                 #[no_mangle]
                 extern "C" fn beluga_region_get(

@@ -1,6 +1,6 @@
 # Every product module loads and unloads cleanly, twice, without a kernel
-# warning: in the harness's order, and back in reverse (mchannel_sched
-# uses beluga_dax's region API, so beluga_dax comes first).
+# warning: in the harness's order (beluga_dax first: the pool before its
+# users), and back in reverse.
 set -e
 . /lib/cxlfabric/lib.sh
 mods=$(product_modules)

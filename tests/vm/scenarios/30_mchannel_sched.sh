@@ -4,7 +4,24 @@
 # can be killed, and unloading under load releases every thread.
 set -e
 . /lib/cxlfabric/lib.sh
-# mchannel_sched uses beluga_dax's region API (for cross-host slots).
+# mchannel_sched uses beluga_dax's region API for cross-host slots only
+# (pool=), and finds it when it does: it depends on no module, loads
+# without beluga_dax, and pool= without beluga_dax fails saying why.
+# (busybox's modinfo reads modules.dep first, which the guest lacks.)
+ko=/lib/cxlfabric/mchannel_sched.ko
+dep=/lib/modules/$(uname -r)/modules.dep
+[ -e "$dep" ] || { mkdir -p "${dep%/*}" && : > "$dep"; }
+test "$(modinfo -F license $ko)" = GPL
+depends=$(modinfo -F depends $ko)
+test -z "$depends"
+! grep -q '^beluga_dax ' /proc/modules || exit 1
+insmod $ko
+test -c /dev/mchannel
+rmmod mchannel_sched
+! insmod $ko pool=beluga0.0 2>/dev/null || exit 1
+dmesg | tail -n 5 | grep -q 'beluga_dax is not loaded'
+! grep -q '^mchannel_sched ' /proc/modules || exit 1
+# With beluga_dax, a pool that does not exist is refused by beluga.
 insmod /lib/cxlfabric/beluga_dax.ko
 # Sharing the fabric needs a pool and a sane host index and lease; each
 # refusal says why.
