@@ -279,7 +279,15 @@ impl Port {
         // INVARIANT: the table now names exactly `up.lanes`' queues.
         let empty = core::mem::replace(&mut *self.lanes.lock(), table);
         drop(empty);
-        dev.tx_all(true);
+        // Woken, not only started (`tx_all`): a TX queue's qdisc may hold
+        // frames from before a restart, and only a wake runs it again
+        // (`netif_tx_wake_queue`). Started, it would wait for the next
+        // send, which a socket whose send buffer those frames fill never
+        // makes. (The polls scheduled above wake only TX queues their
+        // own transmits stopped.)
+        for q in (0..QUEUES_MAX).filter_map(|q| u16::try_from(q).ok()) {
+            dev.txq_wake(q);
+        }
         Ok(up)
     }
 

@@ -23,7 +23,7 @@ mod outcome;
 mod shared_cases;
 
 // `selftests.rs` reaches the other files of the core as `super::<file>`.
-use ring::{device, health, index, layout, queue};
+use ring::{device, health, index, layout, plan, queue};
 
 // Its `pub` items are for the host crate.
 #[allow(unreachable_pub)]
