@@ -9,11 +9,19 @@
 //! is configured afresh, and queue pairs that stalled while it runs are
 //! restarted.
 //!
-//! Lock order: `watch`, then `up`, then a queue's `health`, `held` and
-//! `lanes` (an IRQ-off spinlock, held only to look a queue up or swap the
-//! table). Transmits look their queue up in `lanes`; `up` owns the
-//! queues, their interrupts and the memory lent to the device, `held`
-//! the memory the device has not let go of yet.
+//! Lock order: `watch`, then `up`, then a queue's `health`, `held`,
+//! `lanes` and a TX queue's slot `txq[q]` (the last two IRQ-off
+//! spinlocks, leaves: nothing is taken under them, and nothing that
+//! can free memory is dropped under them). `up` owns the queues, their
+//! interrupts and the memory lent to the device, `held` the memory the
+//! device has not let go of yet, `lanes` the running queues for the
+//! counters.
+//!
+//! A transmit takes no lock of the port's but its TX queue's slot
+//! `txq[q]`, only to take a reference on the queue (and the stack holds
+//! that TX queue's xmit lock around it, so no other transmit contends
+//! for it); then the queue's own `tx` lock (`queue.rs`). Nothing is
+//! shared between the TX queues on that path.
 
 use crate::config::{self, Answer};
 use crate::io::NicIo;
@@ -44,6 +52,7 @@ use crate::support::workqueue::{Periodic, PeriodicWork};
 use crate::ticker::{Ticker, PERIOD_US_MAX, PERIOD_US_MIN};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
+use kernel::init::pin_init_array_from_fn;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -122,14 +131,46 @@ struct Lane {
 ///   [`Lent`] (once the device answered a later config).
 /// - `configured`: the device took the config naming `lanes` (its ack
 ///   carried that config's generation).
-/// - The port's `lanes` table holds exactly these lanes' queues from the
-///   end of `start` until `finish` empties it, before it frees anything.
+/// - The port's `lanes` table and `txq` slots hold exactly these lanes'
+///   queues (slot `q`: queue `q`, the others empty) from before `start`
+///   enables their NAPI contexts until `finish` empties them, after
+///   every transmit and poll has ended and before it frees anything.
 struct Up {
     lanes: KVec<Lane>,
     /// Host memory the device was told about, in config `named`.
     lent: KVec<Arc<CoherentAllocation>>,
     named: u32,
     configured: bool,
+}
+
+/// A TX queue's slot in [`Port::txq`]: the queue pair its transmits go
+/// to. A cache line of its own, so that transmits on different TX queues
+/// share none.
+#[pin_data]
+#[repr(align(64))]
+struct TxSlot {
+    #[pin]
+    queue: RawSpinLockIrq<Option<Arc<Queue>>>,
+}
+
+impl TxSlot {
+    fn new() -> impl PinInit<TxSlot> {
+        pin_init!(TxSlot {
+            queue <- crate::new_raw_spinlock_irq!(None, "cxlnic:txq"),
+        })
+    }
+
+    /// The queue pair, with a reference for the caller.
+    fn get(&self) -> Option<Arc<Queue>> {
+        self.queue.lock().clone()
+    }
+
+    /// Puts `q` in the slot (`None`: empties it); the one it held goes
+    /// after the lock (it may free memory).
+    fn set(&self, q: Option<Arc<Queue>>) {
+        let old = core::mem::replace(&mut *self.queue.lock(), q);
+        drop(old);
+    }
 }
 
 /// How [`Port::finish`] gets the rings back.
@@ -153,8 +194,35 @@ pub(crate) struct Port {
     watch: Mutex<Option<Periodic<Watch>>>,
     #[pin]
     up: Mutex<Option<Up>>,
+    /// The running queues, for the counters (`ndo_get_stats64`,
+    /// `ethtool -S`) and teardown; transmits do not take it.
     #[pin]
     lanes: RawSpinLockIrq<KVec<Arc<Queue>>>,
+    /// Slot `q`: the queue pair TX queue `q`'s transmits go to, one lock
+    /// each, fixed for the port's life (the stack's queues number at
+    /// most the device's, at most [`QUEUES_MAX`]).
+    ///
+    /// A transmit never meets a queue that is being torn down. Every
+    /// teardown (`stop`, the watch's reconfiguration and the restarts of
+    /// `recovery.rs`, `ethtool -G`/`-L`, an MTU change) goes through
+    /// `finish`, every start through `start`, one at a time under RTNL.
+    /// `start` fills the slots before it wakes the TX queues (a poll
+    /// wakes only a TX queue its own transmits stopped), and
+    /// `finish` empties them only after every NAPI context is disabled
+    /// (no poll wakes a TX queue from then on) and `tx_disable` has
+    /// stopped every TX queue under its xmit lock, which waits out a
+    /// transmit in progress (the stack calls `ndo_start_xmit` only under
+    /// that lock, with the queue awake). So from `tx_disable` until
+    /// `start` wakes the queues again no transmit runs. A TX queue the
+    /// stack takes on before the restart that brings its queue pair
+    /// (`ethtool -L` sets the stack's count first) finds its slot empty
+    /// and drops, counted. The reference a transmit takes is for memory
+    /// safety alone (a queue cannot go while a transmit uses it); the
+    /// order above is what keeps frames out of rings the device was told
+    /// are gone, and the memory lent to it from outliving `Lent`'s
+    /// release.
+    #[pin]
+    txq: [TxSlot; QUEUES_MAX as usize],
     /// Counters of queues torn down (the interface's keep counting).
     retired: Counters,
     /// Rings the device has not let go of yet: freed by the watch when it
@@ -185,6 +253,7 @@ impl Port {
                 watch <- new_mutex!(None, "cxlnic:watch"),
                 up <- new_mutex!(None, "cxlnic:up"),
                 lanes <- crate::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
+                txq <- pin_init_array_from_fn(|_| TxSlot::new()),
                 retired: Counters::default(),
                 held <- new_mutex!(KVec::new(), "cxlnic:held"),
                 resets: Resets::default(),
@@ -271,15 +340,27 @@ impl Port {
                 config::ANSWER_MS
             ),
         }
+        // INVARIANT: the table and the slots now name exactly
+        // `up.lanes`' queues, before any poll can wake a TX queue.
+        let empty = core::mem::replace(&mut *self.lanes.lock(), table);
+        drop(empty);
+        for (slot, lane) in self.txq.iter().zip(up.lanes.iter()) {
+            slot.set(Some(lane.napi.data().into()));
+        }
         for lane in up.lanes.iter() {
             lane.napi.enable();
             // Frames may have arrived while it was still disabled.
             lane.napi.schedule();
         }
-        // INVARIANT: the table now names exactly `up.lanes`' queues.
-        let empty = core::mem::replace(&mut *self.lanes.lock(), table);
-        drop(empty);
-        dev.tx_all(true);
+        // Woken, not only started (`tx_all`): a TX queue's qdisc may hold
+        // frames from before a restart, and only a wake runs it again
+        // (`netif_tx_wake_queue`). Started, it would wait for the next
+        // send, which a socket whose send buffer those frames fill never
+        // makes. (The polls scheduled above wake only TX queues their
+        // own transmits stopped.)
+        for q in (0..QUEUES_MAX).filter_map(|q| u16::try_from(q).ok()) {
+            dev.txq_wake(q);
+        }
         Ok(up)
     }
 
@@ -293,8 +374,13 @@ impl Port {
             lane.napi.disable();
         }
         dev.tx_disable();
-        // No transmit or poll runs any more: the counters are final, and
-        // the table's references are the last but the NAPI contexts'.
+        // No transmit or poll runs any more, nor starts before `start`
+        // wakes the TX queues again (see `txq`): the counters are final,
+        // and the table's and slots' references are the last but the
+        // NAPI contexts'.
+        for slot in self.txq.iter() {
+            slot.set(None);
+        }
         let table = {
             let mut lanes = self.lanes.lock();
             for q in lanes.iter() {
@@ -509,11 +595,13 @@ impl NetDevice for Port {
         skb: SkBuff,
         queue: u16,
     ) -> core::result::Result<(), SkBuff> {
-        let q = this.lanes.lock().get(usize::from(queue)).cloned();
+        // Only this TX queue's slot (see `txq`).
+        let q = this.txq.get(usize::from(queue)).and_then(TxSlot::get);
         match q {
             Some(q) => q.xmit(dev, skb),
             None => {
-                // Between a restart's teardown and its start.
+                // A TX queue the stack took on (`ethtool -L`) before the
+                // restart that brings its queue pair.
                 this.retired.tx_dropped.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }

@@ -74,7 +74,13 @@ pub(crate) struct Counters {
     pub(crate) tx_packets: AtomicU64,
     pub(crate) tx_bytes: AtomicU64,
     pub(crate) tx_dropped: AtomicU64,
+    /// Transmits that met a full ring with the queue awake (a bug in the
+    /// stop rule: `NETDEV_TX_BUSY`).
     pub(crate) tx_busy: AtomicU64,
+    /// The stack's TX queue stopped because a maximal frame no longer
+    /// fit, and woken again.
+    pub(crate) tx_queue_stops: AtomicU64,
+    pub(crate) tx_queue_wakes: AtomicU64,
     pub(crate) tx_faults: AtomicU64,
     pub(crate) rx_packets: AtomicU64,
     pub(crate) rx_bytes: AtomicU64,
@@ -102,6 +108,10 @@ struct Tx {
     ring: Producer,
     /// Entries posted since the last doorbell (pcie).
     unrung: u32,
+    /// This queue stopped the stack's TX queue for want of room (and has
+    /// not woken it since). Polls wake only such a queue, never one
+    /// `tx_disable` stopped.
+    stopped: bool,
 }
 
 struct Rx {
@@ -182,7 +192,7 @@ impl Queue {
         Arc::pin_init(
             pin_init!(Queue {
                 rings,
-                tx <- new_spinlock!(Tx { ring: Producer::new(shape.sizes.tx, 0), unrung: 0 }, "cxlnic:tx"),
+                tx <- new_spinlock!(Tx { ring: Producer::new(shape.sizes.tx, 0), unrung: 0, stopped: false }, "cxlnic:tx"),
                 rx <- new_spinlock!(rx, "cxlnic:rx"),
                 irq <- new_spinlock!(irq, "cxlnic:irq"),
                 health <- new_mutex!(Watchdog::new(), "cxlnic:health"),
@@ -454,8 +464,11 @@ impl Queue {
         }
     }
 
-    /// Sends `skb` (copied into the entry's buffer, then freed); `Err`
-    /// gives it back when the ring is full. Bottom halves are off.
+    /// Sends `skb` (copied into the entry's buffer, then freed), and
+    /// stops the stack's queue when a maximal frame no longer fits
+    /// (`Producer::must_stop`). `Err` gives it back on a full ring, which
+    /// an awake queue never has unless that rule is broken. Bottom halves
+    /// are off.
     pub(crate) fn xmit(&self, dev: &Netdev<'_>, skb: SkBuff) -> core::result::Result<(), SkBuff> {
         let mut tx = self.tx.lock();
         let shape = self.rings.shape;
@@ -465,7 +478,14 @@ impl Queue {
             self.reclaim(&mut tx);
         }
         let Some(e) = tx.ring.next() else {
+            // The queue should have stopped after the post that filled
+            // the ring: a bug, counted and logged.
             bump(&self.counters.tx_busy, 1);
+            crate::pr_info_ratelimited!(
+                "{}: queue {}: TX ring full with the queue awake: NETDEV_TX_BUSY (a driver bug)\n",
+                dev.name(),
+                self.rings.index
+            );
             self.stop_tx(dev, &mut tx);
             return Err(skb);
         };
@@ -493,39 +513,60 @@ impl Queue {
         if shape.doorbell && (!netdev::xmit_more() || tx.unrung >= shape.batch) {
             self.doorbell(&mut tx);
         }
-        if tx.ring.free() == 0 {
+        if tx.ring.must_stop() {
+            // The device's line once more may spare the stop.
             self.reclaim(&mut tx);
-            if tx.ring.free() == 0 {
+            if tx.ring.must_stop() {
                 self.stop_tx(dev, &mut tx);
             }
         }
         Ok(())
     }
 
-    /// The ring is full: the stack holds packets until the device frees
-    /// entries, which it says by interrupt (asked for here).
+    /// A maximal frame no longer fits: the stack holds packets until the
+    /// device frees entries, which it says by a TX interrupt (asked for
+    /// here) whose poll wakes the queue (`complete_tx`).
+    ///
+    /// Stop, ask, full barrier, look again, wake if room appeared (the
+    /// order of `netif_txq_maybe_stop`): the device stores its head
+    /// before it reads the interrupt word (with a full barrier between),
+    /// so either it sees the request and interrupts, or this look sees
+    /// the entries it freed; a wake cannot be lost. The poll's wake takes
+    /// this queue's `tx` lock, held here, so it cannot fall between the
+    /// stop and the look.
     fn stop_tx(&self, dev: &Netdev<'_>, tx: &mut Tx) {
         // No more transmits come to ring a held-back doorbell.
         self.doorbell(tx);
-        let q = self.rings.index;
-        dev.txq_stop(q);
+        dev.txq_stop(self.rings.index);
+        tx.stopped = true;
+        bump(&self.counters.tx_queue_stops, 1);
+        // The barrier comes with the request (`want`); a timer polls
+        // instead where the device does not interrupt.
         let _ = self.want(IRQ_TX, self.rings.shape.interrupts);
-        // The device may have freed entries before it saw the request.
         self.reclaim(tx);
-        if tx.ring.free() > 0 {
-            let _ = self.want(IRQ_TX, false);
-            dev.txq_wake(q);
+        if tx.ring.may_wake(self.rings.shape.batch) {
+            self.wake_tx(dev, tx);
         }
     }
 
-    /// TX completion from the poll: frees entries and wakes the queue.
+    /// Wakes the TX queue `stop_tx` stopped; the device need not
+    /// interrupt for it any more.
+    fn wake_tx(&self, dev: &Netdev<'_>, tx: &mut Tx) {
+        let _ = self.want(IRQ_TX, false);
+        tx.stopped = false;
+        dev.txq_wake(self.rings.index);
+        bump(&self.counters.tx_queue_wakes, 1);
+    }
+
+    /// TX completion from the poll: frees entries and wakes the queue
+    /// once a batch is free (`Producer::may_wake`; until then the TX
+    /// interrupt stays asked for, and the device's next head store
+    /// brings another poll).
     fn complete_tx(&self, dev: &Netdev<'_>) {
         let mut tx = self.tx.lock();
         self.reclaim(&mut tx);
-        let q = self.rings.index;
-        if tx.ring.free() > 0 && dev.txq_stopped(q) {
-            let _ = self.want(IRQ_TX, false);
-            dev.txq_wake(q);
+        if tx.stopped && tx.ring.may_wake(self.rings.shape.batch) {
+            self.wake_tx(dev, &mut tx);
         }
     }
 

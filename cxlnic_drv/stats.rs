@@ -15,11 +15,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::sync::Arc;
 
 /// The driver's counters of a queue pair, in [`driver_values`] order.
-const DRIVER_STATS: [&str; 20] = [
+const DRIVER_STATS: [&str; 22] = [
     "tx_packets",
     "tx_bytes",
     "tx_dropped",
     "tx_busy",
+    "tx_queue_stops",
+    "tx_queue_wakes",
     "tx_faults",
     "rx_packets",
     "rx_bytes",
@@ -47,7 +49,7 @@ pub(crate) fn count(queues: usize) -> usize {
         .saturating_add(RESET_STATS.len())
 }
 
-fn driver_values(q: &Queue) -> [u64; 20] {
+fn driver_values(q: &Queue) -> [u64; DRIVER_STATS.len()] {
     let c: &Counters = &q.counters;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let (tx_dev, rx_dev) = q.device_heads();
@@ -56,6 +58,8 @@ fn driver_values(q: &Queue) -> [u64; 20] {
         get(&c.tx_bytes),
         get(&c.tx_dropped),
         get(&c.tx_busy),
+        get(&c.tx_queue_stops),
+        get(&c.tx_queue_wakes),
         get(&c.tx_faults),
         get(&c.rx_packets),
         get(&c.rx_bytes),

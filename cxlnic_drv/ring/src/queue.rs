@@ -172,6 +172,55 @@ impl Producer {
     }
 }
 
+/// Ring entries one frame takes, the largest included: every entry has a
+/// buffer slot of its own sized for the largest frame the MTU allows
+/// (`plan::slot_bytes`: 1536 bytes at MTU 1500, 9024 at 9000), and the
+/// driver copies a frame whole into its entry's slot (the interface
+/// offers no scatter-gather, so the stack hands it linear frames of at
+/// most the MTU's size). A 9018-byte frame takes one entry, as a 60-byte
+/// one does.
+pub const FRAME_ENTRIES: u32 = 1;
+
+/// The entries a stopped TX queue waits for before it wakes: a `batch`
+/// (the device stores its head at least every batch, so free entries
+/// come a batch at a time and a wake lets a batch of frames in, not one),
+/// at least a frame's worth and at most the ring. A device that takes
+/// every entry posted always gets there: the queue stops only when a
+/// frame no longer fits, with at least `size - FRAME_ENTRIES + 1`
+/// entries out, and once a device that stores its head only every
+/// `batch` entries has taken them, its head covers at least a batch (a
+/// batch is at most the ring).
+pub fn wake_entries(size: RingSize, batch: u32) -> u32 {
+    batch.clamp(FRAME_ENTRIES, size.get())
+}
+
+/// When a driver stops and wakes the stack's TX queue in front of a
+/// producer (Documentation/networking/driver.rst: stop the queue before
+/// the ring fills, so that a transmit never meets a full ring and
+/// `NETDEV_TX_BUSY` is left to bugs).
+///
+/// - After posting a frame, the driver stops the queue if
+///   [`Producer::must_stop`] (fewer free entries than a maximal frame
+///   takes); it then asks the consumer to signal progress, makes both
+///   stores visible with a full barrier, reads the consumer's head again
+///   and wakes the queue at once if [`Producer::may_wake`]: the consumer
+///   may have freed entries before it saw the request, and then no signal
+///   comes (`netif_txq_maybe_stop`).
+/// - After taking the consumer's head on completion, the driver wakes a
+///   stopped queue if [`Producer::may_wake`] (`netif_txq_completed_wake`).
+impl Producer {
+    /// Whether the stack's queue must stop: a maximal frame no longer
+    /// fits.
+    pub fn must_stop(&self) -> bool {
+        self.free() < FRAME_ENTRIES
+    }
+
+    /// Whether a stopped queue may wake: [`wake_entries`] are free.
+    pub fn may_wake(&self, batch: u32) -> bool {
+        self.free() >= wake_entries(self.size, batch)
+    }
+}
+
 /// The consuming side of a ring: it takes entries in order.
 #[derive(Debug, Clone, Copy)]
 pub struct Consumer {

@@ -13,11 +13,13 @@ use super::device::QueueStats;
 use super::health::{Look, Stall, Watchdog, FAULT_WINDOWS, FAULT_WINDOW_MS, TX_STUCK_MS};
 use super::index::{distance, ready_tag, within, RingSize};
 use super::layout::{
-    DeviceLine, DriverLine, RxCompletion, RxDesc, TxDesc, FRAME_MAX, IRQ_RX, IRQ_TX,
+    DeviceLine, DriverLine, RxCompletion, RxDesc, TxDesc, FRAME_MAX, IRQ_RX, IRQ_TX, MTU_MAX,
 };
 use super::outcome::Outcome;
+use super::plan::{slot_bytes, FRAME_OVERHEAD};
 use super::queue::{
-    check_completion, check_rx, check_tx, completion, Area, Consumer, Fault, Frame, Producer, Span,
+    check_completion, check_rx, check_tx, completion, wake_entries, Area, Consumer, Fault, Frame,
+    Producer, Span, FRAME_ENTRIES,
 };
 
 /// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
@@ -41,6 +43,8 @@ macro_rules! suites {
                 a_batch_completes_at_once_across_the_wrap,
                 descriptors_are_checked_before_use,
                 a_consumer_reads_tails_and_tags,
+                a_tx_queue_stops_while_a_maximal_frame_fits,
+                a_stopped_tx_queue_wakes_a_batch_later,
             ]
         );
         $m!(
@@ -229,6 +233,61 @@ pub fn a_consumer_reads_tails_and_tags() -> Outcome {
     c.advance();
     check_eq!(c.head(), 0);
     check!(c.ready(1) && !c.ready(0));
+    Ok(())
+}
+
+/// A maximal frame takes one entry (its slot holds the largest frame of
+/// any MTU), and the queue stops after the post that leaves no room for
+/// one more: a transmit on an awake queue always finds an entry.
+pub fn a_tx_queue_stops_while_a_maximal_frame_fits() -> Outcome {
+    check_eq!(FRAME_ENTRIES, 1);
+    check!(
+        ok!(slot_bytes(MTU_MAX)) >= FRAME_MAX,
+        "a maximal frame fits a slot"
+    );
+    for mtu in [68, 1500, 1501, 4000, MTU_MAX] {
+        let slot = ok!(slot_bytes(mtu));
+        check!(slot >= mtu + FRAME_OVERHEAD, "MTU {}: slot {}", mtu, slot);
+    }
+    for n in [8, 256, 4096] {
+        let mut p = Producer::new(ok!(size(n)), u32::MAX - 5);
+        let mut posted = 0;
+        // Post while the queue is awake, as the stack would.
+        while !p.must_stop() {
+            check!(p.next().is_some(), "an awake queue met a full ring");
+            p.commit();
+            posted += 1;
+        }
+        check_eq!(posted, n - FRAME_ENTRIES + 1);
+        check!(p.free() < FRAME_ENTRIES);
+    }
+    Ok(())
+}
+
+/// A stopped queue wakes once a batch is free (the device frees entries
+/// a batch at a time), at least a frame's worth and at most the ring.
+pub fn a_stopped_tx_queue_wakes_a_batch_later() -> Outcome {
+    let s = ok!(size(256));
+    check_eq!(wake_entries(s, 8), 8);
+    check_eq!(wake_entries(s, 1), 1);
+    check_eq!(wake_entries(s, 0), FRAME_ENTRIES, "at least a frame");
+    check_eq!(wake_entries(ok!(size(8)), 32), 8, "at most the ring");
+    let mut p = Producer::new(s, u32::MAX - 100);
+    while !p.must_stop() {
+        p.commit();
+    }
+    check!(!p.may_wake(8));
+    // The device stores its head after 7 entries: not yet.
+    ok!(p.consumed(p.head().wrapping_add(7)));
+    check!(!p.must_stop());
+    check!(!p.may_wake(8));
+    // One more: a batch is free, across the wrap.
+    ok!(p.consumed(p.head().wrapping_add(1)));
+    check!(p.may_wake(8));
+    check_eq!(p.free(), 8);
+    // A device that took everything always wakes it.
+    ok!(p.consumed(p.tail()));
+    check!(p.may_wake(256));
     Ok(())
 }
 
