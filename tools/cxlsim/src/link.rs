@@ -17,6 +17,17 @@
 //! waits. The queue of each direction is the output queue of the sending port
 //! (a switch's per-port output queue); queues are unbounded (the requesters'
 //! queue capacities bound the messages in flight).
+//!
+//! Congestion marking (when a controller asks for it, [`Marking`]): each
+//! direction marks the messages offered to it with a probability that rises
+//! from 0 at a threshold to 1 at `ramp` times it, on its queue (waiting
+//! plus in transfer), either as the message finds it or averaged over time
+//! (an exponential average with time constant `average_ps`, as RED averages
+//! its queue so that bursts pass unmarked), and the threshold may grow with
+//! the square root of the requesters that started a burst (began sending
+//! after a whole interval of `average_ps` without) in the current or the
+//! previous interval. Marks are counted as probabilities (millionths of a
+//! message), so the signal is deterministic.
 
 use crate::config::{ns_to_ps, Duplex, LinkConfig, LinkSpec};
 use crate::event::Ps;
@@ -94,6 +105,107 @@ impl LinkParams {
     }
 }
 
+/// How a link direction marks the messages offered to it (see the module
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Marking {
+    /// Queue (messages waiting plus in transfer) at which marking starts,
+    /// before scaling (at least 1).
+    pub threshold: u32,
+    /// Every message is marked from `ramp` times the threshold on; in
+    /// between the probability rises linearly (1: a step at the threshold).
+    pub ramp: u32,
+    /// Time constant of the queue average, and the interval in which burst
+    /// starts are counted, ps (0: the queue as each message finds it).
+    pub average_ps: Ps,
+    /// Scale the threshold by the square root of the burst starts (needs
+    /// `average_ps`).
+    pub burst_scaling: bool,
+}
+
+impl Marking {
+    /// The step at `threshold` on the instantaneous queue.
+    pub const fn step(threshold: u32) -> Marking {
+        Marking {
+            threshold,
+            ramp: 1,
+            average_ps: 0,
+            burst_scaling: false,
+        }
+    }
+
+    /// Marking probability of a message that finds the (instantaneous or
+    /// averaged) queue `q` after `starts` burst starts.
+    pub fn probability(&self, q: f64, starts: u32) -> f64 {
+        let mut k = f64::from(self.threshold.max(1));
+        if self.burst_scaling {
+            k *= f64::from(starts.max(1)).sqrt();
+        }
+        if self.ramp <= 1 {
+            return if q >= k { 1.0 } else { 0.0 };
+        }
+        ((q - k) / (k * f64::from(self.ramp - 1))).clamp(0.0, 1.0)
+    }
+}
+
+/// A direction's marking state.
+#[derive(Debug, Default)]
+pub struct MarkState {
+    /// Queue (waiting plus in transfer) averaged up to `at`.
+    pub average: f64,
+    at: Ps,
+    /// Per requester: the last interval (counted from 1) in which it sent
+    /// here.
+    last: Vec<u64>,
+    interval: u64,
+    /// Requesters that started sending in the current and the previous
+    /// interval.
+    starts: u32,
+    prev_starts: u32,
+}
+
+impl MarkState {
+    /// Requester `source` sends at `now`, in intervals of `len` ps.
+    fn note(&mut self, source: u32, now: Ps, len: Ps) {
+        let i = now / len + 1;
+        if i != self.interval {
+            self.prev_starts = if i == self.interval + 1 {
+                self.starts
+            } else {
+                0
+            };
+            self.starts = 0;
+            self.interval = i;
+        }
+        let s = source as usize;
+        if self.last.len() <= s {
+            self.last.resize(s + 1, 0);
+        }
+        let last = self.last[s];
+        if last != i {
+            // New, or silent through the whole previous interval: a burst
+            // starts.
+            if last == 0 || last + 1 < i {
+                self.starts += 1;
+            }
+            self.last[s] = i;
+        }
+    }
+
+    /// Burst starts in the current or the previous interval, whichever
+    /// had more.
+    pub fn starts(&self) -> u32 {
+        self.starts.max(self.prev_starts)
+    }
+}
+
+/// `average` decayed towards the constant `x` over `dt` with time constant
+/// `tau` (ps).
+#[inline]
+fn toward(average: f64, x: f64, dt: Ps, tau: Ps) -> f64 {
+    x + (average - x) * (-(dt as f64) / tau as f64).exp()
+}
+
 /// A queued message: packet id with the data flag in the top bit.
 pub type Queued = u32;
 pub const DATA_BIT: u32 = 1 << 31;
@@ -107,11 +219,11 @@ pub struct ChanCounters {
     pub turnaround_ps: u64,
     pub messages: u64,
     pub data_messages: u64,
-    /// Messages offered, and those offered while the queue (waiting plus
-    /// in transfer) held at least `Link::mark_threshold` (a congestion
-    /// mark, as a device-load field or ECN would carry).
+    /// Messages offered, and the marks they got (see [`Marking`]), in
+    /// millionths of a message: a message marked with probability p adds
+    /// p * 1,000,000.
     pub offered: u64,
-    pub marked: u64,
+    pub marked_ppm: u64,
 }
 
 /// One direction of a link, with the output queue of its sending port.
@@ -124,6 +236,7 @@ pub struct Channel {
     pub free_pending: bool,
     pub counters: ChanCounters,
     pub occupancy: Occupancy,
+    pub mark: MarkState,
 }
 
 /// The result of offering a message to a link.
@@ -153,8 +266,8 @@ pub struct Link {
     cur_dir: u8,
     burst_count: u32,
     free_pending: bool,
-    /// Marking threshold (`u32::MAX`: off).
-    pub mark_threshold: u32,
+    /// Congestion marking (`None`: off).
+    pub marking: Option<Marking>,
 }
 
 impl Link {
@@ -166,8 +279,60 @@ impl Link {
             cur_dir: 0,
             burst_count: 0,
             free_pending: false,
-            mark_threshold: u32::MAX,
+            marking: None,
         }
+    }
+
+    /// Brings the queue averages up to `now` (before the queues change):
+    /// each direction's queue is its waiting messages, plus one until its
+    /// transfer ends.
+    fn settle(&mut self, now: Ps, tau: Ps) {
+        for d in 0..2 {
+            let end = if self.params.half {
+                if self.cur_dir as usize == d {
+                    self.busy_until
+                } else {
+                    0
+                }
+            } else {
+                self.chans[d].busy_until
+            };
+            let ch = &mut self.chans[d];
+            let m = &mut ch.mark;
+            if now <= m.at {
+                continue;
+            }
+            let waiting = ch.queue.len() as f64;
+            if end > m.at {
+                let e = end.min(now);
+                m.average = toward(m.average, waiting + 1.0, e - m.at, tau);
+                m.at = e;
+            }
+            if now > m.at {
+                m.average = toward(m.average, waiting, now - m.at, tau);
+                m.at = now;
+            }
+        }
+    }
+
+    /// Counts the offer of a message from requester `source` to direction
+    /// `dir` and its mark.
+    fn mark(&mut self, now: Ps, dir: u8, source: u32, m: Marking) {
+        let q = if m.average_ps > 0 {
+            self.settle(now, m.average_ps);
+            if m.burst_scaling {
+                self.chans[dir as usize]
+                    .mark
+                    .note(source, now, m.average_ps);
+            }
+            self.chans[dir as usize].mark.average
+        } else {
+            self.load(dir, now) as f64
+        };
+        let ch = &mut self.chans[dir as usize];
+        let p = m.probability(q, ch.mark.starts());
+        ch.counters.offered += 1;
+        ch.counters.marked_ppm += (p * 1e6).round() as u64;
     }
 
     /// Messages waiting or in transfer in direction `dir` (for adaptive
@@ -211,15 +376,13 @@ impl Link {
         }
     }
 
-    /// Offers message `msg` (packet id | DATA_BIT) to direction `dir`.
+    /// Offers message `msg` (packet id | DATA_BIT) of requester `source`
+    /// to direction `dir`.
     #[inline]
-    pub fn offer(&mut self, now: Ps, dir: u8, msg: Queued) -> Offer {
+    pub fn offer(&mut self, now: Ps, dir: u8, msg: Queued, source: u32) -> Offer {
         let data = msg & DATA_BIT != 0;
-        if self.mark_threshold != u32::MAX {
-            let load = self.load(dir, now);
-            let c = &mut self.chans[dir as usize].counters;
-            c.offered += 1;
-            c.marked += (load >= self.mark_threshold as usize) as u64;
+        if let Some(m) = self.marking {
+            self.mark(now, dir, source, m);
         }
         if self.params.half {
             if self.chans[0].queue.is_empty()
@@ -265,6 +428,9 @@ impl Link {
     /// starts the next queued message, if any, and tells when to wake next.
     #[inline]
     pub fn on_free(&mut self, now: Ps, dir: u8) -> (Option<Next>, Option<Ps>) {
+        if let Some(m) = self.marking.filter(|m| m.average_ps > 0) {
+            self.settle(now, m.average_ps);
+        }
         if self.params.half {
             self.free_pending = false;
             let cur = self.cur_dir as usize;
@@ -334,10 +500,10 @@ mod tests {
     #[test]
     fn full_duplex_directions_are_independent() {
         let mut l = Link::new(params(false));
-        assert_eq!(l.offer(0, 0, 1 | DATA_BIT), Offer::Started { end: 1000 });
-        assert_eq!(l.offer(0, 1, 2 | DATA_BIT), Offer::Started { end: 1000 });
-        assert_eq!(l.offer(10, 0, 3), Offer::Queued { wake: Some(1000) });
-        assert_eq!(l.offer(20, 0, 4), Offer::Queued { wake: None });
+        assert_eq!(l.offer(0, 0, 1 | DATA_BIT, 0), Offer::Started { end: 1000 });
+        assert_eq!(l.offer(0, 1, 2 | DATA_BIT, 0), Offer::Started { end: 1000 });
+        assert_eq!(l.offer(10, 0, 3, 0), Offer::Queued { wake: Some(1000) });
+        assert_eq!(l.offer(20, 0, 4, 0), Offer::Queued { wake: None });
         let (next, wake) = l.on_free(1000, 0);
         assert_eq!(
             next,
@@ -353,13 +519,13 @@ mod tests {
     #[test]
     fn half_duplex_turns_around_and_bursts() {
         let mut l = Link::new(params(true));
-        assert_eq!(l.offer(0, 0, 1 | DATA_BIT), Offer::Started { end: 1000 });
+        assert_eq!(l.offer(0, 0, 1 | DATA_BIT, 0), Offer::Started { end: 1000 });
         assert_eq!(
-            l.offer(0, 1, 2 | DATA_BIT),
+            l.offer(0, 1, 2 | DATA_BIT, 0),
             Offer::Queued { wake: Some(1000) }
         );
-        assert_eq!(l.offer(0, 0, 3 | DATA_BIT), Offer::Queued { wake: None });
-        assert_eq!(l.offer(0, 0, 4 | DATA_BIT), Offer::Queued { wake: None });
+        assert_eq!(l.offer(0, 0, 3 | DATA_BIT, 0), Offer::Queued { wake: None });
+        assert_eq!(l.offer(0, 0, 4 | DATA_BIT, 0), Offer::Queued { wake: None });
         // Burst of 2 in direction 0: message 3, then the link turns.
         let (n, _) = l.on_free(1000, 0);
         assert_eq!(n.unwrap().msg, 3 | DATA_BIT);
@@ -369,6 +535,88 @@ mod tests {
         let (n, wake) = l.on_free(3100, 0);
         assert_eq!(n.unwrap().end, 4200);
         assert_eq!(wake, None);
+    }
+
+    #[test]
+    fn the_step_marks_what_finds_the_queue_at_the_threshold() {
+        let mut l = Link::new(params(false));
+        l.marking = Some(Marking::step(3));
+        for i in 0..5 {
+            l.offer(0, 0, i | DATA_BIT, 7);
+        }
+        // Loads 0, 1, 2, 3, 4: the last two are marked.
+        let c = &l.chans[0].counters;
+        assert_eq!((c.offered, c.marked_ppm), (5, 2_000_000));
+    }
+
+    #[test]
+    fn an_averaged_queue_lets_a_burst_pass_and_marks_a_standing_queue() {
+        let m = Marking {
+            threshold: 3,
+            ramp: 2,
+            average_ps: 100_000,
+            burst_scaling: false,
+        };
+        // A burst of 8 on an idle link: the step at 3 marks 5 of them, the
+        // average (100 transfers long) none.
+        for (marking, marked) in [(Marking::step(3), 5_000_000), (m, 0)] {
+            let mut l = Link::new(params(false));
+            l.marking = Some(marking);
+            for i in 0..8 {
+                l.offer(0, 0, i | DATA_BIT, 1);
+            }
+            assert_eq!(l.chans[0].counters.marked_ppm, marked);
+        }
+        // A queue of 8 that stands (a message in for every message out)
+        // for ten time constants: the average reaches 8, beyond 2 * 3, and
+        // from there on every message is marked.
+        let mut l = Link::new(params(false));
+        l.marking = Some(m);
+        for i in 0..8 {
+            l.offer(0, 1, i | DATA_BIT, 1);
+        }
+        let mut marks = Vec::new();
+        for i in 8..1008 {
+            let t = l.chans[1].busy_until;
+            l.on_free(t, 1);
+            let before = l.chans[1].counters.marked_ppm;
+            l.offer(t, 1, i | DATA_BIT, 1);
+            marks.push(l.chans[1].counters.marked_ppm - before);
+        }
+        assert_eq!(marks[0], 0);
+        assert_eq!(marks[999], 1_000_000);
+        let avg = l.chans[1].mark.average;
+        assert!((avg - 8.0).abs() < 0.1, "{avg}");
+    }
+
+    #[test]
+    fn the_ramp_and_the_burst_scaling() {
+        let m = Marking {
+            threshold: 4,
+            ramp: 3,
+            average_ps: 1,
+            burst_scaling: true,
+        };
+        assert_eq!(m.probability(4.0, 1), 0.0);
+        assert_eq!(m.probability(8.0, 1), 0.5);
+        assert_eq!(m.probability(12.0, 0), 1.0);
+        // Nine burst starts: the threshold triples.
+        assert_eq!(m.probability(12.0, 9), 0.0);
+        assert_eq!(m.probability(24.0, 9), 0.5);
+        assert_eq!(Marking::step(4).probability(3.9, 9), 0.0);
+        assert_eq!(Marking::step(4).probability(4.0, 9), 1.0);
+        // Burst starts: a requester that sent in the previous interval
+        // does not start one; one silent for a whole interval does.
+        let mut s = MarkState::default();
+        s.note(1, 0, 10); // interval 1: a start
+        s.note(2, 5, 10); // a start
+        s.note(1, 15, 10); // interval 2: 1 sent in interval 1
+        assert_eq!(s.starts(), 2);
+        s.note(2, 35, 10); // interval 4: 2 was silent in 3
+        assert_eq!((s.starts, s.prev_starts), (1, 0));
+        s.note(3, 35, 10);
+        s.note(3, 36, 10);
+        assert_eq!(s.starts(), 2);
     }
 
     #[test]

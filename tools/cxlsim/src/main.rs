@@ -56,7 +56,7 @@ enum Cmd {
         #[arg(long)]
         full: bool,
         /// Which experiments.
-        #[arg(long, value_enum, default_values_t = vec![Exp::Topology, Exp::Duplex, Exp::Snoop, Exp::Memchannel])]
+        #[arg(long, value_enum, default_values_t = vec![Exp::Topology, Exp::Duplex, Exp::Snoop, Exp::Memchannel, Exp::MemchannelScale])]
         only: Vec<Exp>,
         /// Directory for JSON, CSV and SVG results.
         #[arg(long, default_value = "cxlsim-bench")]
@@ -66,6 +66,11 @@ enum Cmd {
         threads: usize,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Print `BENCH` lines of the MemChannel scale sweep for `cargo
+        /// xtask bench` on standard output (its table goes to standard
+        /// error).
+        #[arg(long)]
+        bench: bool,
     },
     /// Measure simulator speed; prints JSON (events/s, time of a run).
     Perf {
@@ -91,7 +96,10 @@ enum Exp {
     Topology,
     Duplex,
     Snoop,
+    /// MemChannel: isolation, fairness, the core's gain, joins.
     Memchannel,
+    /// MemChannel: channels overloading one link, one thread to 1024.
+    MemchannelScale,
 }
 
 fn load(path: &Path) -> Result<(Config, PathBuf)> {
@@ -189,7 +197,8 @@ fn main() -> Result<()> {
             out,
             threads,
             seed,
-        } => bench(full, &only, &out, threads, seed)?,
+            bench: lines,
+        } => bench(full, &only, &out, threads, seed, lines)?,
         Cmd::Perf {
             requests,
             n,
@@ -207,7 +216,14 @@ struct SnoopSummary {
     points: Vec<experiments::SnoopPoint>,
 }
 
-fn bench(full: bool, only: &[Exp], out: &Path, threads: usize, seed: u64) -> Result<()> {
+fn bench(
+    full: bool,
+    only: &[Exp],
+    out: &Path,
+    threads: usize,
+    seed: u64,
+    lines: bool,
+) -> Result<()> {
     let t0 = Instant::now();
     experiments::PROGRESS.store(true, std::sync::atomic::Ordering::Relaxed);
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
@@ -341,6 +357,10 @@ fn bench(full: bool, only: &[Exp], out: &Path, threads: usize, seed: u64) -> Res
     if only.contains(&Exp::Memchannel) {
         let v = cxlsim::mcexp::bench(full, out, seed, threads)?;
         all.insert("memchannel".into(), v);
+    }
+    if only.contains(&Exp::MemchannelScale) {
+        let v = cxlsim::mcexp::scale_bench(full, out, seed, threads, lines)?;
+        all.insert("memchannel_scale".into(), v);
     }
     all.insert("seconds".into(), t0.elapsed().as_secs_f64().into());
     output::write_json(&out.join("bench.json"), &all)?;

@@ -466,24 +466,73 @@ pub fn fairness_sweep(
 
 // ---------------------------------------------------------------- utilization
 
+/// The congestion signal of a utilization point.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignalVariant {
+    /// The `Queue` signal as the simulator now marks (averaged queue,
+    /// threshold scaled with the burst starts: `McParams::default()`).
+    Queue,
+    /// The `Queue` signal as the simulator marked until issue #25's fix:
+    /// the queue a message finds, at 8 or more
+    /// (`McParams::instantaneous_queue()`).
+    QueueInstant,
+    /// The core's own `Congestion::Model`.
+    Model,
+}
+
+impl SignalVariant {
+    pub fn params(self, control: bool) -> McParams {
+        let base = match self {
+            SignalVariant::Queue => McParams::default(),
+            SignalVariant::QueueInstant => McParams::instantaneous_queue(),
+            SignalVariant::Model => McParams {
+                signal: Signal::Model,
+                ..McParams::default()
+            },
+        };
+        McParams {
+            enabled: control,
+            ..base
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SignalVariant::Queue => "queue",
+            SignalVariant::QueueInstant => "queue, instantaneous",
+            SignalVariant::Model => "Model",
+        }
+    }
+}
+
 #[derive(Serialize, Clone, Debug)]
 pub struct UtilizationPoint {
     pub channels: u32,
     pub threads_per_channel: u32,
     /// All threads.
     pub threads: u32,
-    pub signal: Signal,
+    pub signal: SignalVariant,
     pub control: bool,
     pub utilization: f64,
     /// Jain's fairness index of the channels' bandwidth.
     pub jain: f64,
 }
 
+/// Requests a thread keeps in flight when it is the only one: 8, about the
+/// bottleneck's bandwidth-delay product (one thread with 4 fills 56 % of
+/// it), so that alone it can fill the link.
+pub const SOLO_QUEUE: u32 = 8;
+
 /// Overload: `n` channels on `n` hosts, `threads` closed-loop threads
 /// each (4, 3, 6, 5, ... in flight per thread: unequal, so that without
 /// control they get unequal bandwidth), all through the fabric link (the
-/// bottleneck; adapters at twice its bandwidth).
+/// bottleneck; adapters at twice its bandwidth). A single thread keeps
+/// [`SOLO_QUEUE`] in flight.
 pub fn overload_apps(n: u32, threads: u32) -> Vec<AppSpec> {
+    if n.saturating_mul(threads) == 1 {
+        return overload_apps_q(1, 1, 0, &[SOLO_QUEUE]);
+    }
     overload_apps_q(n, threads, 0, &[4, 3, 6, 5])
 }
 
@@ -502,7 +551,7 @@ pub fn overload_apps_q(n: u32, threads: u32, join_every_ns: u64, q: &[u32]) -> V
         .collect()
 }
 
-fn jain(x: &[f64]) -> f64 {
+pub fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
     let s2: f64 = x.iter().map(|v| v * v).sum();
     if s2 == 0.0 {
@@ -512,36 +561,25 @@ fn jain(x: &[f64]) -> f64 {
     }
 }
 
-/// Utilization and fairness of [`overload_apps`] at each `(channels,
-/// threads per channel)`, with and without control, with congestion
-/// signal `signal`.
-pub fn utilization_sweep(
-    points: &[(u32, u32)],
-    signal: Signal,
+/// Utilization and fairness of [`overload_apps`] at each `((channels,
+/// threads per channel), signal, control)`, in parallel.
+pub fn utilization_runs(
+    points: &[((u32, u32), SignalVariant, bool)],
     size: McSize,
     seed: u64,
     threads: usize,
 ) -> Result<Vec<UtilizationPoint>> {
-    let mut items = Vec::new();
-    for &p in points {
-        for c in [false, true] {
-            items.push((p, c));
-        }
-    }
     let periods = size.warmup + size.measure;
     let from = size.warmup as usize;
     let res = par_map(
-        &items,
+        points,
         threads,
-        |&((n, t), c)| -> Result<UtilizationPoint> {
+        |&((n, t), signal, c)| -> Result<UtilizationPoint> {
             let r = run_apps(
                 &overload_apps(n, t),
                 2.0 * SCALE_GBPS,
                 SCALE_GBPS,
-                &McParams {
-                    signal,
-                    ..params(c)
-                },
+                &signal.params(c),
                 periods,
                 seed,
             )?;
@@ -558,6 +596,21 @@ pub fn utilization_sweep(
         },
     );
     res.into_iter().collect()
+}
+
+/// [`utilization_runs`] with and without control at each point.
+pub fn utilization_sweep(
+    points: &[(u32, u32)],
+    signal: SignalVariant,
+    size: McSize,
+    seed: u64,
+    threads: usize,
+) -> Result<Vec<UtilizationPoint>> {
+    let items: Vec<_> = points
+        .iter()
+        .flat_map(|&p| [(p, signal, false), (p, signal, true)])
+        .collect();
+    utilization_runs(&items, size, seed, threads)
 }
 
 // ---------------------------------------------------------------- re-convergence
@@ -829,116 +882,11 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
     )?;
     all.insert("fairness".into(), serde_json::to_value(&fair)?);
 
-    // Utilization and fairness under overload, up to 1024 threads on one
-    // bottleneck (333: an odd count), and with one thread per channel.
-    let points: &[(u32, u32)] = if full {
-        &[
-            (2, 4),
-            (4, 4),
-            (8, 4),
-            (16, 4),
-            (32, 4),
-            (40, 4),
-            (64, 4),
-            (128, 4),
-            (256, 4),
-            (111, 3),
-            (4, 1),
-            (16, 1),
-            (64, 1),
-        ]
-    } else {
-        &[(2, 4), (4, 4), (40, 4), (256, 4), (111, 3), (16, 1)]
-    };
-    // The same with the core's `Model` signal (what the kernel uses
-    // without hardware signals: it holds a device at about 90 %).
-    let model_points: &[(u32, u32)] = if full {
-        &[(40, 4), (256, 4), (111, 3)]
-    } else {
-        &[(256, 4)]
-    };
-    let t = Instant::now();
-    let mut util = utilization_sweep(points, Signal::Queue, size, seed, threads)?;
-    util.extend(utilization_sweep(
-        model_points,
-        Signal::Model,
-        size,
-        seed,
-        threads,
-    )?);
-    println!(
-        "MemChannel utilization and Jain's index under overload ({:.1} s)",
-        t.elapsed().as_secs_f64()
-    );
-    println!(
-        "  {:>7} {:>12} {:>6} {:>9} {:>9} {:>9} {:>9}",
-        "threads", "channels", "signal", "util w/o", "util with", "Jain w/o", "Jain with"
-    );
-    for (sig, pts) in [(Signal::Queue, points), (Signal::Model, model_points)] {
-        for &(n, per) in pts {
-            let get = |c: bool| {
-                util.iter().find(|p| {
-                    p.channels == n
-                        && p.threads_per_channel == per
-                        && p.signal == sig
-                        && p.control == c
-                })
-            };
-            if let (Some(a), Some(b)) = (get(false), get(true)) {
-                println!(
-                    "  {:>7} {:>12} {:>6} {:>8.1}% {:>8.1}% {:>9.3} {:>9.3}",
-                    n * per,
-                    format!("{n} x {per}"),
-                    format!("{sig:?}"),
-                    a.utilization * 100.0,
-                    b.utilization * 100.0,
-                    a.jain,
-                    b.jain
-                );
-            }
-        }
-    }
-    let mut lines = Vec::new();
-    for (i, (what, c)) in [
-        ("utilization", false),
-        ("utilization", true),
-        ("Jain's index", false),
-        ("Jain's index", true),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        lines.push(Line {
-            label: format!("{what} {}", if c { "with MemChannel" } else { "without" }),
-            points: util
-                .iter()
-                .filter(|p| {
-                    p.control == c && p.threads_per_channel == 4 && p.signal == Signal::Queue
-                })
-                .map(|p| {
-                    let y = if i < 2 { p.utilization } else { p.jain };
-                    (p.threads as f64, y)
-                })
-                .collect(),
-            dashed: !c,
-            color: i / 2,
-        });
-    }
-    plot::lines(
-        "Channels of 4 threads overloading one link",
-        "threads",
-        "utilization, Jain's index",
-        &lines,
-        &out.join("memchannel-utilization.svg"),
-    )?;
-    println!(
-        "  paper: {:.1}% (96-97%) with MemChannel",
-        PAPER_UTILIZATION * 100.0
-    );
-    // The same with the core's increase (10 % per period) and its gain
-    // g = 1/2 beside DCTCP's 1/16, which the core used until this
-    // simulator showed the load factor outliving an overload (with the
-    // old cut rule too, C collapsed: 37.9 % and 36.4 %).
+    // The core's gain g = 1/2 beside DCTCP's 1/16, which the core used
+    // until this simulator showed the load factor outliving an overload
+    // (with the old cut rule too, C collapsed: 37.9 % and 36.4 %), with
+    // the queue signal as it marked then (the queue a message finds, at 8)
+    // and the core's increase (10 % per period).
     let variants: [(&str, u32); 2] = [
         ("g = 1/16 (DCTCP's)", 62_500),
         ("g = 1/2 (the core's)", 500_000),
@@ -952,7 +900,7 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
             signal: sig,
             g_ppm: variants[v].1,
             increase_ppm_per_k: 100_000,
-            ..McParams::default()
+            ..McParams::instantaneous_queue()
         };
         run_apps(
             &overload_apps(4, 4),
@@ -994,12 +942,6 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
                 .collect::<Vec<_>>(),
         )?,
     );
-    output::write(
-        &out.join("memchannel-utilization.csv"),
-        &output::to_csv(&util)?,
-    )?;
-    all.insert("utilization".into(), serde_json::to_value(&util)?);
-
     // Re-convergence (Fig. 13).
     let every = if full { 40 } else { 20 };
     let t = Instant::now();
@@ -1093,4 +1035,185 @@ pub fn bench(full: bool, out: &Path, seed: u64, threads: usize) -> Result<serde_
     )?;
     all.insert("convergence".into(), serde_json::to_value(&traces)?);
     Ok(serde_json::Value::Object(all))
+}
+
+// ---------------------------------------------------------------- scale
+
+/// Measurement of the many-thread sweep: 40 periods to settle, 60
+/// measured (the loop's cycles at 1024 threads are about 10 periods long;
+/// 60 keep their phase out of the mean).
+pub const SCALE_SIZE: McSize = McSize {
+    warmup: 40,
+    measure: 60,
+};
+
+/// The sizes `tests/memchannel.rs` checks and `cargo xtask bench`
+/// reports, (channels, threads per channel): 1, 7, 160 and 1024 threads
+/// in channels of one thread, 160 and 1024 in channels of four.
+pub const SCALE_TESTED: [(u32, u32); 6] = [(1, 1), (7, 1), (160, 1), (1024, 1), (40, 4), (256, 4)];
+
+/// The points of `cxlsim bench --only memchannel-scale`.
+pub fn scale_points(full: bool) -> Vec<(u32, u32)> {
+    if full {
+        vec![
+            (1, 1),
+            (4, 1),
+            (7, 1),
+            (16, 1),
+            (64, 1),
+            (160, 1),
+            (1024, 1),
+            (1, 4),
+            (2, 4),
+            (4, 4),
+            (16, 4),
+            (32, 4),
+            (40, 4),
+            (64, 4),
+            (128, 4),
+            (256, 4),
+            (111, 3),
+        ]
+    } else {
+        vec![(1, 1), (7, 1)]
+    }
+}
+
+/// `cxlsim bench --only memchannel-scale`: utilization and Jain's index of
+/// channels overloading one link, from one thread to 1024, with the queue
+/// signal as it marks now, as it marked until issue #25's fix
+/// (instantaneous), without control, and with the core's `Model` signal;
+/// prints a table (on stderr
+/// when `bench_lines`, which prints `BENCH` lines for `cargo xtask bench`
+/// on stdout: the tested sizes, one series per size and signal, metrics
+/// `utilization_pct` and `jain_pct`, Jain's index in percent), writes
+/// `memchannel-scale.{csv,svg}` into `out` and returns the JSON of the
+/// points.
+pub fn scale_bench(
+    full: bool,
+    out: &Path,
+    seed: u64,
+    threads: usize,
+    bench_lines: bool,
+) -> Result<serde_json::Value> {
+    use crate::output;
+    use crate::plot::{self, Line};
+    use std::time::Instant;
+    let say = |s: String| {
+        if bench_lines {
+            eprintln!("{s}");
+        } else {
+            println!("{s}");
+        }
+    };
+    let points = scale_points(full);
+    let model_points: &[(u32, u32)] = if full {
+        &[(40, 4), (256, 4), (111, 3)]
+    } else {
+        &[(7, 1)]
+    };
+    let t = Instant::now();
+    let mut items = Vec::new();
+    for &p in &points {
+        items.push((p, SignalVariant::Queue, true));
+        items.push((p, SignalVariant::QueueInstant, true));
+        items.push((p, SignalVariant::Queue, false));
+    }
+    items.extend(
+        model_points
+            .iter()
+            .map(|&p| (p, SignalVariant::Model, true)),
+    );
+    let util = utilization_runs(&items, SCALE_SIZE, seed, threads)?;
+    say(format!(
+        "MemChannel utilization and Jain's index, channels overloading one link ({} + {} periods, {:.1} s)",
+        SCALE_SIZE.warmup,
+        SCALE_SIZE.measure,
+        t.elapsed().as_secs_f64()
+    ));
+    say(format!(
+        "  {:>7} {:>10} {:>17} {:>17} {:>17} {:>17}",
+        "threads", "channels", "with", "instantaneous", "without", "Model signal"
+    ));
+    let get = |n: u32, per: u32, sig: SignalVariant, c: bool| {
+        util.iter().find(|p| {
+            p.channels == n && p.threads_per_channel == per && p.signal == sig && p.control == c
+        })
+    };
+    let cell = |p: Option<&UtilizationPoint>| {
+        p.map_or(String::from("-"), |p| {
+            format!("{:.1}% {:.4}", p.utilization * 100.0, p.jain)
+        })
+    };
+    for &(n, per) in &points {
+        say(format!(
+            "  {:>7} {:>10} {:>17} {:>17} {:>17} {:>17}",
+            n * per,
+            format!("{n} x {per}"),
+            cell(get(n, per, SignalVariant::Queue, true)),
+            cell(get(n, per, SignalVariant::QueueInstant, true)),
+            cell(get(n, per, SignalVariant::Queue, false)),
+            cell(get(n, per, SignalVariant::Model, true)),
+        ));
+    }
+    say("  (utilization of the link, Jain's index of the channels' bandwidth; issue #25 asks for >= 96 % and >= 0.99)".into());
+    let mut lines = Vec::new();
+    for (i, (what, sig, c)) in [
+        ("utilization", SignalVariant::Queue, true),
+        (
+            "utilization, instantaneous queue",
+            SignalVariant::QueueInstant,
+            true,
+        ),
+        ("Jain's index", SignalVariant::Queue, true),
+        ("Jain's index without control", SignalVariant::Queue, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut pts: Vec<(f64, f64)> = util
+            .iter()
+            .filter(|p| p.control == c && p.signal == sig && p.threads_per_channel == 4)
+            .map(|p| {
+                let y = if i < 2 { p.utilization } else { p.jain };
+                (p.threads as f64, y)
+            })
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        lines.push(Line {
+            label: what.into(),
+            points: pts,
+            dashed: i % 2 == 1,
+            color: i / 2,
+        });
+    }
+    plot::lines(
+        "Channels of 4 threads overloading one link",
+        "threads",
+        "utilization, Jain's index",
+        &lines,
+        &out.join("memchannel-scale.svg"),
+    )?;
+    output::write(&out.join("memchannel-scale.csv"), &output::to_csv(&util)?)?;
+    if bench_lines {
+        for (sig, c, what) in [
+            (SignalVariant::Queue, true, "with"),
+            (SignalVariant::QueueInstant, true, "instantaneous"),
+            (SignalVariant::Queue, false, "without"),
+        ] {
+            for &(n, per) in SCALE_TESTED.iter().filter(|p| points.contains(p)) {
+                if let Some(p) = get(n, per, sig, c) {
+                    println!(
+                        "BENCH {}",
+                        serde_json::json!({
+                            "label": format!("{what} {}x{}", n, per),
+                            "utilization_pct": p.utilization * 100.0,
+                            "jain_pct": p.jain * 100.0,
+                        })
+                    );
+                }
+            }
+        }
+    }
+    Ok(serde_json::to_value(&util)?)
 }

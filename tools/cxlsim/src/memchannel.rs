@@ -37,12 +37,17 @@
 //!
 //! The congestion signal (a config field, [`Signal`]): `Queue` (default)
 //! is the share of the messages offered to the component's links in the
-//! period that found the output queue (waiting plus in transfer) holding
-//! at least `mark_threshold` messages, the larger of the two directions
-//! (CXL's device-load field marks responses of an overloaded device in
-//! the same way); `Model` is the core's `Congestion::Model` of the
-//! component's configured capacity at the measured rate, as the kernel
-//! uses without hardware signals.
+//! period that the links marked, the larger of the two directions (CXL's
+//! device-load field marks responses of an overloaded device in the same
+//! way). A port marks on its queue (waiting plus in transfer) averaged
+//! over `mark_average_ns`, with a probability that rises from 0 at a
+//! threshold to 1 at `mark_ramp` times it; the threshold is
+//! `mark_threshold` times the square root of the requesters that started
+//! a burst at the port in the last interval of `mark_average_ns` (at least
+//! one): see `Documentation/cxlfabric/cxlsim.rst`, "The congestion
+//! signal". `Model` is the core's `Congestion::Model` of the component's
+//! configured capacity at the measured rate, as the kernel uses without
+//! hardware signals.
 //!
 //! Simplified against the kernel: a new budget and window length apply at
 //! once (windows are a fixed grid per length), not from the next window;
@@ -54,7 +59,7 @@
 //! does.
 
 use crate::event::Ps;
-use crate::requester::{Controller, LinkObservation, Observation, RunWindow};
+use crate::requester::{Controller, LinkObservation, Marking, Observation, RunWindow};
 use crate::topology::Graph;
 use anyhow::{bail, Result};
 use mchannel_core::component::{Component, Params};
@@ -74,8 +79,8 @@ const PS_PER_NS: u64 = 1_000;
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Signal {
-    /// Share of messages that found the output queue at or above
-    /// `mark_threshold`.
+    /// Share of messages the component's ports marked (see the module
+    /// documentation).
     #[default]
     Queue,
     /// The core's `Congestion::Model` at the component's capacity.
@@ -110,8 +115,18 @@ pub struct McParams {
     pub increase_ppm_per_k: u32,
     /// Congestion signal.
     pub signal: Signal,
-    /// Queue length (messages) at which an offered message is marked.
+    /// Queue (messages waiting plus in transfer) at which a port starts
+    /// to mark, for at most one burst start per interval (`Queue` signal).
     pub mark_threshold: u32,
+    /// Every message is marked from this many times the threshold on,
+    /// linearly from 0 in between (1: a step at the threshold).
+    pub mark_ramp: u32,
+    /// Time constant of the ports' queue average and the interval in which
+    /// they count burst starts, ns (0: the queue as each message finds it).
+    pub mark_average_ns: u64,
+    /// Scale the threshold by the square root of the burst starts (needs
+    /// `mark_average_ns`).
+    pub mark_burst_scaling: bool,
 }
 
 impl Default for McParams {
@@ -123,9 +138,38 @@ impl Default for McParams {
             k_ns: 1_000_000,
             g_ppm: 500_000,
             delta_ppm: 100_000,
-            increase_ppm_per_k: 300_000,
+            increase_ppm_per_k: 100_000,
             signal: Signal::Queue,
+            mark_threshold: 5,
+            mark_ramp: 3,
+            mark_average_ns: 3_000,
+            mark_burst_scaling: true,
+        }
+    }
+}
+
+impl McParams {
+    /// The queue signal and increase before issue #25's fix: a message is
+    /// marked when the queue it finds holds 8 or more, and the additive
+    /// increase is 30 % of capacity per period (kept for comparison).
+    pub fn instantaneous_queue() -> McParams {
+        McParams {
+            increase_ppm_per_k: 300_000,
             mark_threshold: 8,
+            mark_ramp: 1,
+            mark_average_ns: 0,
+            mark_burst_scaling: false,
+            ..McParams::default()
+        }
+    }
+
+    /// The link marking the `Queue` signal asks for.
+    pub fn marking(&self) -> Marking {
+        Marking {
+            threshold: self.mark_threshold,
+            ramp: self.mark_ramp,
+            average_ps: self.mark_average_ns.saturating_mul(PS_PER_NS),
+            burst_scaling: self.mark_burst_scaling,
         }
     }
 }
@@ -234,8 +278,17 @@ impl MemChannel {
         if params.g_ppm > 1_000_000 || params.delta_ppm >= 1_000_000 {
             bail!("memchannel g_ppm <= 1e6 and delta_ppm < 1e6");
         }
-        if params.mark_threshold == 0 {
-            bail!("memchannel mark_threshold must be at least 1");
+        if params.mark_threshold == 0 || params.mark_ramp == 0 {
+            bail!("memchannel mark_threshold and mark_ramp must be at least 1");
+        }
+        if params.mark_average_ns > 1_000_000_000 {
+            bail!(
+                "memchannel mark_average_ns = {}: at most 1 s",
+                params.mark_average_ns
+            );
+        }
+        if params.mark_burst_scaling && params.mark_average_ns == 0 {
+            bail!("memchannel mark_burst_scaling needs mark_average_ns (its interval)");
         }
         let Some(window) = CoreWindow::new(
             params.t_w_ns,
@@ -357,7 +410,8 @@ impl MemChannel {
         for &l in &c.spec.links {
             for d in 0..2 {
                 if let Some(o) = links.get(2 * l + d) {
-                    best = best.max(Q32::ratio(o.marked, o.offered).min(Q32::ONE));
+                    let offered = o.offered.saturating_mul(1_000_000);
+                    best = best.max(Q32::ratio(o.marked_ppm, offered).min(Q32::ONE));
                 }
             }
         }
@@ -387,8 +441,8 @@ impl Controller for MemChannel {
         self.on_tick_links(now, obs, &[], windows)
     }
 
-    fn mark_threshold(&self) -> Option<u32> {
-        (self.params.signal == Signal::Queue).then_some(self.params.mark_threshold)
+    fn marking(&self) -> Option<Marking> {
+        (self.params.signal == Signal::Queue).then(|| self.params.marking())
     }
 
     fn on_start(&mut self, windows: &mut [RunWindow]) {

@@ -20,6 +20,7 @@
 
 use crate::config::{check_fraction, fraction_ppm, ns_to_ps, RequesterConfig, RwPattern, Traffic};
 use crate::event::Ps;
+pub use crate::link::Marking;
 use crate::rng::Rng;
 use crate::stats::{Histogram, Occupancy};
 use crate::util::FxMap;
@@ -169,9 +170,10 @@ pub struct LinkObservation {
     pub messages: u64,
     /// Of them, data messages (one payload each).
     pub data_messages: u64,
-    /// Messages offered while the output queue (waiting plus in transfer)
-    /// held at least the controller's `mark_threshold`.
-    pub marked: u64,
+    /// Marks the messages offered got under the controller's
+    /// [`Marking`], in millionths of a message (a message marked with
+    /// probability p adds p * 1,000,000).
+    pub marked_ppm: u64,
     /// Messages offered.
     pub offered: u64,
     /// Serialisation time.
@@ -199,10 +201,9 @@ pub trait Controller {
     fn period_ps(&self) -> Option<Ps>;
     fn on_tick(&mut self, now: Ps, obs: &[Observation], windows: &mut [RunWindow]);
 
-    /// A message offered to a link direction whose output queue (waiting
-    /// plus in transfer) holds at least this many is marked (counted in
-    /// [`LinkObservation::marked`]); `None`: no marking.
-    fn mark_threshold(&self) -> Option<u32> {
+    /// How every link direction marks the messages offered to it (counted
+    /// in [`LinkObservation::marked_ppm`]); `None`: no marking.
+    fn marking(&self) -> Option<Marking> {
         None
     }
 

@@ -348,9 +348,9 @@ impl<C: Controller> Sim<C> {
             }
         }
         let mut ctrl = ctrl;
-        if let Some(t) = ctrl.mark_threshold() {
+        if let Some(m) = ctrl.marking() {
             for l in &mut links {
-                l.mark_threshold = t.min(u32::MAX - 1);
+                l.marking = Some(m);
             }
         }
         let mut windows: Vec<RunWindow> = reqs.iter().map(|r| r.window).collect();
@@ -706,7 +706,7 @@ impl<C: Controller> Sim<C> {
     fn forward(&mut self, node: u32, id: u32) {
         let now = self.q.now();
         let p = &self.packets[id as usize];
-        let (src, dst, data) = (p.src, p.dst, p.kind.is_data());
+        let (src, dst, data, who) = (p.src, p.dst, p.kind.is_data(), p.requester);
         let cands = self.routes.candidates(node, dst);
         let ports = &self.graph.nodes[node as usize].ports;
         assert!(
@@ -722,7 +722,7 @@ impl<C: Controller> Sim<C> {
         });
         let port = ports[pi as usize];
         let msg = id | if data { DATA_BIT } else { 0 };
-        match self.links[port.link as usize].offer(now, port.dir, msg) {
+        match self.links[port.link as usize].offer(now, port.dir, msg, who) {
             crate::link::Offer::Started { end } => self.arrive(id, port.link, port.dir, end),
             crate::link::Offer::Queued { wake } => {
                 if let Some(w) = wake {
@@ -991,7 +991,7 @@ impl<C: Controller> Sim<C> {
             links.push(LinkObservation {
                 messages: c.messages - last.messages,
                 data_messages: c.data_messages - last.data_messages,
-                marked: c.marked - last.marked,
+                marked_ppm: c.marked_ppm - last.marked_ppm,
                 offered: c.offered - last.offered,
                 busy_ps: c.busy_ps - last.busy_ps,
             });

@@ -103,11 +103,65 @@ fn bench_fast_memchannel_writes_files() {
         "memchannel-isolation.svg",
         "memchannel-fairness.csv",
         "memchannel-fairness.svg",
-        "memchannel-utilization.csv",
         "memchannel-convergence.csv",
         "memchannel-convergence.svg",
         "bench.json",
     ] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_memchannel_scale_prints_bench_lines() {
+    let dir = std::env::temp_dir().join(format!("cxlsim-bench-scale-{}", std::process::id()));
+    let out = cxlsim()
+        .args([
+            "bench",
+            "--only",
+            "memchannel-scale",
+            "--threads",
+            "2",
+            "--bench",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    succeeded(&out);
+    // The table goes to standard error, BENCH lines to standard output.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("instantaneous"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let series: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("BENCH "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<&str> = series
+        .iter()
+        .map(|s| s["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "with 1x1",
+            "with 7x1",
+            "instantaneous 1x1",
+            "instantaneous 7x1",
+            "without 1x1",
+            "without 7x1"
+        ]
+    );
+    for s in &series {
+        let u = s["utilization_pct"].as_f64().unwrap();
+        let j = s["jain_pct"].as_f64().unwrap();
+        assert!(
+            (0.0..=100.0).contains(&u) && (0.0..=100.0).contains(&j),
+            "{s}"
+        );
+    }
+    for f in ["memchannel-scale.csv", "memchannel-scale.svg", "bench.json"] {
         assert!(dir.join(f).exists(), "{f}");
     }
     std::fs::remove_dir_all(&dir).ok();
