@@ -11,14 +11,18 @@
 //! `echo daxX.Y > /sys/bus/dax/drivers/device_dax/unbind` and
 //! `echo daxX.Y > /sys/bus/dax/drivers/<module>/bind`: the dax bus names
 //! each driver after its module, so a module registers at most one.
+//!
+//! `struct dax_device_driver` is built here, and `struct dev_dax` read
+//! directly: both are private to drivers/dax (`bus.h`,
+//! `dax-private.h`), generated into [`super::bindings`] from a full
+//! kernel source tree (see Documentation/cxlfabric/support.rst).
 
-use super::driver::{Bus, Registration};
+use super::bindings;
+use super::driver::{self, Bus, Driver, Registration};
 use super::fs::InodeRef;
-use super::helpers::{self, RawDevDax};
 use core::marker::PhantomData;
-use kernel::bindings;
+use core::ptr::addr_of_mut;
 use kernel::error::to_result;
-use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// One physical range of a dax instance, in bytes (`end` inclusive).
@@ -43,8 +47,8 @@ impl DaxRange {
 /// `raw` is a live `struct dev_dax` bound (or being bound) to our driver
 /// for the lifetime `'a`.
 pub(crate) struct DevDax<'a> {
-    raw: *mut RawDevDax,
-    _life: PhantomData<&'a RawDevDax>,
+    raw: *mut bindings::dev_dax,
+    _life: PhantomData<&'a bindings::dev_dax>,
 }
 
 impl DevDax<'_> {
@@ -53,7 +57,7 @@ impl DevDax<'_> {
     /// `raw` must be a live `struct dev_dax` being bound to, or unbound
     /// from, a driver registered by [`DaxDriverRegistration::register`]
     /// for as long as the value is used (a `probe` or `remove` callback).
-    unsafe fn from_raw<'a>(raw: *mut RawDevDax) -> DevDax<'a> {
+    unsafe fn from_raw<'a>(raw: *mut bindings::dev_dax) -> DevDax<'a> {
         // INVARIANT: the caller guarantees that `raw` is live and bound (or
         // being bound) to our driver for `'a`.
         DevDax {
@@ -65,50 +69,62 @@ impl DevDax<'_> {
     /// The `Y` of `daxX.Y`.
     pub(crate) fn id(&self) -> i32 {
         // SAFETY: `raw` is live (invariant).
-        unsafe { helpers::cxlf_dev_dax_id(self.raw) }
+        unsafe { (*self.raw).id }
     }
 
     /// The NUMA node device-dax gives the instance's memory.
     pub(crate) fn target_node(&self) -> i32 {
         // SAFETY: `raw` is live (invariant).
-        unsafe { helpers::cxlf_dev_dax_target_node(self.raw) }
+        unsafe { (*self.raw).target_node }
     }
 
     /// The dax device's own inode, whose address space device-dax's user
-    /// mappings live in; it belongs to the dax pseudo filesystem, which
-    /// is never unmounted, and the reference keeps it alive.
+    /// mappings live in (as device-dax's `open` uses), whoever opened the
+    /// file and through whichever device node; it belongs to the dax
+    /// pseudo filesystem, which is never unmounted, and the reference
+    /// keeps it alive.
     pub(crate) fn inode(&self) -> InodeRef {
         // SAFETY: `raw` is live (invariant), and its dax device, which
         // holds the inode, lives at least as long while it is bound.
-        unsafe { InodeRef::hold(helpers::cxlf_dev_dax_inode(self.raw)) }
+        unsafe { InodeRef::hold(bindings::dax_inode((*self.raw).dax_dev)) }
     }
 
     /// The `X` of `daxX.Y`: the dax region.
     pub(crate) fn region_id(&self) -> i32 {
-        // SAFETY: `raw` is live (invariant); a bound instance has a region.
-        unsafe { helpers::cxlf_dev_dax_region_id(self.raw) }
+        // SAFETY: `raw` is live (invariant); a bound instance has a region,
+        // which outlives it.
+        unsafe { (*(*self.raw).region).id }
     }
 
     /// Mapping alignment of the instance (2 MiB by default).
     pub(crate) fn align(&self) -> u32 {
         // SAFETY: `raw` is live (invariant).
-        unsafe { helpers::cxlf_dev_dax_align(self.raw) }
+        unsafe { (*self.raw).align }
     }
 
     pub(crate) fn nr_ranges(&self) -> usize {
         // SAFETY: `raw` is live (invariant).
-        unsafe { helpers::cxlf_dev_dax_nr_ranges(self.raw) }.max(0) as usize
+        let nr = unsafe { (*self.raw).nr_range };
+        usize::try_from(nr).unwrap_or(0)
     }
 
     pub(crate) fn range(&self, i: usize) -> Result<DaxRange> {
-        let (mut start, mut end, mut pgoff) = (0u64, 0u64, 0u64);
-        let i = c_int::try_from(i).map_err(|_| EINVAL)?;
-        // SAFETY: `raw` is live (invariant); the helper bounds-checks `i`
-        // and writes only through the three valid pointers.
-        to_result(unsafe {
-            helpers::cxlf_dev_dax_range(self.raw, i, &mut start, &mut end, &mut pgoff)
-        })?;
-        Ok(DaxRange { start, end, pgoff })
+        if i >= self.nr_ranges() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `raw` is live (invariant); `ranges` holds `nr_range`
+        // entries, and `i` is below it (the bus does not resize a bound
+        // instance).
+        let (start, end, pgoff) = unsafe {
+            let r = (*self.raw).ranges.add(i);
+            ((*r).range.start, (*r).range.end, (*r).pgoff)
+        };
+        Ok(DaxRange {
+            start,
+            end,
+            // `unsigned long`: 64 bits on the kernels this builds for.
+            pgoff: pgoff as u64,
+        })
     }
 
     /// Total size of all ranges, in bytes.
@@ -125,38 +141,51 @@ impl DevDax<'_> {
 pub(crate) struct DaxBus;
 
 impl Bus for DaxBus {
-    type Raw = RawDevDax;
-    type Handle = helpers::CxlfDaxDriver;
+    type Raw = bindings::dev_dax;
+    type RawDriver = bindings::dax_device_driver;
     type Ids = ();
     type Device<'a> = DevDax<'a>;
     const WHAT: &'static str = "the dax driver";
 
-    unsafe fn register(
-        (): (),
-        probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
-        remove: unsafe extern "C" fn(*mut RawDevDax),
-        data: *mut c_void,
-    ) -> *mut helpers::CxlfDaxDriver {
-        // SAFETY: the caller keeps `data` valid until `unregister`.
-        unsafe { helpers::cxlf_dax_driver_register(probe, remove, data) }
+    unsafe fn register<T: Driver<DaxBus>>(drv: *mut bindings::dax_device_driver) -> Result {
+        // SAFETY: `drv` is valid for writes (function contract).
+        unsafe {
+            drv.write(bindings::dax_device_driver {
+                // Device type: matches device-mode dax instances, but binds
+                // only to unbound ones; operators move an instance here
+                // with unbind/bind.
+                type_: bindings::dax_driver_type_DAXDRV_DEVICE_TYPE,
+                probe: Some(driver::probe_callback::<DaxBus, T>),
+                remove: Some(driver::remove_callback::<DaxBus, T>),
+                ..Default::default()
+            })
+        };
+        // SAFETY: the driver is built above, where it stays until
+        // `unregister` (function contract); the module and its name
+        // outlive it.
+        to_result(unsafe {
+            bindings::__dax_driver_register(drv, crate::THIS_MODULE.as_ptr(), driver::module_name())
+        })
     }
 
-    unsafe fn unregister(handle: *mut helpers::CxlfDaxDriver) {
-        // SAFETY: from `register`, once (function contract).
-        unsafe { helpers::cxlf_dax_driver_unregister(handle) }
+    unsafe fn unregister(drv: *mut bindings::dax_device_driver) {
+        // SAFETY: registered by `register`, unregistered once (function
+        // contract).
+        unsafe { bindings::dax_driver_unregister(drv) }
     }
 
-    unsafe fn registration_data(raw: *mut RawDevDax) -> *mut c_void {
-        // SAFETY: bound (or being bound) to a driver `register` made.
-        unsafe { helpers::cxlf_dev_dax_driver_data(raw) }
+    unsafe fn raw_driver(drv: *mut bindings::device_driver) -> *mut bindings::dax_device_driver {
+        // SAFETY: `drv` is the generic driver of a `dax_device_driver`
+        // (function contract): `to_dax_drv`.
+        unsafe { kernel::container_of!(drv, bindings::dax_device_driver, drv).cast_mut() }
     }
 
-    unsafe fn as_device(raw: *mut RawDevDax) -> *mut bindings::device {
+    unsafe fn as_device(raw: *mut bindings::dev_dax) -> *mut bindings::device {
         // SAFETY: a live instance (function contract).
-        unsafe { helpers::cxlf_dev_dax_device(raw) }
+        unsafe { addr_of_mut!((*raw).dev) }
     }
 
-    unsafe fn device<'a>(raw: *mut RawDevDax) -> DevDax<'a> {
+    unsafe fn device<'a>(raw: *mut bindings::dev_dax) -> DevDax<'a> {
         // SAFETY: being bound or unbound for as long as it is used
         // (function contract).
         unsafe { DevDax::from_raw(raw) }

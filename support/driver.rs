@@ -1,26 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Bus drivers, shaped like upstream's `kernel::driver` (6.13+): a bus
-//! ([`Bus`]: [`super::dax::DaxBus`], [`super::pci::PciBus`]) says how its
-//! C side registers a driver and reaches a device; a [`Registration`]
-//! keeps one driver registered while it lives and gives each device it
+//! ([`Bus`]: [`super::dax::DaxBus`], [`super::pci::PciBus`]) builds its C
+//! driver structure, with the bus's probe and remove trampolines for the
+//! driver, and registers it; a [`Registration`] holds that structure,
+//! keeps the driver registered while it lives and gives each device it
 //! binds the object the driver's `probe` returns, kept in the device's
 //! drvdata and dropped when the device is unbound.
+//!
+//! The driver structure lives inside the (pinned) registration, so the
+//! callbacks find the registration from the driver a device is bound to
+//! (`container_of`), as upstream's bus adapters do.
 
+use super::bindings;
 use super::helpers;
-use core::marker::{PhantomData, PhantomPinned};
-use kernel::bindings;
+use core::marker::PhantomData;
 use kernel::error::from_result;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
-use kernel::types::ForeignOwnable;
+use kernel::types::{ForeignOwnable, Opaque};
 
-/// A bus whose C side takes a driver as a probe and a remove callback.
-pub(crate) trait Bus: 'static {
+/// A bus whose C side takes a driver structure with a probe and a remove
+/// callback.
+pub(crate) trait Bus: Sized + 'static {
     /// The C device the callbacks get.
     type Raw;
-    /// The C registration handle.
-    type Handle;
+    /// The C driver structure (and whatever it points to, such as its id
+    /// table), built and registered by [`Bus::register`].
+    type RawDriver;
     /// What a driver matches (PCI ids; nothing on the dax bus).
     type Ids: Copy;
     /// The device as a driver sees it in `probe` and `remove`.
@@ -28,43 +35,44 @@ pub(crate) trait Bus: 'static {
     /// For the log line when registering fails.
     const WHAT: &'static str;
 
-    /// Registers the callbacks; the handle or an `ERR_PTR`.
+    /// Builds the driver structure for `T` at `drv`, named after this
+    /// module, whose callbacks are the bus's trampolines calling
+    /// [`probe_callback`] and [`remove_callback`] for `T`, and registers it.
     ///
     /// # Safety
     ///
-    /// `data` must stay valid until `unregister`; the callbacks get
-    /// devices of this bus bound to the new driver.
-    unsafe fn register(
-        ids: Self::Ids,
-        probe: unsafe extern "C" fn(*mut Self::Raw) -> c_int,
-        remove: unsafe extern "C" fn(*mut Self::Raw),
-        data: *mut c_void,
-    ) -> *mut Self::Handle;
+    /// `drv` is valid for writes and is the `driver` field of a
+    /// [`Registration<Self, T>`] being initialised at its final, pinned
+    /// address, whose `data` is initialised; on success it stays there,
+    /// until [`Bus::unregister`].
+    unsafe fn register<T: Driver<Self>>(drv: *mut Self::RawDriver) -> Result;
 
     /// # Safety
     ///
-    /// `handle` came from `register` and is unregistered once.
-    unsafe fn unregister(handle: *mut Self::Handle);
+    /// `drv` was registered by [`Bus::register`] and is unregistered once.
+    unsafe fn unregister(drv: *mut Self::RawDriver);
 
-    /// The `data` given to `register`.
+    /// The driver structure holding the generic driver `drv`.
     ///
     /// # Safety
     ///
-    /// `raw` is being bound to, or unbound from, a driver `register` made.
-    unsafe fn registration_data(raw: *mut Self::Raw) -> *mut c_void;
+    /// `drv` is the generic driver of a structure [`Bus::register`]
+    /// registered.
+    unsafe fn raw_driver(drv: *mut bindings::device_driver) -> *mut Self::RawDriver;
 
-    /// The generic device (where the drvdata is).
+    /// The generic device (where the drvdata and the bound driver are).
     ///
     /// # Safety
     ///
-    /// As for `registration_data`.
+    /// `raw` is a live device of this bus.
     unsafe fn as_device(raw: *mut Self::Raw) -> *mut bindings::device;
 
     /// The driver's view of the device, for the callback's duration.
     ///
     /// # Safety
     ///
-    /// As for `registration_data`, for as long as the value is used.
+    /// `raw` is being bound to, or unbound from, a driver `register` made,
+    /// for as long as the value is used.
     unsafe fn device<'a>(raw: *mut Self::Raw) -> Self::Device<'a>;
 }
 
@@ -83,52 +91,63 @@ pub(crate) trait Driver<B: Bus>: Sized + Send + Sync + 'static {
     fn remove(self: Pin<&Self>, _dev: &B::Device<'_>) {}
 }
 
+/// This module's name (`/sys/bus/*/drivers/<module>`): the busses name
+/// a driver after the module that registers it, and a module registers
+/// at most one driver per bus.
+pub(crate) fn module_name() -> *const c_char {
+    // SAFETY: `THIS_MODULE` is this module's `struct module`, which lives
+    // as long as the module's code; its name is set before loading and
+    // never changes.
+    unsafe { (*crate::THIS_MODULE.as_ptr()).name.as_ptr() }
+}
+
 /// A registered driver; unregistered (unbinding its devices) on drop.
 ///
 /// # Invariants
 ///
-/// `raw` is a live registration from `B::register` whose data pointer is
-/// the address of this (pinned) value.
+/// `driver` holds a driver structure registered by `B::register::<T>`
+/// until `drop`; `data` is initialised before it is registered.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Registration<B: Bus, T: Driver<B>> {
     data: T::RegistrationData,
-    raw: *mut B::Handle,
     #[pin]
-    _pin: PhantomPinned,
+    driver: Opaque<B::RawDriver>,
     _t: PhantomData<(B, T)>,
 }
 
-// SAFETY: a handle; `data` is `Send + Sync`; unregistering works from any
-// thread.
+// SAFETY: the driver structure belongs to the bus while registered and is
+// only unregistered from here, which works from any thread; `data` is
+// `Send + Sync`.
 unsafe impl<B: Bus, T: Driver<B>> Send for Registration<B, T> {}
 // SAFETY: `&self` gives shared access to `data` only, which is `Sync`.
 unsafe impl<B: Bus, T: Driver<B>> Sync for Registration<B, T> {}
 
 impl<B: Bus, T: Driver<B>> Registration<B, T> {
     pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
-        // INVARIANT: `raw` is the registration just made, whose data pointer
-        // is `this`, the value's final (pinned) address.
-        try_pin_init!(&this in Self {
+        // INVARIANT: `data` is initialised first (fields are initialised
+        // in order), then the driver is registered in place.
+        try_pin_init!(Self {
             data,
-            // `data` is initialised above: registering may probe at once.
-            raw: helpers::register_err_ptr(
-                B::WHAT,
-                // SAFETY: `this` is the final, pinned address of the value
-                // being initialised, which outlives the registration
-                // (unregistered in `drop`); the callbacks expect a
-                // registration for `B` and `T`, which it is.
-                unsafe {
-                    B::register(
-                        T::IDS,
-                        probe_callback::<B, T>,
-                        remove_callback::<B, T>,
-                        this.as_ptr().cast::<c_void>(),
-                    )
-                },
-            )?,
-            _pin: PhantomPinned,
+            // Registering may probe at once: `data` is ready above.
+            driver <- Self::register_driver(),
             _t: PhantomData,
         })
+    }
+
+    fn register_driver() -> impl PinInit<Opaque<B::RawDriver>, Error> {
+        let init = |slot: *mut Opaque<B::RawDriver>| {
+            helpers::register_with(B::WHAT, || {
+                // SAFETY: `slot` is the `driver` field of a registration
+                // being initialised at its final, pinned address, after
+                // `data` (`register`), and stays there until `drop`
+                // unregisters it: `B::register`'s contract.
+                unsafe { B::register::<T>(Opaque::raw_get(slot)) }
+            })
+        };
+        // SAFETY: on success `init` leaves the structure registered; on
+        // failure the bus keeps no pointer to it, and any contents are
+        // valid for an `Opaque`.
+        unsafe { kernel::init::pin_init_from_closure(init) }
     }
 
     pub(crate) fn data(&self) -> &T::RegistrationData {
@@ -141,10 +160,34 @@ impl<B: Bus, T: Driver<B>> PinnedDrop for Registration<B, T> {
     fn drop(self: Pin<&mut Self>) {
         // Unregistering unbinds every device first (running `remove`),
         // while `data` is still alive.
-        // SAFETY: `raw` is a live registration (invariant), unregistered
-        // exactly once, here.
-        unsafe { B::unregister(self.raw) };
+        // SAFETY: `driver` is registered (invariant), unregistered exactly
+        // once, here.
+        unsafe { B::unregister(self.driver.get()) };
     }
+}
+
+/// The registration data of the driver `raw` is bound to.
+///
+/// # Safety
+///
+/// `raw` is being bound to, or unbound from, a driver registered by
+/// [`Registration::register`] for `B` and `T`, for as long as the
+/// reference is used; the driver core does not unregister a driver while
+/// its probe or remove runs.
+unsafe fn registration_data<'a, B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> &'a T::RegistrationData {
+    // SAFETY: the driver core sets the device's driver before probe and
+    // clears it after remove; it is the generic driver of the structure
+    // held by a registration for `B` and `T` (function contract).
+    let drv = unsafe { B::raw_driver((*B::as_device(raw)).driver) };
+    // `Opaque` is `repr(transparent)`: the structure is the field.
+    let drv = drv.cast::<Opaque<B::RawDriver>>();
+    // SAFETY: `drv` is the `driver` field of a live `Registration<B, T>`
+    // (function contract), so stepping back to it stays in the object.
+    let reg = unsafe { kernel::container_of!(drv, Registration<B, T>, driver) };
+    // SAFETY: `data` is initialised before the driver is registered
+    // (invariant), and lives until it is unregistered (after this
+    // callback); only shared references to it exist.
+    unsafe { &*core::ptr::addr_of!((*reg).data) }
 }
 
 /// The drvdata field of `raw`'s device.
@@ -153,24 +196,24 @@ impl<B: Bus, T: Driver<B>> PinnedDrop for Registration<B, T> {
 ///
 /// `raw` is bound to (or being bound to) our driver: the driver core
 /// reads and writes `driver_data` only through the bound driver.
-unsafe fn drvdata<B: Bus>(raw: *mut B::Raw) -> *mut *mut c_void {
+unsafe fn drvdata<B: Bus>(raw: *mut B::Raw) -> *mut *mut kernel::ffi::c_void {
     // SAFETY: the device is live (function contract).
     unsafe { core::ptr::addr_of_mut!((*B::as_device(raw)).driver_data) }
 }
 
+/// The bus's probe, for its trampoline to call.
+///
 /// # Safety
 ///
 /// Called by the bus with a live device being bound to a driver
 /// registered by [`Registration::register`] for `B` and `T`.
-unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> c_int {
-    // SAFETY: the device is being bound to our driver (function contract),
-    // whose data pointer is the live registration (unregistering waits
-    // for probes).
-    let reg = unsafe { &*B::registration_data(raw).cast::<Registration<B, T>>() };
+pub(crate) unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> c_int {
+    // SAFETY: being bound to our driver for this call (function contract).
+    let data = unsafe { registration_data::<B, T>(raw) };
     // SAFETY: the device is being bound to our driver for this call.
     let dev = unsafe { B::device(raw) };
     from_result(|| {
-        let object = T::probe(&dev, &reg.data)?;
+        let object = T::probe(&dev, data)?;
         // `remove_callback` takes it back.
         // SAFETY: bound to our driver (function contract).
         unsafe { *drvdata::<B>(raw) = object.into_foreign().cast_mut() };
@@ -178,11 +221,13 @@ unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> c
     })
 }
 
+/// The bus's remove, for its trampoline to call.
+///
 /// # Safety
 ///
 /// Called by the bus once per successful probe, when unbinding, with a
 /// live device bound to a driver registered for `B` and `T`.
-unsafe extern "C" fn remove_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) {
+pub(crate) unsafe extern "C" fn remove_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) {
     // SAFETY: the device is being unbound from our driver during this call.
     let dev = unsafe { B::device(raw) };
     // SAFETY: drvdata holds what `probe_callback` stored with

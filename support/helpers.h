@@ -84,30 +84,6 @@ void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 		return pname;                                                 \
 	}
 
-/*
- * The dax bus. struct dax_device_driver and struct dev_dax are declared in
- * drivers/dax/bus.h and drivers/dax/dax-private.h, private to drivers/dax:
- * building needs a full kernel source tree, not a distribution's header
- * package (see Documentation/cxlfabric/support.rst).
- */
-struct dev_dax;
-struct cxlf_dax_driver;
-
-struct cxlf_dax_driver *cxlf_dax_driver_register(int (*probe)(struct dev_dax *),
-						 void (*remove)(struct dev_dax *),
-						 void *data);
-void cxlf_dax_driver_unregister(struct cxlf_dax_driver *drv);
-void *cxlf_dev_dax_driver_data(struct dev_dax *dev_dax);
-struct device *cxlf_dev_dax_device(struct dev_dax *dev_dax);
-int cxlf_dev_dax_nr_ranges(const struct dev_dax *dev_dax);
-int cxlf_dev_dax_range(const struct dev_dax *dev_dax, int i, u64 *start,
-		       u64 *end, u64 *pgoff);
-unsigned int cxlf_dev_dax_align(const struct dev_dax *dev_dax);
-int cxlf_dev_dax_id(const struct dev_dax *dev_dax);
-int cxlf_dev_dax_region_id(const struct dev_dax *dev_dax);
-int cxlf_dev_dax_target_node(const struct dev_dax *dev_dax);
-struct inode *cxlf_dev_dax_inode(struct dev_dax *dev_dax);
-
 /* The kernel's tracepoints by name: returns the tracepoint or an ERR_PTR. */
 void *cxlf_tracepoint_register(const char *name, void *probe, void *data);
 void cxlf_tracepoint_unregister(void *tp, void *probe, void *data);
@@ -144,21 +120,13 @@ struct perf_event *cxlf_perf_counter_create(struct task_struct *task,
 u64 cxlf_perf_counter_read(struct perf_event *event);
 void cxlf_perf_counter_release(struct perf_event *event);
 
-/* PCI drivers and devices (struct pci_driver, pci_dev are opaque to Rust). */
+/* PCI devices (struct pci_dev is opaque to Rust). */
 struct pci_dev;
-struct cxlf_pci_driver;
-struct cxlf_pci_driver *cxlf_pci_driver_register(u16 vendor, u16 device,
-						 int (*probe)(struct pci_dev *),
-						 void (*remove)(struct pci_dev *),
-						 void *data);
-void cxlf_pci_driver_unregister(struct cxlf_pci_driver *d);
-void *cxlf_pci_driver_data(struct pci_dev *pdev);
+struct resource;
 struct device *cxlf_pci_device(struct pci_dev *pdev);
 u16 cxlf_pci_vendor(struct pci_dev *pdev);
 u16 cxlf_pci_device_id(struct pci_dev *pdev);
-int cxlf_pci_resource(struct pci_dev *pdev, int bar, u64 *start, u64 *len,
-		      bool *mem);
-int cxlf_pci_alloc_msix(struct pci_dev *pdev, unsigned int n);
+struct resource *cxlf_pci_resource(struct pci_dev *pdev, int bar);
 
 /* Network devices (struct net_device is opaque to Rust). */
 struct device;

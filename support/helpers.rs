@@ -28,18 +28,6 @@ pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
     register_with(what, || from_err_ptr(raw))
 }
 
-/// `struct cxlf_pci_driver`: a PCI driver and its id table, owned by C.
-#[repr(C)]
-pub(crate) struct CxlfPciDriver {
-    _opaque: [u8; 0],
-}
-
-/// `struct cxlf_dax_driver`: a dax bus driver, owned by C.
-#[repr(C)]
-pub(crate) struct CxlfDaxDriver {
-    _opaque: [u8; 0],
-}
-
 /// `struct cxlf_periodic`: a self-requeueing delayed work, owned by C.
 #[repr(C)]
 pub(crate) struct CxlfPeriodic {
@@ -49,12 +37,6 @@ pub(crate) struct CxlfPeriodic {
 /// `struct cxlf_dir`: a sysfs directory, owned by C (its kobject).
 #[repr(C)]
 pub(crate) struct CxlfDir {
-    _opaque: [u8; 0],
-}
-
-/// `struct dev_dax`, private to drivers/dax.
-#[repr(C)]
-pub(crate) struct RawDevDax {
     _opaque: [u8; 0],
 }
 
@@ -157,32 +139,13 @@ extern "C" {
         ctx: *mut c_void,
     );
 
-    pub(crate) fn cxlf_dax_driver_register(
-        probe: unsafe extern "C" fn(*mut RawDevDax) -> c_int,
-        remove: unsafe extern "C" fn(*mut RawDevDax),
-        data: *mut c_void,
-    ) -> *mut CxlfDaxDriver;
-    pub(crate) fn cxlf_dax_driver_unregister(drv: *mut CxlfDaxDriver);
-    pub(crate) fn cxlf_pci_driver_register(
-        vendor: u16,
-        device: u16,
-        probe: unsafe extern "C" fn(*mut bindings::pci_dev) -> c_int,
-        remove: unsafe extern "C" fn(*mut bindings::pci_dev),
-        data: *mut c_void,
-    ) -> *mut CxlfPciDriver;
-    pub(crate) fn cxlf_pci_driver_unregister(drv: *mut CxlfPciDriver);
-    pub(crate) fn cxlf_pci_driver_data(pdev: *mut bindings::pci_dev) -> *mut c_void;
     pub(crate) fn cxlf_pci_device(pdev: *mut bindings::pci_dev) -> *mut bindings::device;
     pub(crate) fn cxlf_pci_vendor(pdev: *mut bindings::pci_dev) -> u16;
     pub(crate) fn cxlf_pci_device_id(pdev: *mut bindings::pci_dev) -> u16;
     pub(crate) fn cxlf_pci_resource(
         pdev: *mut bindings::pci_dev,
         bar: c_int,
-        start: *mut u64,
-        len: *mut u64,
-        mem: *mut bool,
-    ) -> c_int;
-    pub(crate) fn cxlf_pci_alloc_msix(pdev: *mut bindings::pci_dev, n: c_uint) -> c_int;
+    ) -> *mut bindings::resource;
     pub(crate) fn cxlf_netdev_priv(dev: *mut bindings::net_device) -> *mut c_void;
     pub(crate) fn cxlf_netdev_set_netdev_ops(
         dev: *mut bindings::net_device,
@@ -225,19 +188,4 @@ extern "C" {
     pub(crate) fn cxlf_local_bh_disable();
     pub(crate) fn cxlf_local_bh_enable();
     pub(crate) fn cxlf_skb_record_rx_queue(skb: *mut bindings::sk_buff, rxq: u16);
-    pub(crate) fn cxlf_dev_dax_driver_data(dev_dax: *mut RawDevDax) -> *mut c_void;
-    pub(crate) fn cxlf_dev_dax_device(dev_dax: *mut RawDevDax) -> *mut bindings::device;
-    pub(crate) fn cxlf_dev_dax_nr_ranges(dev_dax: *const RawDevDax) -> c_int;
-    pub(crate) fn cxlf_dev_dax_range(
-        dev_dax: *const RawDevDax,
-        i: c_int,
-        start: *mut u64,
-        end: *mut u64,
-        pgoff: *mut u64,
-    ) -> c_int;
-    pub(crate) fn cxlf_dev_dax_align(dev_dax: *const RawDevDax) -> c_uint;
-    pub(crate) fn cxlf_dev_dax_id(dev_dax: *const RawDevDax) -> c_int;
-    pub(crate) fn cxlf_dev_dax_region_id(dev_dax: *const RawDevDax) -> c_int;
-    pub(crate) fn cxlf_dev_dax_target_node(dev_dax: *const RawDevDax) -> c_int;
-    pub(crate) fn cxlf_dev_dax_inode(dev_dax: *mut RawDevDax) -> *mut bindings::inode;
 }

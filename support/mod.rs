@@ -43,12 +43,13 @@
 //! | [`uapi`]         | none: the project's ABI                                  |
 //!
 //! Whatever 6.12's bindings give Rust (exported functions, constants,
-//! plain struct fields, the kernel's Rust helpers) is used directly; the
-//! C helpers in `helpers.c` cover only static inlines, macros and
-//! structures bindgen does not see or cannot express (`struct
-//! miscdevice`, `struct dev_dax`, `vm_flags_set`, `pfn_t`, ...), each
-//! saying why it is C. Every module links them through its own
-//! `helpers.c` (`#include "../support/helpers.c"`).
+//! plain struct fields, the kernel's Rust helpers) is used directly, and
+//! what they lack is generated per module from `support/bindings/`
+//! (`struct miscdevice`, `struct dev_dax`, `pci_driver`, `napi_struct`,
+//! ...). C remains only for static inlines, macros and fields of structs
+//! 6.12 declares opaque (`struct pci_dev`, `struct net_device`): one-line
+//! helpers in `helpers/<part>.c`, each saying why it is C, and a module
+//! links only the parts its Kbuild names (`cxlf_support`).
 
 // Each module uses a subset of the layer; the rest is not dead code.
 #![allow(dead_code)]

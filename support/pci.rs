@@ -9,32 +9,22 @@
 //! claimed region): the per-device object's field order is its teardown
 //! order.
 //!
-//! 6.12's bindings see `struct pci_dev` as opaque and lack `pci.h`: the
-//! struct fields and the driver structure are reached through C helpers;
-//! exported functions are declared here.
+//! The driver structure (`struct pci_driver` and its id table) is built
+//! here, with its probe and remove trampolines; it and the PCI core's
+//! functions come from `pci.h` through [`super::bindings`]. 6.12's
+//! kernel bindings declare `struct pci_dev` without its fields, so its
+//! fields are read through one-line C helpers.
 
-use super::driver::{Bus, Registration};
+use super::bindings;
+use super::driver::{self, Bus, Driver, Registration};
 use super::helpers;
 use super::sharedmem::WbMap;
 use core::marker::PhantomData;
-use kernel::bindings;
+use core::ptr::{addr_of, addr_of_mut};
 use kernel::error::to_result;
-use kernel::ffi::{c_char, c_int, c_uint, c_void};
+use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
-
-// Exported by the PCI core; `pci.h` is not in 6.12's bindings.
-extern "C" {
-    fn pci_enable_device_mem(dev: *mut bindings::pci_dev) -> c_int;
-    fn pci_disable_device(dev: *mut bindings::pci_dev);
-    fn pci_set_master(dev: *mut bindings::pci_dev);
-    fn pci_request_region(dev: *mut bindings::pci_dev, bar: c_int, name: *const c_char) -> c_int;
-    fn pci_release_region(dev: *mut bindings::pci_dev, bar: c_int);
-    fn pci_irq_vector(dev: *mut bindings::pci_dev, nr: c_uint) -> c_int;
-    fn pci_free_irq_vectors(dev: *mut bindings::pci_dev);
-    fn pci_dev_get(dev: *mut bindings::pci_dev) -> *mut bindings::pci_dev;
-    fn pci_dev_put(dev: *mut bindings::pci_dev);
-}
 
 /// A PCI device, borrowed during `probe` and `remove`.
 ///
@@ -79,16 +69,29 @@ impl Device<'_> {
         unsafe { helpers::cxlf_pci_device_id(self.raw) }
     }
 
-    /// BAR `bar`'s place, `EINVAL` if it has none.
+    /// BAR `bar`'s place, `EINVAL` if it has none (no such BAR, empty,
+    /// or unassigned).
     pub(crate) fn resource(&self, bar: u32) -> Result<Resource> {
-        let (mut start, mut len, mut mem) = (0u64, 0u64, false);
+        if bar >= bindings::PCI_STD_NUM_BARS {
+            return Err(EINVAL);
+        }
         let bar = c_int::try_from(bar).map_err(|_| EINVAL)?;
-        // SAFETY: `raw` is live (invariant); the helper checks `bar` and
-        // writes only through the three valid pointers.
-        to_result(unsafe {
-            helpers::cxlf_pci_resource(self.raw, bar, &mut start, &mut len, &mut mem)
-        })?;
-        Ok(Resource { start, len, mem })
+        // SAFETY: `raw` is live (invariant) and `bar` one of its standard
+        // BARs, whose resource lives as long as the device.
+        let res = unsafe { helpers::cxlf_pci_resource(self.raw, bar) };
+        // SAFETY: as above; plain reads, as `pci_resource_start`, `_len`
+        // and `_flags` do.
+        let (start, end, flags) = unsafe { ((*res).start, (*res).end, (*res).flags) };
+        // `pci_resource_len`: nothing when the end is 0.
+        let len = if end == 0 { 0 } else { end - start + 1 };
+        if len == 0 || flags & bindings::IORESOURCE_UNSET as c_ulong != 0 {
+            return Err(EINVAL);
+        }
+        Ok(Resource {
+            start,
+            len,
+            mem: flags & bindings::IORESOURCE_MEM as c_ulong != 0,
+        })
     }
 
     /// The generic device (for `dev_*` logging and DMA).
@@ -116,14 +119,14 @@ impl Device<'_> {
     /// disabled again when the value is dropped.
     pub(crate) fn enable_device_mem(&self) -> Result<Enabled> {
         // SAFETY: `raw` is live (invariant).
-        to_result(unsafe { pci_enable_device_mem(self.raw) })?;
+        to_result(unsafe { bindings::pci_enable_device_mem(self.raw) })?;
         Ok(Enabled(Held::get(self.raw)))
     }
 
     /// Lets the device master the bus (DMA, MSI-X writes).
     pub(crate) fn set_master(&self) {
         // SAFETY: `raw` is live (invariant).
-        unsafe { pci_set_master(self.raw) };
+        unsafe { bindings::pci_set_master(self.raw) };
     }
 
     /// Claims BAR `bar` for this driver (`/proc/iomem` shows `name`).
@@ -132,7 +135,7 @@ impl Device<'_> {
         let bar = c_int::try_from(bar).map_err(|_| EINVAL)?;
         // SAFETY: `raw` is live (invariant); `name` is 'static, as the
         // resource keeps the pointer.
-        to_result(unsafe { pci_request_region(self.raw, bar, name.as_char_ptr()) })?;
+        to_result(unsafe { bindings::pci_request_region(self.raw, bar, name.as_char_ptr()) })?;
         // INVARIANT: requested just above.
         Ok(Region {
             dev: Held::get(self.raw),
@@ -145,7 +148,9 @@ impl Device<'_> {
     /// every handler registered on them, by field order).
     pub(crate) fn alloc_msix(&self, n: u32) -> Result<IrqVectors> {
         // SAFETY: `raw` is live (invariant).
-        to_result(unsafe { helpers::cxlf_pci_alloc_msix(self.raw, n) })?;
+        let got =
+            unsafe { bindings::pci_alloc_irq_vectors(self.raw, n, n, bindings::PCI_IRQ_MSIX) };
+        to_result(got.min(0))?;
         Ok(IrqVectors {
             dev: Held::get(self.raw),
             n,
@@ -173,7 +178,7 @@ impl Held {
     fn get(raw: *mut bindings::pci_dev) -> Held {
         // SAFETY: `raw` is live (the callers' invariant); this takes a
         // reference.
-        let raw = unsafe { pci_dev_get(raw) };
+        let raw = unsafe { bindings::pci_dev_get(raw) };
         // INVARIANT: the reference just taken.
         Held { raw }
     }
@@ -182,7 +187,7 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         // SAFETY: drops the reference `get` took (invariant).
-        unsafe { pci_dev_put(self.raw) };
+        unsafe { bindings::pci_dev_put(self.raw) };
     }
 }
 
@@ -192,7 +197,7 @@ pub(crate) struct Enabled(Held);
 impl Drop for Enabled {
     fn drop(&mut self) {
         // SAFETY: enabled by `enable_device_mem`, disabled once, here.
-        unsafe { pci_disable_device(self.0.raw) };
+        unsafe { bindings::pci_disable_device(self.0.raw) };
     }
 }
 
@@ -217,7 +222,7 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: requested by `request_region` (invariant), released once.
-        unsafe { pci_release_region(self.dev.raw, self.bar) };
+        unsafe { bindings::pci_release_region(self.dev.raw, self.bar) };
     }
 }
 
@@ -306,7 +311,7 @@ impl IrqVectors {
         }
         // SAFETY: the device holds `n` vectors (allocated by
         // `alloc_msix`), and `i` is below it.
-        let irq = unsafe { pci_irq_vector(self.dev.raw, i) };
+        let irq = unsafe { bindings::pci_irq_vector(self.dev.raw, i) };
         u32::try_from(irq).map_err(|_| Error::from_errno(irq))
     }
 }
@@ -315,39 +320,79 @@ impl Drop for IrqVectors {
     fn drop(&mut self) {
         // SAFETY: allocated by `alloc_msix`; every handler on them was
         // freed before (the owner's field order), freed once, here.
-        unsafe { pci_free_irq_vectors(self.dev.raw) };
+        unsafe { bindings::pci_free_irq_vectors(self.dev.raw) };
     }
 }
 
+/// A PCI driver's C side: `struct pci_driver` and its id table (one id
+/// and the terminating zero entry), inside its [`Registration`].
+#[repr(C)]
+pub(crate) struct RawPciDriver {
+    driver: bindings::pci_driver,
+    ids: [bindings::pci_device_id; 2],
+}
+
 /// The PCI bus, for [`super::driver::Registration`]; a driver matches
-/// one vendor and device id (`Driver::IDS`).
+/// one vendor and device id (`Driver::IDS`), any subsystem.
 pub(crate) struct PciBus;
 
 impl Bus for PciBus {
     type Raw = bindings::pci_dev;
-    type Handle = helpers::CxlfPciDriver;
+    type RawDriver = RawPciDriver;
     type Ids = (u16, u16);
     type Device<'a> = Device<'a>;
     const WHAT: &'static str = "the PCI driver";
 
-    unsafe fn register(
-        (vendor, device): (u16, u16),
-        probe: unsafe extern "C" fn(*mut bindings::pci_dev) -> c_int,
-        remove: unsafe extern "C" fn(*mut bindings::pci_dev),
-        data: *mut c_void,
-    ) -> *mut helpers::CxlfPciDriver {
-        // SAFETY: the caller keeps `data` valid until `unregister`.
-        unsafe { helpers::cxlf_pci_driver_register(vendor, device, probe, remove, data) }
+    unsafe fn register<T: Driver<PciBus>>(drv: *mut RawPciDriver) -> Result {
+        let (vendor, device) = T::IDS;
+        let id = bindings::pci_device_id {
+            vendor: vendor.into(),
+            device: device.into(),
+            // `PCI_ANY_ID` is `~0`, stored in `__u32` fields.
+            subvendor: bindings::PCI_ANY_ID as u32,
+            subdevice: bindings::PCI_ANY_ID as u32,
+            ..Default::default()
+        };
+        // SAFETY: `drv` is valid for writes and pinned (function
+        // contract), so the id table pointer into it stays valid.
+        unsafe {
+            drv.write(RawPciDriver {
+                driver: bindings::pci_driver {
+                    name: driver::module_name(),
+                    id_table: addr_of!((*drv).ids).cast(),
+                    probe: Some(probe_callback::<T>),
+                    remove: Some(driver::remove_callback::<PciBus, T>),
+                    ..Default::default()
+                },
+                ids: [id, Default::default()],
+            })
+        };
+        // SAFETY: the driver is built above, where it stays until
+        // `unregister` (function contract); the module and its name
+        // outlive it.
+        to_result(unsafe {
+            bindings::__pci_register_driver(
+                addr_of_mut!((*drv).driver),
+                crate::THIS_MODULE.as_ptr(),
+                driver::module_name(),
+            )
+        })
     }
 
-    unsafe fn unregister(handle: *mut helpers::CxlfPciDriver) {
-        // SAFETY: from `register`, once (function contract).
-        unsafe { helpers::cxlf_pci_driver_unregister(handle) }
+    unsafe fn unregister(drv: *mut RawPciDriver) {
+        // SAFETY: registered by `register`, unregistered once (function
+        // contract).
+        unsafe { bindings::pci_unregister_driver(addr_of_mut!((*drv).driver)) }
     }
 
-    unsafe fn registration_data(raw: *mut bindings::pci_dev) -> *mut c_void {
-        // SAFETY: bound (or being bound) to a driver `register` made.
-        unsafe { helpers::cxlf_pci_driver_data(raw) }
+    unsafe fn raw_driver(drv: *mut bindings::device_driver) -> *mut RawPciDriver {
+        // SAFETY: `drv` is the generic driver of a `pci_driver`, the
+        // `driver` field of a `RawPciDriver` (function contract):
+        // `to_pci_driver`, then one more step back.
+        unsafe {
+            let pdrv = kernel::container_of!(drv, bindings::pci_driver, driver);
+            kernel::container_of!(pdrv, RawPciDriver, driver).cast_mut()
+        }
     }
 
     unsafe fn as_device(raw: *mut bindings::pci_dev) -> *mut bindings::device {
@@ -360,6 +405,21 @@ impl Bus for PciBus {
         // (function contract).
         unsafe { Device::from_raw(raw) }
     }
+}
+
+/// `pci_driver.probe`: the PCI core passes the matching id too, which the
+/// driver does not need (it matches one).
+///
+/// # Safety
+///
+/// Called by the PCI core with a live device being bound to a driver
+/// [`PciBus::register`] registered for `T`.
+unsafe extern "C" fn probe_callback<T: Driver<PciBus>>(
+    pdev: *mut bindings::pci_dev,
+    _id: *const bindings::pci_device_id,
+) -> c_int {
+    // SAFETY: as this function's contract.
+    unsafe { driver::probe_callback::<PciBus, T>(pdev) }
 }
 
 /// A registered PCI driver (`/sys/bus/pci/drivers/<module>`).
