@@ -32,3 +32,8 @@ mod generated {
 pub(crate) use generated::*;
 #[allow(unused_imports)]
 pub(crate) use kernel::bindings::*;
+
+// The kernel's bindings declare these only as opaque types; the generated
+// definitions take precedence over the glob above.
+#[allow(unused_imports)]
+pub(crate) use generated::perf_event_attr;

@@ -16,3 +16,9 @@
 /* Private to drivers/dax; found through -I$(srctree)/drivers/dax. */
 #include "bus.h"
 #include "dax-private.h"
+
+/* Tracepoints, perf events and task work (support/tracepoint.rs, perf.rs,
+ * task_work.rs). */
+#include <linux/perf_event.h>
+#include <linux/task_work.h>
+#include <linux/tracepoint.h>
