@@ -15,19 +15,9 @@
 #include <linux/module.h>
 #include <linux/pfn_t.h>
 
-/* Misc devices: their sysfs attributes. */
+/* sysfs attributes (of directories and misc devices). */
 struct attribute;
 void cxlf_sysfs_attr_init(struct attribute *attr);
-
-/* A sysfs directory of read-only attributes. */
-struct cxlf_dir;
-struct cxlf_dir *cxlf_dir_create(struct kobject *parent, const char *name,
-				 void *data, const char *const *attr_names,
-				 unsigned int nr_attrs,
-				 ssize_t (*show)(void *data, unsigned int index,
-						 char *buf));
-void cxlf_dir_destroy(struct cxlf_dir *dir);
-struct kobject *cxlf_dir_kobject(struct cxlf_dir *dir);
 
 /* Setting up a VMA in ->mmap, and page-frame entries for its faults. */
 void cxlf_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags);
@@ -35,25 +25,19 @@ void cxlf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags);
 pgprot_t cxlf_pgprot_noncached(pgprot_t prot);
 pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap);
 
-/* ZONE_DEVICE pages over device memory, and their users. */
-struct dev_pagemap;
-struct dev_pagemap *cxlf_pagemap_create(u64 start, u64 len, int nid,
-					void **vaddr);
-void cxlf_pagemap_destroy(struct dev_pagemap *pgmap);
-unsigned long cxlf_pages_referenced(unsigned long pfn, unsigned long nr);
-void cxlf_clear_flush(void *addr, size_t len);
+/* ZONE_DEVICE pages, and their users. */
+struct page;
+struct page *cxlf_pfn_to_page(unsigned long pfn);
+int cxlf_page_ref_count(const struct page *page);
+void cxlf_cond_resched(void);
 
 /* The calling task, and the clock. */
 u32 cxlf_current_euid(void);
 u64 cxlf_ktime_boottime_ns(void);
 
-/* A function run again and again on a high-priority workqueue: the
- * system's, or one of its own named `wq_name`. */
-struct cxlf_periodic;
-struct cxlf_periodic *cxlf_periodic_start(unsigned int (*fn)(void *ctx),
-					  void *ctx, unsigned int first_ms,
-					  const char *wq_name);
-void cxlf_periodic_stop(struct cxlf_periodic *periodic);
+/* Delayed work. */
+struct delayed_work;
+void cxlf_init_delayed_work(struct delayed_work *dwork, work_func_t func);
 
 /*
  * A module parameter, defined in the module's own helpers.c and read
@@ -84,15 +68,10 @@ void cxlf_periodic_stop(struct cxlf_periodic *periodic);
 		return pname;                                                 \
 	}
 
-/* The kernel's tracepoints by name: returns the tracepoint or an ERR_PTR. */
-void *cxlf_tracepoint_register(const char *name, void *probe, void *data);
-void cxlf_tracepoint_unregister(void *tp, void *probe, void *data);
-void cxlf_tracepoint_sync(void);
-
-struct task_struct;
-struct callback_head;
-int cxlf_task_work_add(struct task_struct *task, struct callback_head *work,
-		       bool signal, bool no_alloc);
+/* Probes on the kernel's tracepoints. */
+struct tracepoint;
+void cxlf_tracepoint_unregister(struct tracepoint *tp, void *probe, void *data);
+void cxlf_tracepoint_synchronize_unregister(void);
 
 /* Raw spinlocks taken with interrupts off. */
 void cxlf_raw_spin_lock_init(raw_spinlock_t *lock, const char *name,
@@ -100,25 +79,18 @@ void cxlf_raw_spin_lock_init(raw_spinlock_t *lock, const char *name,
 unsigned long cxlf_raw_spin_lock_irqsave(raw_spinlock_t *lock);
 void cxlf_raw_spin_unlock_irqrestore(raw_spinlock_t *lock, unsigned long flags);
 
-/* CPUs, the monotonic clock, sleeping, and other tasks. */
+/* CPUs, the monotonic clock, RCU, tasks, and the current task's state. */
+struct cred;
 unsigned int cxlf_this_cpu(void);
 u64 cxlf_ktime_ns(void);
-bool cxlf_sleep_until_killable(u64 abs_ns, u64 slack_ns);
-struct task_struct *cxlf_get_task_by_vpid(pid_t nr);
-bool cxlf_task_is_user(const struct task_struct *task);
-bool cxlf_task_exiting(const struct task_struct *task);
-pid_t cxlf_task_tgid(const struct task_struct *task);
-pid_t cxlf_task_vpid(const struct task_struct *task);
-bool cxlf_may_renice(const struct task_struct *task);
-void cxlf_for_each_thread(struct task_struct *task,
-			  bool (*fn)(void *ctx, struct task_struct *t), void *ctx);
-
-/* Counting perf events on a task (kernel counters, user mode only). */
-struct perf_event;
-struct perf_event *cxlf_perf_counter_create(struct task_struct *task,
-					    u32 type, u64 config);
-u64 cxlf_perf_counter_read(struct perf_event *event);
-void cxlf_perf_counter_release(struct perf_event *event);
+void cxlf_rcu_read_lock(void);
+void cxlf_rcu_read_unlock(void);
+const struct cred *cxlf_task_cred(const struct task_struct *task);
+struct task_struct *cxlf_first_thread(struct task_struct *task);
+struct task_struct *cxlf_next_thread(struct task_struct *t);
+void cxlf_set_current_state(unsigned int state);
+void cxlf___set_current_state(unsigned int state);
+bool cxlf_fatal_signal_pending(void);
 
 /* PCI devices (struct pci_dev is opaque to Rust). */
 struct pci_dev;

@@ -28,31 +28,8 @@ pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
     register_with(what, || from_err_ptr(raw))
 }
 
-/// `struct cxlf_periodic`: a self-requeueing delayed work, owned by C.
-#[repr(C)]
-pub(crate) struct CxlfPeriodic {
-    _opaque: [u8; 0],
-}
-
-/// `struct cxlf_dir`: a sysfs directory, owned by C (its kobject).
-#[repr(C)]
-pub(crate) struct CxlfDir {
-    _opaque: [u8; 0],
-}
-
 extern "C" {
     pub(crate) fn cxlf_sysfs_attr_init(attr: *mut bindings::attribute);
-
-    pub(crate) fn cxlf_dir_create(
-        parent: *mut bindings::kobject,
-        name: *const c_char,
-        data: *mut c_void,
-        attr_names: *const *const c_char,
-        nr_attrs: c_uint,
-        show: Option<unsafe extern "C" fn(*mut c_void, c_uint, *mut c_char) -> isize>,
-    ) -> *mut CxlfDir;
-    pub(crate) fn cxlf_dir_destroy(dir: *mut CxlfDir);
-    pub(crate) fn cxlf_dir_kobject(dir: *mut CxlfDir) -> *mut bindings::kobject;
 
     pub(crate) fn cxlf_vm_flags_set(
         vma: *mut bindings::vm_area_struct,
@@ -65,45 +42,24 @@ extern "C" {
     pub(crate) fn cxlf_pgprot_noncached(prot: bindings::pgprot_t) -> bindings::pgprot_t;
     pub(crate) fn cxlf_pfn_to_pfn_t(pfn: c_ulong, devmap: bool) -> bindings::pfn_t;
 
-    pub(crate) fn cxlf_pagemap_create(
-        start: u64,
-        len: u64,
-        nid: c_int,
-        vaddr: *mut *mut c_void,
-    ) -> *mut bindings::dev_pagemap;
-    pub(crate) fn cxlf_pagemap_destroy(pgmap: *mut bindings::dev_pagemap);
-    pub(crate) fn cxlf_pages_referenced(pfn: c_ulong, nr: c_ulong) -> c_ulong;
-    pub(crate) fn cxlf_clear_flush(addr: *mut c_void, len: usize);
+    pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
+    pub(crate) fn cxlf_page_ref_count(page: *const bindings::page) -> c_int;
+    pub(crate) fn cxlf_cond_resched();
 
     pub(crate) fn cxlf_current_euid() -> u32;
     pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
 
-    pub(crate) fn cxlf_periodic_start(
-        func: unsafe extern "C" fn(*mut c_void) -> c_uint,
-        ctx: *mut c_void,
-        first_ms: c_uint,
-        wq_name: *const c_char,
-    ) -> *mut CxlfPeriodic;
-    pub(crate) fn cxlf_periodic_stop(periodic: *mut CxlfPeriodic);
+    pub(crate) fn cxlf_init_delayed_work(
+        dwork: *mut bindings::delayed_work,
+        func: bindings::work_func_t,
+    );
 
-    pub(crate) fn cxlf_tracepoint_register(
-        name: *const c_char,
-        probe: *mut c_void,
-        data: *mut c_void,
-    ) -> *mut c_void;
     pub(crate) fn cxlf_tracepoint_unregister(
-        tp: *mut c_void,
+        tp: *mut bindings::tracepoint,
         probe: *mut c_void,
         data: *mut c_void,
     );
-    pub(crate) fn cxlf_tracepoint_sync();
-
-    pub(crate) fn cxlf_task_work_add(
-        task: *mut bindings::task_struct,
-        work: *mut bindings::callback_head,
-        signal: bool,
-        no_alloc: bool,
-    ) -> c_int;
+    pub(crate) fn cxlf_tracepoint_synchronize_unregister();
 
     pub(crate) fn cxlf_raw_spin_lock_init(
         lock: *mut bindings::raw_spinlock_t,
@@ -118,27 +74,15 @@ extern "C" {
 
     pub(crate) fn cxlf_this_cpu() -> c_uint;
     pub(crate) fn cxlf_ktime_ns() -> u64;
-    pub(crate) fn cxlf_sleep_until_killable(abs_ns: u64, slack_ns: u64) -> bool;
-    pub(crate) fn cxlf_get_task_by_vpid(nr: bindings::pid_t) -> *mut bindings::task_struct;
-    pub(crate) fn cxlf_task_is_user(task: *const bindings::task_struct) -> bool;
-    pub(crate) fn cxlf_task_exiting(task: *const bindings::task_struct) -> bool;
-    pub(crate) fn cxlf_task_tgid(task: *const bindings::task_struct) -> bindings::pid_t;
-    pub(crate) fn cxlf_task_vpid(task: *const bindings::task_struct) -> bindings::pid_t;
-    pub(crate) fn cxlf_may_renice(task: *const bindings::task_struct) -> bool;
-    pub(crate) fn cxlf_perf_counter_create(
-        task: *mut bindings::task_struct,
-        type_: u32,
-        config: u64,
-    ) -> *mut bindings::perf_event;
-    pub(crate) fn cxlf_perf_counter_read(event: *mut bindings::perf_event) -> u64;
-    pub(crate) fn cxlf_perf_counter_release(event: *mut bindings::perf_event);
-
-    pub(crate) fn cxlf_for_each_thread(
-        task: *mut bindings::task_struct,
-        func: unsafe extern "C" fn(*mut c_void, *mut bindings::task_struct) -> bool,
-        ctx: *mut c_void,
-    );
-
+    pub(crate) fn cxlf_rcu_read_lock();
+    pub(crate) fn cxlf_rcu_read_unlock();
+    pub(crate) fn cxlf_task_cred(task: *const bindings::task_struct) -> *const bindings::cred;
+    pub(crate) fn cxlf_first_thread(task: *mut bindings::task_struct)
+        -> *mut bindings::task_struct;
+    pub(crate) fn cxlf_next_thread(t: *mut bindings::task_struct) -> *mut bindings::task_struct;
+    pub(crate) fn cxlf_set_current_state(state: c_uint);
+    pub(crate) fn cxlf___set_current_state(state: c_uint);
+    pub(crate) fn cxlf_fatal_signal_pending() -> bool;
     pub(crate) fn cxlf_pci_device(pdev: *mut bindings::pci_dev) -> *mut bindings::device;
     pub(crate) fn cxlf_pci_vendor(pdev: *mut bindings::pci_dev) -> u16;
     pub(crate) fn cxlf_pci_device_id(pdev: *mut bindings::pci_dev) -> u16;

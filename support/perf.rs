@@ -5,8 +5,7 @@
 //! one event of one task in user mode, from its creation until it is
 //! dropped; reading and dropping it may sleep.
 
-use super::helpers;
-use kernel::bindings;
+use super::bindings;
 use kernel::error::from_err_ptr;
 use kernel::prelude::*;
 use kernel::task::Task;
@@ -41,11 +40,28 @@ impl Counter {
     /// (a hardware event under TCG), `ESRCH` if the task is exiting.
     pub(crate) fn new(task: &Task, event: Event) -> Result<Counter> {
         let raw = core::ptr::from_ref(task).cast_mut().cast();
-        // SAFETY: `task` is live for the call (the caller holds it); the
-        // helper has no other preconditions and returns an event or an
-        // ERR_PTR.
+        // User mode only: kernel-mode events of another task are what
+        // `perf_event_paranoid` keeps from unprivileged users, and a
+        // channel's owner may be one.
+        let mut attr = bindings::perf_event_attr {
+            type_: event.type_,
+            size: core::mem::size_of::<bindings::perf_event_attr>() as u32,
+            config: event.config,
+            ..Default::default()
+        };
+        attr.set_exclude_kernel(1);
+        attr.set_exclude_hv(1);
+        // SAFETY: `attr` is a complete attribute, read during the call;
+        // `task` is live for the call (the caller holds it); no CPU (-1)
+        // and no overflow handler. Returns an event or an ERR_PTR.
         let event = from_err_ptr(unsafe {
-            helpers::cxlf_perf_counter_create(raw, event.type_, event.config)
+            bindings::perf_event_create_kernel_counter(
+                &mut attr,
+                -1,
+                raw,
+                None,
+                core::ptr::null_mut(),
+            )
         })?;
         // INVARIANT: a counter we created and nothing else releases.
         Ok(Counter { event })
@@ -54,9 +70,10 @@ impl Counter {
     /// Events counted so far (while the task ran). Process context: it may
     /// sleep, and asks the task's CPU if it is running.
     pub(crate) fn read(&self) -> u64 {
+        let (mut enabled, mut running) = (0, 0);
         // SAFETY: `event` is live (type invariant); process context is
-        // this function's contract.
-        unsafe { helpers::cxlf_perf_counter_read(self.event) }
+        // this function's contract; the times are written to locals.
+        unsafe { bindings::perf_event_read_value(self.event, &mut enabled, &mut running) }
     }
 }
 
@@ -65,6 +82,6 @@ impl Drop for Counter {
         // SAFETY: `event` is live and released only here (type invariant).
         // Dropping a `Counter` may sleep: its owners drop it in process
         // context.
-        unsafe { helpers::cxlf_perf_counter_release(self.event) };
+        unsafe { bindings::perf_event_release_kernel(self.event) };
     }
 }

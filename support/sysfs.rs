@@ -12,14 +12,15 @@
 //! with no lock of the caller's held; it should read atomics or take a
 //! lock that is never held while a [`Dir`] is dropped.
 
+use super::bindings;
 use super::helpers;
 use core::marker::PhantomData;
-use kernel::error::{from_err_ptr, from_result};
-use kernel::ffi::{c_char, c_uint, c_void};
+use kernel::error::{from_result, to_result};
+use kernel::ffi::c_char;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
-use kernel::types::ForeignOwnable;
+use kernel::types::Opaque;
 
 /// What a directory's attributes show.
 pub(crate) trait Attributes: Send + Sync + Sized + 'static {
@@ -44,7 +45,7 @@ impl Attributes for NoAttributes {
 /// Where a directory is created: a kobject that outlives the borrow.
 #[derive(Clone, Copy)]
 pub(crate) struct Parent<'a> {
-    kobj: *mut kernel::bindings::kobject,
+    kobj: *mut bindings::kobject,
     _owner: PhantomData<&'a ()>,
 }
 
@@ -53,7 +54,7 @@ impl Parent<'_> {
     ///
     /// `kobj` is a live, registered kobject for the lifetime of the
     /// `Parent`.
-    pub(crate) unsafe fn from_raw(kobj: *mut kernel::bindings::kobject) -> Self {
+    pub(crate) unsafe fn from_raw(kobj: *mut bindings::kobject) -> Self {
         Parent {
             kobj,
             _owner: PhantomData,
@@ -65,25 +66,50 @@ impl Parent<'_> {
 ///
 /// # Invariants
 ///
-/// `raw` is a live directory from `cxlf_dir_create` whose data pointer is
-/// `data`, turned into a raw pointer by `Arc::into_foreign` and given
-/// back only after the directory is destroyed.
+/// `raw.kobj` is a live directory (from `kobject_create_and_add`, this
+/// value's reference) whose files are `raw`'s attributes, which show
+/// `raw.data`; `raw` stays at its address until the directory is removed.
 pub(crate) struct Dir<T: Attributes> {
-    raw: *mut helpers::CxlfDir,
-    data: *const c_void,
-    _t: PhantomData<Arc<T>>,
+    raw: KBox<Raw<T>>,
 }
 
-// SAFETY: a `Dir` is a handle on C state that may be destroyed from any
+// SAFETY: a `Dir` is a handle on a kobject that may be removed from any
 // thread, plus an `Arc<T>` with `T: Send + Sync`.
 unsafe impl<T: Attributes> Send for Dir<T> {}
-// SAFETY: `&Dir` gives access to nothing but the parent kobject.
+// SAFETY: `&Dir` gives access to nothing but the kobject (as a parent).
 unsafe impl<T: Attributes> Sync for Dir<T> {}
 
 /// sysfs file names are kept as pointers by C; names are `'static`.
 const MAX_ATTRIBUTES: usize = 16;
 /// Directory names, with their NUL (kobject names are copied).
 const NAME_BYTES: usize = 64;
+
+/// A directory's C side: its kobject and its attributes, all shown by
+/// [`show_attribute`] with `data`. The kobject is the core's
+/// (`kobject_create_and_add`: its release is core code, so a delayed
+/// release, `CONFIG_DEBUG_KOBJECT_RELEASE`, never calls into an unloaded
+/// module); the attributes are this module's, freed once `kobject_del`
+/// has removed the files.
+///
+/// # Invariants
+///
+/// Once [`Dir::new`] returns it: `attrs[i]` for `i < T::NAMES.len()` is
+/// an initialised read-only attribute named `T::NAMES[i]` whose `index`
+/// is `i`; `attr_list` lists them, NULL-terminated, and `group` points to
+/// it; `kobj` is the directory (see [`Dir`]).
+struct Raw<T: Attributes> {
+    kobj: *mut bindings::kobject,
+    attrs: [DirAttr; MAX_ATTRIBUTES],
+    attr_list: Opaque<[*mut bindings::attribute; MAX_ATTRIBUTES + 1]>,
+    group: Opaque<bindings::attribute_group>,
+    data: Arc<T>,
+}
+
+/// An attribute of a directory and which of `T::NAMES` it is.
+struct DirAttr {
+    attr: Opaque<bindings::kobj_attribute>,
+    index: usize,
+}
 
 impl<T: Attributes> Dir<T> {
     /// Creates `<parent>/<name>/` with `T::NAMES` as its files. `name`
@@ -97,61 +123,93 @@ impl<T: Attributes> Dir<T> {
             .get_mut(..name.len())
             .ok_or(EINVAL)?
             .copy_from_slice(name);
-        if T::NAMES.len() > MAX_ATTRIBUTES {
+        let nr_attrs = T::NAMES.len();
+        if nr_attrs > MAX_ATTRIBUTES {
             return Err(EINVAL);
         }
-        let mut names = [core::ptr::null::<c_char>(); MAX_ATTRIBUTES];
-        for (n, attr) in names.iter_mut().zip(T::NAMES) {
-            *n = attr.as_char_ptr();
-        }
-        let data = data.into_foreign();
-        // SAFETY: `parent.kobj` is live (`Parent`'s contract); `cname` is
-        // NUL-terminated and copied by C; the attribute names are
-        // `'static` and `T::NAMES.len()` of them are set; `data` stays
-        // valid until the directory is destroyed (invariant below);
-        // `show_attribute::<T>` matches it.
-        let raw = from_err_ptr(unsafe {
-            helpers::cxlf_dir_create(
-                parent.kobj,
-                cname.as_ptr().cast::<c_char>(),
-                data.cast_mut(),
-                names.as_ptr(),
-                T::NAMES.len() as c_uint,
-                Some(show_attribute::<T>),
-            )
-        });
-        match raw {
-            // INVARIANT: `raw` was just created with `data`.
-            Ok(raw) => Ok(Dir {
-                raw,
+        let mut raw = KBox::new(
+            Raw {
+                kobj: core::ptr::null_mut(),
+                attrs: [const {
+                    DirAttr {
+                        attr: Opaque::uninit(),
+                        index: 0,
+                    }
+                }; MAX_ATTRIBUTES],
+                attr_list: Opaque::new([core::ptr::null_mut(); MAX_ATTRIBUTES + 1]),
+                group: Opaque::uninit(),
                 data,
-                _t: PhantomData,
-            }),
-            Err(e) => {
-                // SAFETY: `data` came from `into_foreign` above and C
-                // kept no copy (the directory was not created).
-                drop(unsafe { Arc::<T>::from_foreign(data) });
-                Err(e)
+            },
+            GFP_KERNEL,
+        )?;
+        let list = raw.attr_list.get().cast::<*mut bindings::attribute>();
+        for (i, (attr, attr_name)) in raw.attrs.iter_mut().zip(T::NAMES).enumerate() {
+            attr.index = i;
+            let attr = attr.attr.get();
+            // SAFETY: `raw` is not shared yet; the attribute and the list
+            // entry (`i < MAX_ATTRIBUTES`) are inside it, and what they
+            // point to lives as long as the directory (`raw`, then
+            // `'static` names and code).
+            unsafe {
+                attr.write(core::mem::zeroed());
+                helpers::cxlf_sysfs_attr_init(&raw mut (*attr).attr);
+                (*attr).attr.name = attr_name.as_char_ptr();
+                (*attr).attr.mode = 0o444;
+                (*attr).show = Some(show_attribute::<T>);
+                list.add(i).write(&raw mut (*attr).attr);
             }
         }
+        let group = raw.group.get();
+        // SAFETY: as above; the group lists `attr_list`, inside `raw`.
+        unsafe {
+            group.write(core::mem::zeroed());
+            (*group).attrs = list;
+        }
+        // SAFETY: `cname` is NUL-terminated and copied by the core;
+        // `parent.kobj` is live (`Parent`'s contract). NULL is `ENOMEM`
+        // or a duplicate name (which the callers prevent).
+        let kobj = unsafe {
+            bindings::kobject_create_and_add(cname.as_ptr().cast::<c_char>(), parent.kobj)
+        };
+        if kobj.is_null() {
+            return Err(ENOMEM);
+        }
+        raw.kobj = kobj;
+        if nr_attrs > 0 {
+            // SAFETY: `kobj` is live; the group and its attributes are
+            // initialised above and live in `raw`, which the `Dir` keeps
+            // until the files are removed.
+            if let Err(e) = to_result(unsafe { bindings::sysfs_create_group(kobj, group) }) {
+                // SAFETY: `kobj` is this function's reference, dropped
+                // once, here; the core removes the directory with it.
+                unsafe { bindings::kobject_put(kobj) };
+                return Err(e);
+            }
+        }
+        // INVARIANT: the directory was just created with `raw`'s
+        // attributes, set up above; `raw` is a box that is not moved out.
+        Ok(Dir { raw })
     }
 
     /// A parent for directories inside this one (dropped before it).
     pub(crate) fn as_parent(&self) -> Parent<'_> {
         // SAFETY: the directory is live while `self` is borrowed
         // (invariant).
-        unsafe { Parent::from_raw(helpers::cxlf_dir_kobject(self.raw)) }
+        unsafe { Parent::from_raw(self.raw.kobj) }
     }
 }
 
 impl<T: Attributes> Drop for Dir<T> {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live (invariant) and destroyed once, here; when
-        // this returns no `show` runs or will run.
-        unsafe { helpers::cxlf_dir_destroy(self.raw) };
-        // SAFETY: `data` came from `into_foreign` (invariant) and C no
-        // longer uses it.
-        drop(unsafe { Arc::<T>::from_foreign(self.data) });
+        // `kobject_del` removes the directory and its files and waits
+        // for running `show` calls (kernfs drains its active references),
+        // so `raw` and its data may go once it returns.
+        // SAFETY: `kobj` is live and this value's reference (invariant),
+        // removed and put once, here.
+        unsafe {
+            bindings::kobject_del(self.raw.kobj);
+            bindings::kobject_put(self.raw.kobj);
+        }
     }
 }
 
@@ -183,24 +241,32 @@ impl core::fmt::Write for AttributeBuffer<'_> {
 
 /// # Safety
 ///
-/// Called by C with the directory's data pointer (an `Arc<T>` from
-/// `into_foreign`, alive: destruction waits for running callbacks), an
-/// index below `T::NAMES.len()`, and a page-sized buffer.
+/// Called by sysfs on an attribute of a live [`Dir<T>`] (removal waits for
+/// running calls) with a page-sized buffer.
 unsafe extern "C" fn show_attribute<T: Attributes>(
-    data: *mut c_void,
-    index: c_uint,
+    _kobj: *mut bindings::kobject,
+    attr: *mut bindings::kobj_attribute,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: `data` is a live `Arc<T>` from `into_foreign`, borrowed for
-    // this call only (function contract).
-    let this = unsafe { <Arc<T> as ForeignOwnable>::borrow(data) };
+    // SAFETY: `attr` is the `attr` field of `attrs[index]` of a live
+    // `Raw<T>` (function contract, invariant of `Raw`), so stepping back
+    // to that element, to the array's start (element 0) and to the `Raw`
+    // stays inside it.
+    let (raw, index) = unsafe {
+        let attr = kernel::container_of!(attr, DirAttr, attr);
+        let index = (*attr).index;
+        (
+            &*kernel::container_of!(attr.sub(index), Raw<T>, attrs),
+            index,
+        )
+    };
     // SAFETY: sysfs passes a page-sized buffer that only this callback
     // uses while it runs (function contract).
     let page =
         unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
     let mut out = AttributeBuffer::new(page);
     from_result(|| {
-        this.show(index as usize, &mut out)?;
+        raw.data.show(index, &mut out)?;
         Ok(out.len() as isize)
     })
 }

@@ -8,9 +8,36 @@
 
 use super::helpers;
 use kernel::bindings;
-use kernel::ffi::c_void;
+use kernel::ffi::c_int;
 use kernel::task::Task;
 use kernel::types::ARef;
+
+/// RCU read-side critical sections (upstream: `kernel::sync::rcu`, 6.13).
+pub(crate) mod rcu {
+    use super::helpers;
+    use core::marker::PhantomData;
+
+    /// An RCU read-side critical section, ended on drop. Not `Send`: it
+    /// ends in the task that began it.
+    pub(crate) struct Guard(PhantomData<*mut ()>);
+
+    /// Begins an RCU read-side critical section (`rcu_read_lock`): what
+    /// RCU protects stays alive until the [`Guard`] is dropped. Nothing
+    /// may sleep meanwhile.
+    pub(crate) fn read_lock() -> Guard {
+        // SAFETY: no preconditions; the guard ends the section.
+        unsafe { helpers::cxlf_rcu_read_lock() };
+        Guard(PhantomData)
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            // SAFETY: `read_lock` began this section, in this task (the
+            // guard is not `Send`).
+            unsafe { helpers::cxlf_rcu_read_unlock() };
+        }
+    }
+}
 
 fn raw(task: &Task) -> *mut bindings::task_struct {
     // `Task` is a transparent wrapper of `task_struct`.
@@ -37,24 +64,51 @@ pub(crate) fn possible_cpus() -> usize {
 /// is pending (the caller should stop waiting).
 #[must_use]
 pub(crate) fn sleep_until_killable(until_ns: u64, slack_ns: u64) -> bool {
+    // `ns_to_ktime`.
+    let mut expires = until_ns as bindings::ktime_t;
     // SAFETY: process context (this function's contract, as for any
-    // sleep); no other preconditions.
-    unsafe { helpers::cxlf_sleep_until_killable(until_ns, slack_ns) }
+    // sleep): the task sleeps in `schedule_hrtimeout_range`, with the
+    // barrier `set_current_state` gives between the state and the wakeup
+    // condition, and runs again after it.
+    unsafe {
+        helpers::cxlf_set_current_state(bindings::TASK_KILLABLE);
+        bindings::schedule_hrtimeout_range(
+            &mut expires,
+            slack_ns,
+            bindings::hrtimer_mode_HRTIMER_MODE_ABS,
+        );
+        helpers::cxlf___set_current_state(bindings::TASK_RUNNING);
+    }
+    // SAFETY: no preconditions.
+    unsafe { helpers::cxlf_fatal_signal_pending() }
 }
 
 /// The thread with id `nr` in the caller's pid namespace.
 pub(crate) fn get_by_vpid(nr: i32) -> Option<ARef<Task>> {
-    // SAFETY: no preconditions; returns a counted reference or NULL.
-    let ptr = unsafe { helpers::cxlf_get_task_by_vpid(nr) };
-    let ptr = core::ptr::NonNull::new(ptr.cast::<Task>())?;
-    // SAFETY: the helper took a reference for us (`get_task_struct`).
-    Some(unsafe { ARef::from_raw(ptr) })
+    let _rcu = rcu::read_lock();
+    // SAFETY: under RCU (held above), `find_vpid` returns a pid (or NULL,
+    // which `pid_task` takes) that stays alive until the guard is
+    // dropped, and so does the task `pid_task` returns.
+    let ptr =
+        unsafe { bindings::pid_task(bindings::find_vpid(nr), bindings::pid_type_PIDTYPE_PID) };
+    // SAFETY: a non-NULL task is live until the guard is dropped; `Task`
+    // is a transparent wrapper of `task_struct`.
+    let task = unsafe { ptr.cast::<Task>().as_ref() }?;
+    // Takes a reference (`get_task_struct`) before the guard is dropped.
+    Some(ARef::from(task))
+}
+
+/// `task->flags` (`PF_*`), as `READ_ONCE` reads them.
+fn flags(task: &Task) -> u32 {
+    // SAFETY: `task` is a live task, so its `flags` field is valid to
+    // read; other tasks may change them (with `WRITE_ONCE`, or on their
+    // own task), and an aligned int read is not torn.
+    unsafe { core::ptr::addr_of!((*raw(task)).flags).read_volatile() }
 }
 
 /// Whether `task` is a user thread that is not exiting.
 pub(crate) fn is_live_user(task: &Task) -> bool {
-    // SAFETY: `task` is a live task.
-    unsafe { helpers::cxlf_task_is_user(raw(task)) }
+    flags(task) & (bindings::PF_KTHREAD | bindings::PF_EXITING) == 0
 }
 
 /// The on-CPU time the scheduler has charged `task` (`se.sum_exec_runtime`,
@@ -80,50 +134,60 @@ pub(crate) fn is_on_cpu(task: &Task) -> bool {
 
 /// Whether `task` has started to exit.
 pub(crate) fn is_exiting(task: &Task) -> bool {
-    // SAFETY: `task` is a live task.
-    unsafe { helpers::cxlf_task_exiting(raw(task)) }
+    flags(task) & bindings::PF_EXITING != 0
 }
 
 /// Thread id and process id of `task` in the caller's pid namespace (0
-/// where it is not visible).
+/// where it is not visible): `task_pid_vnr`, `task_tgid_vnr`.
 pub(crate) fn vpid_tgid(task: &Task) -> (i32, i32) {
-    // SAFETY: `task` is a live task.
+    let ns = core::ptr::null_mut();
+    // SAFETY: `task` is a live task; a NULL namespace is the caller's.
     unsafe {
         (
-            helpers::cxlf_task_vpid(raw(task)),
-            helpers::cxlf_task_tgid(raw(task)),
+            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_PID, ns),
+            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_TGID, ns),
         )
     }
 }
 
-/// Whether the caller may change `task`'s nice value (setpriority(2)'s
-/// rule: same uid or euid, or `CAP_SYS_NICE` over its user namespace).
+/// Whether the caller may change `task`'s nice value: setpriority(2)'s
+/// rule (`set_one_prio`), the caller's effective uid is `task`'s real or
+/// effective uid, or the caller has `CAP_SYS_NICE` over `task`'s user
+/// namespace.
 pub(crate) fn may_renice(task: &Task) -> bool {
-    // SAFETY: `task` is a live task.
-    unsafe { helpers::cxlf_may_renice(raw(task)) }
+    let current = kernel::current!();
+    // `current_cred()`: the caller's subjective credentials, which only
+    // the caller itself replaces.
+    // SAFETY: `current` is live, and so is the `cred` it holds while it
+    // runs.
+    let euid = unsafe { (*(*raw(current)).cred).euid.val };
+    let _rcu = rcu::read_lock();
+    // SAFETY: `task` is a live task; under RCU (held above) its
+    // credentials stay alive until the guard is dropped, and a `cred` is
+    // not changed once published. Fields are read in place: no reference
+    // to the shared structure is made.
+    unsafe {
+        let pcred = helpers::cxlf_task_cred(raw(task));
+        (*pcred).uid.val == euid
+            || (*pcred).euid.val == euid
+            || bindings::ns_capable((*pcred).user_ns, bindings::CAP_SYS_NICE as c_int)
+    }
 }
 
 /// Calls `f` for each thread of `task`'s thread group under
 /// `rcu_read_lock` (`f` must not sleep), until it returns `false`.
 pub(crate) fn for_each_thread<F: FnMut(&Task) -> bool>(task: &Task, mut f: F) {
-    /// # Safety
-    ///
-    /// `ctx` is a live `F`, `t` a live task.
-    unsafe extern "C" fn trampoline<F: FnMut(&Task) -> bool>(
-        ctx: *mut c_void,
-        t: *mut bindings::task_struct,
-    ) -> bool {
-        // SAFETY: `ctx` is the `F` below, borrowed for the call; `t` is a
-        // thread that RCU keeps alive during the callback.
-        unsafe { (*ctx.cast::<F>())(&*t.cast::<Task>()) }
-    }
-    // SAFETY: `task` is live; `f` outlives the call, and the trampoline
-    // matches its type.
-    unsafe {
-        helpers::cxlf_for_each_thread(
-            raw(task),
-            trampoline::<F>,
-            core::ptr::from_mut(&mut f).cast::<c_void>(),
-        )
+    let _rcu = rcu::read_lock();
+    // `for_each_thread`: the group's RCU list of threads, from its first.
+    // SAFETY: `task` is live; RCU is held (above).
+    let mut t = unsafe { helpers::cxlf_first_thread(raw(task)) };
+    // SAFETY: a non-NULL thread from the list stays alive until the guard
+    // is dropped; `Task` is a transparent wrapper of `task_struct`.
+    while let Some(thread) = unsafe { t.cast::<Task>().as_ref() } {
+        if !f(thread) {
+            break;
+        }
+        // SAFETY: `t` is a thread of the group, live under RCU (held).
+        t = unsafe { helpers::cxlf_next_thread(t) };
     }
 }

@@ -14,10 +14,9 @@
 //! only its return follows, the same narrow window any callback has whose
 //! completion the kernel core does not track.
 
-use super::helpers;
+use super::bindings;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::alloc::Flags;
-use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::task::Task;
@@ -121,15 +120,20 @@ impl<T: TaskWork> TaskWorkBox<T> {
     pub(crate) fn queue(self, task: &Task, notify: Notify) -> Result<(), (Error, Self)> {
         self.node.pending.count.fetch_add(1, Ordering::AcqRel);
         let raw = KBox::into_raw(self.node);
+        let mode = match notify {
+            Notify::Resume => bindings::task_work_notify_mode_TWA_RESUME,
+            Notify::Signal => bindings::task_work_notify_mode_TWA_SIGNAL,
+        };
         // SAFETY: `raw` is a live, owned `Node<T>` whose `head` is first
         // (`repr(C)`); the kernel owns it until it calls `run::<T>` with
-        // it; `task` is a live task (a reference to it).
+        // it; `task` is a live task (a reference to it). `TWAF_NO_ALLOC`:
+        // the kernel allocates nothing either (KASAN's record of the
+        // call), so this may run where allocating may not.
         let err = unsafe {
-            helpers::cxlf_task_work_add(
+            bindings::task_work_add(
                 task as *const Task as *mut bindings::task_struct,
                 raw.cast::<bindings::callback_head>(),
-                notify == Notify::Signal,
-                true,
+                mode | bindings::task_work_notify_mode_TWAF_NO_ALLOC,
             )
         };
         if err != 0 {

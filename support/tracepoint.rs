@@ -12,10 +12,11 @@
 //! and interrupts off: no sleeping, no allocation but atomic, and no lock
 //! that anyone holds while waking a task.
 
+use super::bindings;
 use super::helpers;
 use core::marker::PhantomData;
-use kernel::bindings;
 use kernel::c_str;
+use kernel::error::to_result;
 use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
@@ -114,6 +115,56 @@ fn points<T: SchedProbes + 'static>() -> [(&'static CStr, *mut c_void); 3] {
     ]
 }
 
+/// A lookup of one tracepoint by name (`for_each_kernel_tracepoint`'s
+/// private data).
+struct Lookup<'a> {
+    name: &'a CStr,
+    found: *mut bindings::tracepoint,
+}
+
+/// Records `tp` if it is the first tracepoint named as `priv_` asks.
+///
+/// # Safety
+///
+/// Called by `for_each_kernel_tracepoint` with a live tracepoint and the
+/// `Lookup` that [`find`] passed.
+unsafe extern "C" fn match_name(tp: *mut bindings::tracepoint, priv_: *mut c_void) {
+    // SAFETY: `priv_` is the `Lookup` of `find`, borrowed for the walk
+    // (function contract), and nothing else uses it meanwhile.
+    let lookup = unsafe { &mut *priv_.cast::<Lookup<'_>>() };
+    if !lookup.found.is_null() {
+        return;
+    }
+    // SAFETY: `tp` is a live tracepoint (function contract); its name is
+    // a NUL-terminated string in the kernel image.
+    let name = unsafe { CStr::from_char_ptr((*tp).name) };
+    if name.as_bytes() == lookup.name.as_bytes() {
+        lookup.found = tp;
+    }
+}
+
+/// The kernel's tracepoint named `name`. The scheduler's tracepoints are
+/// not exported as symbols: `for_each_kernel_tracepoint` is the way to
+/// reach them.
+fn find(name: &CStr) -> Result<*mut bindings::tracepoint> {
+    let mut lookup = Lookup {
+        name,
+        found: core::ptr::null_mut(),
+    };
+    // SAFETY: `match_name` takes a `Lookup`, which `lookup` is and which
+    // outlives the walk.
+    unsafe {
+        bindings::for_each_kernel_tracepoint(
+            Some(match_name),
+            core::ptr::from_mut(&mut lookup).cast::<c_void>(),
+        )
+    };
+    if lookup.found.is_null() {
+        return Err(ENOENT);
+    }
+    Ok(lookup.found)
+}
+
 /// Probes attached to the scheduler's tracepoints.
 ///
 /// # Invariants
@@ -122,7 +173,7 @@ fn points<T: SchedProbes + 'static>() -> [(&'static CStr, *mut c_void); 3] {
 /// probe registered on it and `data` as its data; `data` is an `Arc<T>`
 /// given up by `into_foreign`, owned by this value.
 pub(crate) struct SchedRegistration<T: SchedProbes + 'static> {
-    tps: [*mut c_void; 3],
+    tps: [*mut bindings::tracepoint; 3],
     data: *const c_void,
     _t: PhantomData<Arc<T>>,
 }
@@ -139,15 +190,17 @@ impl<T: SchedProbes + 'static> SchedRegistration<T> {
         let data = probes.into_foreign();
         let mut tps = [core::ptr::null_mut(); 3];
         for (i, (name, probe)) in points::<T>().into_iter().enumerate() {
-            let registered = helpers::register_err_ptr(
-                "scheduler tracepoint probe",
-                // SAFETY: `name` is NUL-terminated; `probe` has the
-                // signature of that tracepoint; `data` stays valid until
-                // the probe is unregistered and waited for.
-                unsafe {
-                    helpers::cxlf_tracepoint_register(name.as_char_ptr(), probe, data.cast_mut())
-                },
-            );
+            let registered = helpers::register_with("scheduler tracepoint probe", || {
+                let tp = find(name)?;
+                // SAFETY: `tp` is a live tracepoint of the kernel's;
+                // `probe` has the signature of that tracepoint; `data`
+                // stays valid until the probe is unregistered and waited
+                // for.
+                to_result(unsafe {
+                    bindings::tracepoint_probe_register(tp, probe, data.cast_mut())
+                })?;
+                Ok(tp)
+            });
             match registered {
                 Ok(tp) => tps[i] = tp,
                 Err(e) => {
@@ -175,13 +228,16 @@ impl<T: SchedProbes + 'static> SchedRegistration<T> {
 /// `tps` are the first tracepoints of `points::<T>()`, each with its probe
 /// registered with `data`, an `Arc<T>` given up by `into_foreign` that
 /// nothing else will reclaim.
-unsafe fn unregister<T: SchedProbes + 'static>(tps: &[*mut c_void], data: *const c_void) {
+unsafe fn unregister<T: SchedProbes + 'static>(
+    tps: &[*mut bindings::tracepoint],
+    data: *const c_void,
+) {
     for (tp, (_, probe)) in tps.iter().zip(points::<T>()) {
         // SAFETY: registered with this probe and data (contract).
         unsafe { helpers::cxlf_tracepoint_unregister(*tp, probe, data.cast_mut()) };
     }
     // SAFETY: no preconditions; waits for every CPU to leave the probes.
-    unsafe { helpers::cxlf_tracepoint_sync() };
+    unsafe { helpers::cxlf_tracepoint_synchronize_unregister() };
     // SAFETY: `data` came from `into_foreign` and no probe can use it any
     // more (synchronised above).
     drop(unsafe { Arc::<T>::from_foreign(data) });

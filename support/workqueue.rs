@@ -5,13 +5,16 @@
 //! an ordered queue of its own for work that may wait long, each run
 //! choosing the delay until the next, until the [`Periodic`] is dropped.
 
-use super::helpers::{self, CxlfPeriodic};
-use core::marker::PhantomData;
-use kernel::ffi::{c_uint, c_void};
+use super::bindings;
+use super::helpers;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::c_str;
+use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
-use kernel::types::ForeignOwnable;
+use kernel::time::msecs_to_jiffies;
+use kernel::types::Opaque;
 
 pub(crate) trait PeriodicWork: Send + Sync {
     /// One run; returns the milliseconds until the next.
@@ -23,16 +26,27 @@ pub(crate) trait PeriodicWork: Send + Sync {
 ///
 /// # Invariants
 ///
-/// `raw` is a live `cxlf_periodic` whose context is an `Arc<T>` turned
-/// into a foreign pointer, owned by this value.
+/// `inner.dwork` is initialised with [`run_work::<T>`] and queued on
+/// `inner.wq` (or running, and then queueing itself again unless
+/// `stopping` is set) until `drop` cancels it; `inner` stays at its
+/// address until then. `inner.wq` is the system's high-priority queue, or
+/// (`own_wq`) a queue this value allocated and destroys.
 pub(crate) struct Periodic<T: PeriodicWork + 'static> {
-    raw: *mut CxlfPeriodic,
-    ctx: *const c_void,
-    _t: PhantomData<Arc<T>>,
+    inner: KBox<Inner<T>>,
 }
 
-// SAFETY: the handle only stops the work, which C allows from any thread;
-// `T` is `Send + Sync`.
+/// The delayed work and what it runs.
+struct Inner<T: PeriodicWork + 'static> {
+    dwork: Opaque<bindings::delayed_work>,
+    item: Arc<T>,
+    /// The system's high-priority queue, or one of the work's own.
+    wq: *mut bindings::workqueue_struct,
+    own_wq: bool,
+    stopping: AtomicBool,
+}
+
+// SAFETY: the handle only stops the work, which the workqueue allows from
+// any thread; `T` is `Send + Sync`.
 unsafe impl<T: PeriodicWork> Send for Periodic<T> {}
 // SAFETY: `&self` exposes nothing.
 unsafe impl<T: PeriodicWork> Sync for Periodic<T> {}
@@ -56,55 +70,121 @@ impl<T: PeriodicWork + 'static> Periodic<T> {
     }
 
     fn start_on(item: Arc<T>, first_ms: u32, name: Option<&'static CStr>) -> Result<Self> {
-        let name = name.map_or(core::ptr::null(), |n| n.as_char_ptr());
-        let ctx = item.into_foreign();
-        let raw = helpers::register_err_ptr(
-            "periodic work",
-            // SAFETY: `run_trampoline::<T>` expects an `Arc<T>` context,
-            // which `ctx` is; it stays valid until `cxlf_periodic_stop`
-            // returns in `drop` (or, on failure, C did not keep it). `name`
-            // is null or a static C string (C copies it).
-            unsafe {
-                helpers::cxlf_periodic_start(run_trampoline::<T>, ctx.cast_mut(), first_ms, name)
-            },
-        );
-        match raw {
-            // INVARIANT: a live `cxlf_periodic` whose context is `ctx`, an
-            // `Arc<T>` given up by `into_foreign` above.
-            Ok(raw) => Ok(Periodic {
-                raw,
-                ctx,
-                _t: PhantomData,
-            }),
-            Err(e) => {
-                // SAFETY: `ctx` came from `into_foreign` above and C did
-                // not keep it.
-                drop(unsafe { Arc::<T>::from_foreign(ctx) });
-                Err(e)
+        helpers::register_with("periodic work", || {
+            let mut inner = KBox::new(
+                Inner {
+                    dwork: Opaque::uninit(),
+                    item,
+                    wq: core::ptr::null_mut(),
+                    own_wq: false,
+                    stopping: AtomicBool::new(false),
+                },
+                GFP_KERNEL,
+            )?;
+            match name {
+                // SAFETY: the system queues are set up before modules load
+                // and never change.
+                None => inner.wq = unsafe { bindings::system_highpri_wq },
+                Some(name) => {
+                    // `alloc_ordered_workqueue("%s", WQ_HIGHPRI, name)`, a
+                    // macro.
+                    let flags = bindings::wq_flags_WQ_UNBOUND
+                        | bindings::wq_flags___WQ_ORDERED
+                        | bindings::wq_flags_WQ_HIGHPRI;
+                    // SAFETY: the format takes one string, `name`, which
+                    // is NUL-terminated (and copied).
+                    let wq = unsafe {
+                        bindings::alloc_workqueue(
+                            c_str!("%s").as_char_ptr(),
+                            flags,
+                            1,
+                            name.as_char_ptr(),
+                        )
+                    };
+                    if wq.is_null() {
+                        return Err(ENOMEM);
+                    }
+                    inner.wq = wq;
+                    inner.own_wq = true;
+                }
             }
-        }
+            let dwork = inner.dwork.get();
+            // SAFETY: `dwork` is not queued yet and lives in `inner`, which
+            // the `Periodic` keeps at its address until the work is
+            // cancelled; `run_work::<T>` expects an `Inner<T>` around it.
+            unsafe { helpers::cxlf_init_delayed_work(dwork, Some(run_work::<T>)) };
+            // SAFETY: `dwork` is initialised above and `wq` is live.
+            unsafe { queue(inner.wq, dwork, msecs_to_jiffies(first_ms)) };
+            // INVARIANT: the work is initialised with `run_work::<T>` and
+            // queued on `wq`, which is the system's or this value's own.
+            Ok(Periodic { inner })
+        })
     }
+}
+
+/// `queue_delayed_work` (a static inline).
+///
+/// # Safety
+///
+/// `dwork` is an initialised delayed work that stays live until it is
+/// cancelled; `wq` is a live workqueue.
+unsafe fn queue(
+    wq: *mut bindings::workqueue_struct,
+    dwork: *mut bindings::delayed_work,
+    delay: kernel::time::Jiffies,
+) {
+    // SAFETY: as the function's contract.
+    unsafe {
+        bindings::queue_delayed_work_on(
+            bindings::wq_misc_consts_WORK_CPU_UNBOUND as c_int,
+            wq,
+            dwork,
+            delay,
+        )
+    };
 }
 
 impl<T: PeriodicWork + 'static> Drop for Periodic<T> {
     fn drop(&mut self) {
-        // SAFETY: `raw` is live (invariant); after this returns no run is
-        // in progress or queued.
-        unsafe { helpers::cxlf_periodic_stop(self.raw) };
-        // SAFETY: the context came from `into_foreign` in `start`, and C no
-        // longer uses it.
-        drop(unsafe { Arc::<T>::from_foreign(self.ctx) });
+        let inner = &*self.inner;
+        inner.stopping.store(true, Ordering::Relaxed);
+        // Returns after the last run has finished; a run that re-queues
+        // the work is what `cancel_delayed_work_sync` is documented to
+        // handle, and `stopping` ends the re-queueing.
+        // SAFETY: the work is initialised (invariant).
+        unsafe { bindings::cancel_delayed_work_sync(inner.dwork.get()) };
+        if inner.own_wq {
+            // SAFETY: the queue is this value's own (invariant) and empty.
+            unsafe { bindings::destroy_workqueue(inner.wq) };
+        }
+        // `inner`, with its reference to the item, goes after this.
     }
 }
 
+/// The work function of a [`Periodic<T>`].
+///
 /// # Safety
 ///
-/// Called by the C work function with `ctx`, the context of a live
-/// [`Periodic<T>`].
-unsafe extern "C" fn run_trampoline<T: PeriodicWork + 'static>(ctx: *mut c_void) -> c_uint {
-    // SAFETY: `ctx` is a `Periodic<T>`'s context (function contract): an
-    // `Arc<T>` that lives until the work is stopped, which waits for this
-    // call to return.
-    let item = unsafe { Arc::<T>::borrow(ctx) };
-    item.run()
+/// Called by the workqueue with the `work` of the `dwork` of a live
+/// `Inner<T>` (the `Periodic` cancels the work before it lets go).
+unsafe extern "C" fn run_work<T: PeriodicWork + 'static>(work: *mut bindings::work_struct) {
+    // SAFETY: `work` is the `work` field of the `dwork` of an `Inner<T>`
+    // (`to_delayed_work`, then `container_of`), live while this runs
+    // (function contract).
+    let inner = unsafe {
+        let dwork = kernel::container_of!(work, bindings::delayed_work, work);
+        &*kernel::container_of!(dwork, Inner<T>, dwork)
+    };
+    let next_ms = inner.item.run();
+    if !inner.stopping.load(Ordering::Relaxed) {
+        // SAFETY: the work is initialised and live (function contract),
+        // and its queue lives until after the work is cancelled.
+        unsafe {
+            queue(
+                inner.wq,
+                inner.dwork.get(),
+                msecs_to_jiffies(next_ms).max(1),
+            )
+        };
+    }
 }

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Tasks: lookup, flags, ids, thread walks. */
+/* Tasks: the current CPU, RCU, another task's credentials, thread lists,
+ * the current task's state (support/task.rs). */
 
 #include "../helpers.h"
 
-#include <linux/pid.h>
+#include <linux/cred.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/sched/signal.h>
-#include <linux/sched/task.h>
 #include <linux/smp.h>
 
 /* In C: smp_processor_id is a macro (with a preemption check). */
@@ -15,58 +16,52 @@ unsigned int cxlf_this_cpu(void)
 	return raw_smp_processor_id();
 }
 
-/*
- * In C: the pid lookup needs rcu_read_lock (a static inline) around
- * find_vpid, and the task flags test reads PF_* macros.
- * Returns a counted reference to the thread `nr` in the caller's pid
- * namespace, or NULL.
- */
-struct task_struct *cxlf_get_task_by_vpid(pid_t nr)
+/* In C: rcu_read_lock() is a static inline (with its lockdep map). */
+void cxlf_rcu_read_lock(void)
 {
-	struct task_struct *task;
-
 	rcu_read_lock();
-	task = pid_task(find_vpid(nr), PIDTYPE_PID);
-	if (task)
-		get_task_struct(task);
+}
+
+/* In C: rcu_read_unlock() is a static inline. */
+void cxlf_rcu_read_unlock(void)
+{
 	rcu_read_unlock();
-	return task;
 }
 
-bool cxlf_task_is_user(const struct task_struct *task)
+/* In C: __task_cred() is a macro (rcu_dereference). Under RCU. */
+const struct cred *cxlf_task_cred(const struct task_struct *task)
 {
-	return !(READ_ONCE(task->flags) & (PF_KTHREAD | PF_EXITING));
+	return __task_cred(task);
 }
 
-bool cxlf_task_exiting(const struct task_struct *task)
+/* In C: for_each_thread() is a macro over an RCU list. Under RCU; NULL if
+ * the group has no threads left. */
+struct task_struct *cxlf_first_thread(struct task_struct *task)
 {
-	return READ_ONCE(task->flags) & PF_EXITING;
+	return list_first_or_null_rcu(&task->signal->thread_head, struct task_struct, thread_node);
 }
 
-pid_t cxlf_task_tgid(const struct task_struct *task)
+/* In C: __next_thread() is a static inline. Under RCU; NULL after the
+ * last thread. */
+struct task_struct *cxlf_next_thread(struct task_struct *t)
 {
-	return task_tgid_vnr((struct task_struct *)task);
+	return __next_thread(t);
 }
 
-pid_t cxlf_task_vpid(const struct task_struct *task)
+/* In C: set_current_state() is a macro (with the barrier a sleep needs). */
+void cxlf_set_current_state(unsigned int state)
 {
-	return task_pid_vnr((struct task_struct *)task);
+	set_current_state(state);
 }
 
-/*
- * In C: for_each_thread is a macro over RCU lists. Calls fn for every
- * thread of task's thread group, under rcu_read_lock (fn must not sleep),
- * until it returns false.
- */
-void cxlf_for_each_thread(struct task_struct *task,
-			  bool (*fn)(void *ctx, struct task_struct *t), void *ctx)
+/* In C: __set_current_state() is a macro. */
+void cxlf___set_current_state(unsigned int state)
 {
-	struct task_struct *t;
+	__set_current_state(state);
+}
 
-	rcu_read_lock();
-	for_each_thread(task, t) {
-		if (!fn(ctx, t))
-			break;
-	}
-	rcu_read_unlock();
+/* In C: fatal_signal_pending() is a static inline. */
+bool cxlf_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
 }
