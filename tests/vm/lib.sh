@@ -150,3 +150,13 @@ nic_debug() {
 	grep cxlnic /proc/interrupts
 	dmesg | tail -n 30
 }
+
+# Fails the scenario when `cmd...` succeeds. A bare `! cmd` line cannot
+# fail a scenario: `set -e` ignores a pipeline that begins with `!`
+# (POSIX), so every negative check goes through this (or an `if`).
+refute() { # cmd...
+	if "$@"; then
+		echo "should have failed: $*" >&2
+		exit 1
+	fi
+}

@@ -198,6 +198,11 @@ fn host_checks(tally: &mut Tally, only: Option<&str>) -> Result<()> {
         ])
         .status()?;
     tally.check("host: cargo clippy -D warnings", clippy.success());
+    let bare = crate::lint::bare_negations(&root)?;
+    for line in &bare {
+        eprintln!("  bare negative check (a no-op under set -e): {line}");
+    }
+    tally.check("guest scripts: no bare `! cmd` checks", bare.is_empty());
     Ok(())
 }
 

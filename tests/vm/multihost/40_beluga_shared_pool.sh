@@ -5,6 +5,7 @@
 # Host 1 keeps two private (named) objects and a process holding the
 # shared one for the scenario that kills it; host 0 keeps holding it too.
 set -e
+. /lib/cxlfabric/lib.sh
 . /multihost/flags.inc
 
 grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
@@ -25,7 +26,7 @@ await $((2 - h)) attached-$((1 - h))
 grep -q '^0 live$' $sys/lease_state
 grep -q '^1 live$' $sys/lease_state
 # A live host cannot be reclaimed.
-! beluga reclaim $((1 - h)) 2>/dev/null
+refute beluga reclaim $((1 - h)) 2>/dev/null
 
 cxlf-selftest beluga-stress --seconds 20 --keep 2 --seed $((h + 1))
 flag $((3 + h)) stressed-$h

@@ -2,6 +2,7 @@
 # device of cxlfabric_support_kunit.ko: ioctl and mmap contracts, then
 # unload safety: the module cannot go while a file is open, and can after.
 set -e
+. /lib/cxlfabric/lib.sh
 grep -q '^cxlfabric_support_kunit ' /proc/modules || insmod /lib/cxlfabric/cxlfabric_support_kunit.ko
 test -c /dev/cxlfabric_misc_test
 test "$(stat -c %a /dev/cxlfabric_misc_test)" = 600
@@ -17,6 +18,6 @@ cat /tmp/rmmod.err
 grep -qi "temporarily unavailable\|in use\|busy" /tmp/rmmod.err
 exec 3>&-
 rmmod cxlfabric_support_kunit
-! test -e /dev/cxlfabric_misc_test
+refute test -e /dev/cxlfabric_misc_test
 insmod /lib/cxlfabric/cxlfabric_support_kunit.ko
 test -c /dev/cxlfabric_misc_test

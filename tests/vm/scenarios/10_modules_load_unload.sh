@@ -14,7 +14,10 @@ for round in 1 2; do
 	done
 	for m in $reverse; do
 		rmmod $m
-		! grep -q "^$m " /proc/modules
+		refute grep -q "^$m " /proc/modules
 	done
 done
-! dmesg | grep -E 'Oops|BUG:|WARNING:|Call Trace'
+if dmesg | grep -E 'Oops|BUG:|WARNING:|Call Trace'; then
+	echo "the kernel log has an oops, BUG or WARNING (above)" >&2
+	exit 1
+fi

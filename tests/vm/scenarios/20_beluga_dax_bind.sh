@@ -27,8 +27,8 @@ to_beluga() {
 }
 to_device_dax() {
 	echo dax0.0 > $dax/beluga_dax/unbind
-	! grep -q beluga_dax /proc/iomem
-	! test -e /dev/beluga0.0
+	refute grep -q beluga_dax /proc/iomem
+	refute test -e /dev/beluga0.0
 	echo dax0.0 > $dax/device_dax/bind
 	test -c /dev/dax0.0
 }
@@ -40,7 +40,7 @@ to_beluga
 since_bind | grep -q "beluga_dax: beluga0.0: not formatted ($size bytes"
 test "$(state)" = unformatted
 test "$(cat /sys/class/misc/beluga0.0/state)" = unformatted
-! beluga alloc --size 2M 2>/dev/null
+refute beluga alloc --size 2M 2>/dev/null
 
 beluga format --hosts 8 --objects 1024
 since_bind | grep -q "beluga_dax: beluga0.0: formatted: generation 1, 255 sections, 8 hosts, 1024 objects"
@@ -73,7 +73,7 @@ until [ "$(cat /sys/class/misc/beluga0.0/state)" = corrupt ]; do
 	sleep 0.2; n=$((n + 1)); test $n -lt 100
 done
 since_bind | grep -q "beluga_dax: beluga0.0: pool tables refused (object entry fails its checksum); not managing"
-! beluga alloc --size 2M 2>/dev/null
+refute beluga alloc --size 2M 2>/dev/null
 beluga format
 beluga wait
 test "$(state)" = ready

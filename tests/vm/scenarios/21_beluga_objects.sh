@@ -44,9 +44,9 @@ cxlf-selftest beluga-hold --dev /dev/beluga0.0 --ready /tmp/held &
 holder=$!
 n=0; while ! test -e /tmp/held; do sleep 0.1; n=$((n + 1)); test $n -lt 200; done
 # The open file keeps the module.
-! rmmod beluga_dax 2>/dev/null
+refute rmmod beluga_dax 2>/dev/null
 echo dax0.0 > $dax/beluga_dax/unbind
-! grep -q beluga_dax /proc/iomem
+refute grep -q beluga_dax /proc/iomem
 rm /tmp/held
 status=0; wait $holder || status=$?
 test $status = 135   # 128 + SIGBUS

@@ -14,7 +14,7 @@ dmesg | grep -q 'beluga_client_test: region kclient.test: 4194304 bytes at 0x'
 beluga list --json | tr -d ' \n' | grep -q '"name":"kclient.test","size":4194304,[^}]*"uid":0,"mode":"600"'
 cxlf-selftest beluga-pattern --name kclient.test --len 65536
 # The user holds beluga_dax.
-! rmmod beluga_dax 2>/dev/null
+refute rmmod beluga_dax 2>/dev/null
 rmmod beluga_client_test
 beluga list | grep -q kclient.test
 beluga free kclient.test
@@ -22,7 +22,7 @@ wait_until 50 sh -c '! beluga list | grep -q kclient.test'
 
 # No pool of that name: the load fails cleanly.
 echo dax0.0 > $dax/beluga_dax/unbind
-! insmod /lib/cxlfabric/beluga_client_test.ko 2>/dev/null
+refute insmod /lib/cxlfabric/beluga_client_test.ko 2>/dev/null
 dmesg | tail -n 5 | grep -q 'no pool named "beluga0.0"'
 
 # Unbind under a kernel user, then unload it.

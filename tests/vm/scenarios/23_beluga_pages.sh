@@ -39,7 +39,10 @@ mknod /tmp/cdev/beluga0.0 c $1 $2
 beluga --dev /tmp/cdev/beluga0.0 wait
 beluga --dev /tmp/cdev/beluga0.0 status > /dev/null
 umount /tmp/cdev
-! dmesg | grep -q 'Busy inodes'
+if dmesg | grep -q 'Busy inodes'; then
+	echo "the kernel reported busy inodes" >&2
+	exit 1
+fi
 beluga --dev /dev/beluga0.0 status > /dev/null
 beluga alloc --size 2M --name after.umount > /dev/null
 beluga free after.umount

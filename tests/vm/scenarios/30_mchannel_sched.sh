@@ -25,11 +25,11 @@ dmesg | tail -n 5 | grep -q 'beluga_dax is not loaded'
 insmod /lib/cxlfabric/beluga_dax.ko
 # Sharing the fabric needs a pool and a sane host index and lease; each
 # refusal says why.
-! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool 2>/dev/null
+refute insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool 2>/dev/null
 dmesg | tail -n 5 | grep -q 'no region "mchannel.fabric.v1" in pool "nosuchpool"'
-! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool host_index=16 2>/dev/null
+refute insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool host_index=16 2>/dev/null
 dmesg | tail -n 5 | grep -q 'host_index=16 is not below 16'
-! insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool lease_ms=5 2>/dev/null
+refute insmod /lib/cxlfabric/mchannel_sched.ko pool=nosuchpool lease_ms=5 2>/dev/null
 dmesg | tail -n 5 | grep -q 'lease_ms=5 is outside'
 insmod /lib/cxlfabric/mchannel_sched.ko
 test -c /dev/mchannel
@@ -97,7 +97,7 @@ test -d $sys/channels/gone
 test "$(cat $sys/channels/gone/meter)" = 2
 mchannel set "$(cat $sys/channels/gone/id)" --reported
 test "$(cat $sys/channels/gone/meter)" = 3
-! mchannel set "$(cat $sys/channels/gone/id)" --perf cycles 2>/dev/null
+refute mchannel set "$(cat $sys/channels/gone/id)" --perf cycles 2>/dev/null
 mchannel inject --component "$c" --model-capacity 40000000
 wait_until 20 reads $sys/components/run-port/model_capacity = 40000000
 mchannel inject --component "$c" --ppm 0
@@ -118,7 +118,7 @@ test ! -e $sys/channels/gone
 # endpoint on the way to a memory device, each a component named after its
 # port, registered by the first channel that needs it.
 mem=$(ls /sys/bus/cxl/devices | grep '^mem' | head -n 1)
-! mchannel create --name to-cxl --cxl "$mem" 2>/dev/null
+refute mchannel create --name to-cxl --cxl "$mem" 2>/dev/null
 cx=$(mchannel create --name to-cxl --cxl "$mem" --capacity 100000000 --meter 10)
 ep=$(ls $sys/components | grep '^endpoint' | head -n 1)
 test "$(cat $sys/components/$ep/kind)" = 3
@@ -162,7 +162,7 @@ test ! -e $sys/channels/side
 g=$(mchannel create --name tenant-x --group --path "$c")
 x=$(mchannel create --name in-x --parent "$g" --meter 10)
 test "$(cat $sys/channels/in-x/parent)" = "$g"
-! mchannel destroy "$g" 2>/dev/null
+refute mchannel destroy "$g" 2>/dev/null
 mchannel destroy "$x"
 mchannel destroy "$g"
 
@@ -172,7 +172,7 @@ pid=$!
 wait_until 50 reads $threads -ge 3
 sleep 0.5
 rmmod mchannel_sched
-! grep -q '^mchannel_sched ' /proc/modules
+refute grep -q '^mchannel_sched ' /proc/modules
 wait $pid
 dmesg | grep -q "mchannel_sched: unloading"
 rmmod beluga_dax

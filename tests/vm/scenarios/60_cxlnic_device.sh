@@ -46,7 +46,7 @@ for i in $ifs; do
 	test "$(cat /sys/class/net/$i/mtu)" = 1500
 	ip link set $i mtu 9000
 	test "$(cat /sys/class/net/$i/mtu)" = 9000
-	! ip link set $i mtu 9001 2>/dev/null
+	refute ip link set $i mtu 9001 2>/dev/null
 	ip link set $i up
 	test "$(cat /sys/class/net/$i/carrier)" = 0
 	ip link set $i down
