@@ -1,4 +1,4 @@
-//! `cxlf-selftest beluga-fuzz`: beluga_dax tried as an attacker would, for a
+//! `cxlf-contract beluga-fuzz`: beluga_dax tried as an attacker would, for a
 //! bounded time, from racing threads (optionally as an unprivileged uid):
 //! ioctls with real and random command numbers, random and structured
 //! arguments and bad pointers (NULL, unmapped, kernel, read-only, across a

@@ -1,4 +1,9 @@
-//! `cxlf-selftest misc`: exercises the support layer's miscdevice wrapper
+//! cxlf-contract: the modules' user-space contracts (ioctl numbers and
+//! errnos, mmap rules, sysfs) checked from a guest process, and the
+//! workloads scenarios drive. Not a self-test: that word is kept for the
+//! harness checking itself (see Documentation/cxlfabric/harness.rst).
+//!
+//! `cxlf-contract misc`: exercises the support layer's miscdevice wrapper
 //! through `/dev/cxlfabric_misc_test` (kunit/cxlfabric_support_kunit.ko):
 //! per-file state through ioctl, unknown commands, and the mmap contract
 //! (MAP_SHARED, one page at offset 0, content from the kernel). Prints one
@@ -16,8 +21,8 @@ use uapi::selftest as abi;
 
 #[derive(Parser)]
 #[command(
-    name = "cxlf-selftest",
-    about = "User-space checks of the cxlfabric support layer"
+    name = "cxlf-contract",
+    about = "User-space contract checks of the cxlfabric modules"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -291,7 +296,7 @@ fn write_superblock(
     use beluga_pool::layout::{Geometry, Superblock, SUPERBLOCK_BYTES};
     let geometry =
         Geometry::new(size, max_hosts, max_objects).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let mut bytes = Superblock::new(&geometry, *b"cxlf-selftest-01", 1).encode();
+    let mut bytes = Superblock::new(&geometry, *b"cxlf-contract-01", 1).encode();
     if let Some(bit) = flip_bit {
         ensure!(
             bit < SUPERBLOCK_BYTES * 8,
