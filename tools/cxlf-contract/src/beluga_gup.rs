@@ -14,7 +14,7 @@
 use crate::beluga_checks::{
     find, fork_child, in_child, pattern, sysfs_u64, wait_for, wait_unlisted, RELEASE_TIMEOUT,
 };
-use crate::check;
+use crate::checks::check;
 use anyhow::{bail, ensure, Context, Result};
 use beluga::{Mapping, Pool, Sharing};
 use nix::libc;
