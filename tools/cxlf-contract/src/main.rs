@@ -58,8 +58,6 @@ enum Cmd {
         #[arg(long)]
         uid: Option<u32>,
     },
-    /// beluga_dax: hold a mapping until `ready` is removed, then touch it
-    /// (expected to die of SIGBUS when the pool was unbound meanwhile).
     /// beluga_dax: unbind under an io_uring pin that its process then
     /// lets go of; the unbind must complete.
     BelugaPinUnbind {
@@ -70,6 +68,8 @@ enum Cmd {
         #[arg(long, value_enum)]
         by: beluga_gup::Unbinder,
     },
+    /// beluga_dax: hold a mapping until `ready` is removed, then touch it
+    /// (expected to die of SIGBUS when the pool was unbound meanwhile).
     BelugaHold {
         #[arg(long, default_value = "/dev/beluga0.0")]
         dev: std::path::PathBuf,
