@@ -9,7 +9,7 @@ beluga format --hosts 8 --objects 1024
 beluga wait
 beluga alloc --size 64M --name kv.cache --shared --mode 644
 beluga alloc --size 6M --name scratch
-cxlf-selftest beluga-share --name model.weights --size $((8 << 20))
+cxlf-contract beluga-share --name model.weights --size $((8 << 20))
 beluga list
 beluga status
 # Cleared before they changed owner: bytes, and nanoseconds per MiB.
@@ -18,5 +18,5 @@ beluga free scratch
 cat /sys/class/misc/beluga0.0/free_sections
 # GUP users on pool memory: process_vm_readv, /proc/pid/mem, O_DIRECT
 # through a loop device, io_uring fixed buffers, vmsplice, mbind.
-cxlf-selftest beluga-gup --dev /dev/beluga0.0 2>&1 | tail -n 12
+cxlf-contract beluga-gup --dev /dev/beluga0.0 2>&1 | tail -n 12
 grep beluga /proc/iomem

@@ -19,9 +19,9 @@ a2=$(mchannel create --name a-stream2 --parent "$a" --meter 100)
 b1=$(mchannel create --name b-stream --parent "$b" --meter 100)
 say "switch cxl-switch0 (100 MB/s); tenant A: a-stream1, a-stream2; tenant B: b-stream"
 for ch in $a1 $a2; do
-	mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 13 > /tmp/demo-stream-$ch.txt &
+	mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 13 > /tmp/demo-stream-$ch.txt &
 done
-mchannel run --channel "$b1" -- cxlf-selftest mchannel-stream --threads 1 --seconds 4 > /tmp/demo-stream-$b1.txt &
+mchannel run --channel "$b1" -- cxlf-contract mchannel-stream --threads 1 --seconds 4 > /tmp/demo-stream-$b1.txt &
 sleep 2
 say "all three streaming (run: CPU time per second; computed shares 0.25, 0.25, 0.5):"
 mchannel top --count 2 --interval-ms 800 | sed 's/\x1b\[[0-9;]*[HJ]//g' | tail -n 6

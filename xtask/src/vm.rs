@@ -111,7 +111,7 @@ pub fn prepare(
 const GUEST_TOOLS: &[&str] = &[
     "cxlctl",
     "daxio",
-    "cxlf-selftest",
+    "cxlf-contract",
     "beluga",
     "mchannel",
     "nicbench",

@@ -5,5 +5,5 @@ set -e
 . /bench/lib.inc
 test "$h" = 0 || exit 0
 mchannel_load
-cxlf-selftest mchannel-bench overhead --seconds 18
+cxlf-contract mchannel-bench overhead --seconds 18
 rmmod mchannel_sched

@@ -5,5 +5,5 @@ set -e
 . /bench/lib.inc
 test "$h" = 0 || exit 0
 mchannel_load
-cxlf-selftest mchannel-bench accuracy --seconds 2
+cxlf-contract mchannel-bench accuracy --seconds 2
 rmmod mchannel_sched

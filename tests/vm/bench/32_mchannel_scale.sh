@@ -5,5 +5,5 @@ set -e
 . /bench/lib.inc
 test "$h" = 0 || exit 0
 mchannel_load max_threads=2048
-cxlf-selftest mchannel-bench scale --seconds 2
+cxlf-contract mchannel-bench scale --seconds 2
 rmmod mchannel_sched

@@ -5,5 +5,5 @@ set -e
 . /bench/lib.inc
 test "$h" = 0 || exit 0
 mchannel_load
-cxlf-selftest mchannel-bench progress --seconds 1
+cxlf-contract mchannel-bench progress --seconds 1
 rmmod mchannel_sched

@@ -28,7 +28,7 @@ grep -q '^1 live$' $sys/lease_state
 # A live host cannot be reclaimed.
 refute beluga reclaim $((1 - h)) 2>/dev/null
 
-cxlf-selftest beluga-stress --seconds 20 --keep 2 --seed $((h + 1))
+cxlf-contract beluga-stress --seconds 20 --keep 2 --seed $((h + 1))
 flag $((3 + h)) stressed-$h
 await $((4 - h)) stressed-$((1 - h))
 # Each host owns exactly its two kept objects' sections.
@@ -37,14 +37,14 @@ test "$(sed -n "s/^$h //p" $sys/used_by_host)" -gt 0
 # Objects live while used: a process on each host keeps model.w.
 rm -f /tmp/hold.model
 if [ "$h" = 0 ]; then
-	cxlf-selftest beluga-share --name model.w --size $((6 << 20)) --seed 11 --hold /tmp/hold.model &
+	cxlf-contract beluga-share --name model.w --size $((6 << 20)) --seed 11 --hold /tmp/hold.model &
 	wait_until 600 test -e /tmp/hold.model
 	flag 5 shared
 	await 6 opened
 	beluga list --json | tr -d ' \n' | grep -q '"name":"model.w","size":6291456,[^}]*"holders":\[0,1\]'
 else
 	await 5 shared
-	cxlf-selftest beluga-share --name model.w --open --seed 11 --hold /tmp/hold.model &
+	cxlf-contract beluga-share --name model.w --open --seed 11 --hold /tmp/hold.model &
 	wait_until 600 test -e /tmp/hold.model
 	flag 6 opened
 fi

@@ -12,7 +12,7 @@ test "$(cat $sys/manager)" = 0
 if [ "$h" = 1 ]; then
 	# Host 0's slot, as a byte offset into the region the harness pokes.
 	size=$(cat /sys/bus/dax/devices/dax0.0/size)
-	eval "$(cxlf-selftest pool-layout --size "$size" --hosts 4 --objects 256)"
+	eval "$(cxlf-contract pool-layout --size "$size" --hosts 4 --objects 256)"
 	dax_start=$(cat /sys/bus/dax/devices/dax0.0/resource)
 	region_start=$(cat /sys/bus/cxl/devices/region0/resource)
 	slot0=$((dax_start - region_start + host_table_off))
@@ -26,7 +26,7 @@ if [ "$h" = 1 ]; then
 	) &
 	poker=$!
 fi
-cxlf-selftest beluga-stress --seconds 10 --keep 0 --seed $((h + 21))
+cxlf-contract beluga-stress --seconds 10 --keep 0 --seed $((h + 21))
 [ "$h" = 1 ] && wait $poker
 flag $((10 + h)) damaged-$h
 await $((11 - h)) damaged-$((1 - h))

@@ -8,13 +8,13 @@ set -e
 flag $((8 + h)) kv-$h
 await $((9 - h)) kv-$((1 - h))
 if [ "$h" = 0 ]; then
-	cxlf-selftest beluga-kv --name kv.store --writer --seconds 8
-	cxlf-selftest beluga-kv --name kv.nosum --writer --seconds 8 --no-checksum
-	cxlf-selftest beluga-rpc --server
+	cxlf-contract beluga-kv --name kv.store --writer --seconds 8
+	cxlf-contract beluga-kv --name kv.nosum --writer --seconds 8 --no-checksum
+	cxlf-contract beluga-rpc --server
 else
-	cxlf-selftest beluga-kv --name kv.store --seconds 5 | tee /tmp/kv.txt
+	cxlf-contract beluga-kv --name kv.store --seconds 5 | tee /tmp/kv.txt
 	grep -q "checksum crc32" /tmp/kv.txt
-	cxlf-selftest beluga-kv --name kv.nosum --seconds 5 | tee /tmp/kv.txt
+	cxlf-contract beluga-kv --name kv.nosum --seconds 5 | tee /tmp/kv.txt
 	grep -q "checksum none" /tmp/kv.txt
-	cxlf-selftest beluga-rpc --calls 2000 --depth 8
+	cxlf-contract beluga-rpc --calls 2000 --depth 8
 fi

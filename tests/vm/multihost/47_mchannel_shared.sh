@@ -22,7 +22,7 @@ await $((15 - h)) mchannel-$((1 - h))
 wait_until 100 reads $mch/components/cxl-sw/peers = 1
 test "$(cat $mch/components/cxl-sw/owner)" = 0
 
-out=$(mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 6)
+out=$(mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 6)
 echo "$out"
 f=$(echo "$out" | sed -n 's/^thread 0: run fraction \([0-9.]*\),.*/\1/p')
 # Half of the switch each, within 0.12 (TCG timers, and the hosts start

@@ -11,7 +11,7 @@ mch=/sys/class/misc/mchannel
 if [ "$CXLFABRIC_HOST" = 1 ]; then
 	# Dies streaming, its slot still beating.
 	ch=$(cat $mch/channels/stream-1/id)
-	mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 600 >/dev/null &
+	mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 600 >/dev/null &
 	flag 18 streaming-1
 	await 19 shared-0
 	flag 7 dying
@@ -29,7 +29,7 @@ fi
 # Host 0 streams too: while host 1 lives, each has part of the switch.
 await 18 streaming-1
 ch=$(cat $mch/channels/stream-0/id)
-mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 60 >/dev/null &
+mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 60 >/dev/null &
 stream=$!
 half() { test "$(cat $mch/channels/stream-0/t_r_ns)" -lt $(($(cat $mch/channels/stream-0/t_w_ns) * 7 / 10)); }
 wait_until 100 half
@@ -47,7 +47,7 @@ wait_until 300 prints 0 sed -n 's/^1 //p' $sys/used_by_host
 dmesg | grep -q "beluga0.0: reclaimed [0-9]* objects of departed or expired hosts"
 # The shared object lives on, held by host 0 only, data intact.
 beluga list --json | tr -d ' \n' | grep -q '"name":"model.w",[^}]*"holders":\[0\]'
-cxlf-selftest beluga-share --name model.w --open --seed 11
+cxlf-contract beluga-share --name model.w --open --seed 11
 # Nothing left to reclaim by hand.
 beluga reclaim 1 --json | grep -q '"reclaimed": 0'
 # Unlinked, it goes with its last user (host 0's holder process).
@@ -62,7 +62,7 @@ test "$(cat $sys/objects)" = "$(beluga list --json | grep -c '"index"')"
 echo dax0.0 > $dax/beluga_dax/unbind
 echo dax0.0 > $dax/device_dax/bind
 size=$(cat /sys/bus/dax/devices/dax0.0/size)
-cxlf-selftest write-superblock --size "$size" --flip-bit 300
+cxlf-contract write-superblock --size "$size" --flip-bit 300
 echo dax0.0 > $dax/device_dax/unbind
 echo dax0.0 > $dax/beluga_dax/bind
 dmesg | tail -n 20 | grep -q "beluga0.0: superblock refused: BadChecksum"

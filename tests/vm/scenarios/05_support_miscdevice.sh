@@ -6,7 +6,7 @@ set -e
 grep -q '^cxlfabric_support_kunit ' /proc/modules || insmod /lib/cxlfabric/cxlfabric_support_kunit.ko
 test -c /dev/cxlfabric_misc_test
 test "$(stat -c %a /dev/cxlfabric_misc_test)" = 600
-cxlf-selftest misc
+cxlf-contract misc
 
 exec 3<> /dev/cxlfabric_misc_test
 if rmmod cxlfabric_support_kunit 2> /tmp/rmmod.err; then

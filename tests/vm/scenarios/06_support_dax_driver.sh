@@ -15,7 +15,7 @@ grep -q '^cxlfabric_support_kunit ' /proc/modules || insmod /lib/cxlfabric/cxlfa
 test -d "$drv"
 test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
 test "$(driver_of)" = device_dax
-cxlf-selftest dax-binding --unbound
+cxlf-contract dax-binding --unbound
 
 echo dax0.0 > /sys/bus/dax/drivers/device_dax/unbind
 echo dax0.0 > "$drv/bind"
@@ -24,11 +24,11 @@ test "$(driver_of)" = cxlfabric_support_kunit
 # to the dax instance, whatever driver is bound), but opening it fails.
 test -c /dev/dax0.0
 refute sh -c 'exec 3< /dev/dax0.0' 2>/dev/null
-cxlf-selftest dax-binding --start "$(cat $dev/resource)" --size "$(cat $dev/size)"
+cxlf-contract dax-binding --start "$(cat $dev/resource)" --size "$(cat $dev/size)"
 
 echo dax0.0 > "$drv/unbind"
 test "$(driver_of)" = none
-cxlf-selftest dax-binding --unbound
+cxlf-contract dax-binding --unbound
 echo dax0.0 > /sys/bus/dax/drivers/device_dax/bind
 test "$(driver_of)" = device_dax
 daxio fill /dev/dax0.0 --offset 0 --len 65536 --seed 9

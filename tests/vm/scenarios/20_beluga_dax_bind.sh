@@ -65,7 +65,7 @@ to_beluga
 beluga wait
 beluga alloc --size 2M --name victim > /dev/null
 to_device_dax
-eval "$(cxlf-selftest pool-layout --size "$size" --hosts 8 --objects 1024)"
+eval "$(cxlf-contract pool-layout --size "$size" --hosts 8 --objects 1024)"
 daxio write /dev/dax0.0 --offset $((object_table_off + 8)) --text garbage
 to_beluga
 n=0
@@ -80,7 +80,7 @@ test "$(state)" = ready
 to_device_dax
 
 # Bit 200 lies in the uuid: the checksum no longer matches.
-cxlf-selftest write-superblock --size "$size" --flip-bit 200
+cxlf-contract write-superblock --size "$size" --flip-bit 200
 to_beluga
 since_bind | grep -q "beluga_dax: beluga0.0: superblock refused: BadChecksum"
 test "$(state)" = refused

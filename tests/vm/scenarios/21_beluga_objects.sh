@@ -2,15 +2,15 @@
 # back, MAP_PRIVATE and out-of-object mappings refused, permissions per
 # uid, write-back only, FREE unlinks while mappings keep working, new
 # objects read zeros, a failed ALLOC copy-out leaves nothing
-# (cxlf-selftest beluga-contract); sysfs; the CLI; unbinding under a live
+# (cxlf-contract beluga-contract); sysfs; the CLI; unbinding under a live
 # mapping (the holder gets SIGBUS); module unload refused while a file is
 # open.
 set -e
 . /lib/cxlfabric/lib.sh
 beluga_fresh
 
-cxlf-selftest beluga-contract --dev /dev/beluga0.0
-cxlf-selftest beluga-race --dev /dev/beluga0.0 --seconds 3
+cxlf-contract beluga-contract --dev /dev/beluga0.0
+cxlf-contract beluga-race --dev /dev/beluga0.0 --seconds 3
 
 test "$(cat $sys/state)" = ready
 test "$(cat $sys/sections)" = 255
@@ -40,7 +40,7 @@ wait_until 50 reads $sys/work_ns -gt "$w"
 
 # Unbind under a live mapping: the mapping raises SIGBUS afterwards.
 rm -f /tmp/held
-cxlf-selftest beluga-hold --dev /dev/beluga0.0 --ready /tmp/held &
+cxlf-contract beluga-hold --dev /dev/beluga0.0 --ready /tmp/held &
 holder=$!
 n=0; while ! test -e /tmp/held; do sleep 0.1; n=$((n + 1)); test $n -lt 200; done
 # The open file keeps the module.

@@ -12,7 +12,7 @@ beluga_fresh
 insmod /lib/cxlfabric/beluga_client_test.ko size_mib=3
 dmesg | grep -q 'beluga_client_test: region kclient.test: 4194304 bytes at 0x'
 beluga list --json | tr -d ' \n' | grep -q '"name":"kclient.test","size":4194304,[^}]*"uid":0,"mode":"600"'
-cxlf-selftest beluga-pattern --name kclient.test --len 65536
+cxlf-contract beluga-pattern --name kclient.test --len 65536
 # The user holds beluga_dax.
 refute rmmod beluga_dax 2>/dev/null
 rmmod beluga_client_test

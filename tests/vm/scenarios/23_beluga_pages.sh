@@ -3,27 +3,27 @@
 # /proc/pid/mem, O_DIRECT through a loop device, io_uring fixed buffers,
 # vmsplice, mbind with MPOL_MF_STRICT (once an oops), and a long-term pin
 # held across FREE keeps the sections until it is released
-# (cxlf-selftest beluga-gup). Then the device's files live in the dax
+# (cxlf-contract beluga-gup). Then the device's files live in the dax
 # device's own inode: opening the device through a node on another
 # filesystem and unmounting it leaves no busy inode behind.
 set -e
 . /lib/cxlfabric/lib.sh
 beluga_fresh
 
-cxlf-selftest beluga-gup --dev /dev/beluga0.0
+cxlf-contract beluga-gup --dev /dev/beluga0.0
 
 # A revoked mapping kept by a process pins no memory type: unbind under
 # it, bind again, and new objects on the same sections map write-back
 # (the contract checks pat_memtype_list), while the old mapping raises
 # SIGBUS.
 rm -f /tmp/held
-cxlf-selftest beluga-hold --dev /dev/beluga0.0 --ready /tmp/held &
+cxlf-contract beluga-hold --dev /dev/beluga0.0 --ready /tmp/held &
 holder=$!
 wait_until 200 test -e /tmp/held
 echo dax0.0 > $dax/beluga_dax/unbind
 echo dax0.0 > $dax/beluga_dax/bind
 beluga wait
-cxlf-selftest beluga-contract --dev /dev/beluga0.0
+cxlf-contract beluga-contract --dev /dev/beluga0.0
 rm /tmp/held
 status=0; wait $holder || status=$?
 test $status = 135   # 128 + SIGBUS

@@ -9,9 +9,9 @@ set -e
 beluga_fresh
 chmod 666 /dev/beluga0.0
 
-cxlf-selftest beluga-fuzz --dev /dev/beluga0.0 --seconds 10 --seed 1 --threads 4 --uid 1000
-cxlf-selftest beluga-fuzz --dev /dev/beluga0.0 --seconds 10 --seed 2 --threads 4
+cxlf-contract beluga-fuzz --dev /dev/beluga0.0 --seconds 10 --seed 1 --threads 4 --uid 1000
+cxlf-contract beluga-fuzz --dev /dev/beluga0.0 --seconds 10 --seed 2 --threads 4
 
 wait_until 50 pool_attr_is objects 0
-cxlf-selftest beluga-contract --dev /dev/beluga0.0
+cxlf-contract beluga-contract --dev /dev/beluga0.0
 beluga_done

@@ -9,7 +9,7 @@ beluga_fresh
 for by in exec thread fork; do
 	echo "== unbind by $by" | tee /dev/kmsg
 	released=$(dmesg | grep -c "beluga0.0: released" || true)
-	cxlf-selftest beluga-pin-unbind --dev /dev/beluga0.0 --by $by
+	cxlf-contract beluga-pin-unbind --dev /dev/beluga0.0 --by $by
 	test "$(dmesg | grep -c "beluga0.0: released")" -gt "$released"
 	echo dax0.0 > $dax/beluga_dax/bind
 	beluga wait

@@ -35,7 +35,7 @@ insmod /lib/cxlfabric/mchannel_sched.ko
 test -c /dev/mchannel
 threads=/sys/class/misc/mchannel/threads
 
-cxlf-selftest mchannel-errnos
+cxlf-contract mchannel-errnos
 test "$(cat $threads)" = 0
 
 # Two streaming threads, one channel each, on a component that carries one
@@ -43,26 +43,26 @@ test "$(cat $threads)" = 0
 # freely again once detached. The tolerance is for TCG, whose timers fire
 # up to a millisecond late (each overrun is paid back by later windows;
 # the check prints how much of its granted budget each channel ran).
-cxlf-selftest mchannel-share --weights 1,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
-cxlf-selftest mchannel-share --weights 2,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
-cxlf-selftest mchannel-share --weights 2,1 --t-w-us 100 --seconds 2 --tolerance 0.1
+cxlf-contract mchannel-share --weights 1,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
+cxlf-contract mchannel-share --weights 2,1 --t-w-us 1000 --seconds 2 --tolerance 0.1
+cxlf-contract mchannel-share --weights 2,1 --t-w-us 100 --seconds 2 --tolerance 0.1
 # HCSFQ: two tenants of equal weight, one with two channels: the tenants
 # split the component, the first tenant's channels split its half.
-cxlf-selftest mchannel-share --tree 'A/=1,B/=1,a1=1@A,a2=1@A,b1=1@B' --t-w-us 1000 --seconds 2 --tolerance 0.1
+cxlf-contract mchannel-share --tree 'A/=1,B/=1,a1=1@A,a2=1@A,b1=1@B' --t-w-us 1000 --seconds 2 --tolerance 0.1
 # The three meters count alike: the emulated one, a perf event per thread
 # (on-CPU nanoseconds, a software event: TCG has no PMU for LLC misses)
 # and the threads' own reports, each 1 GB/s while running: equal shares.
-cxlf-selftest mchannel-share --tree 'e=1,p=1:perf,r=1:reported' --meter 1000 --t-w-us 1000 --seconds 2 --tolerance 0.1
+cxlf-contract mchannel-share --tree 'e=1,p=1:perf,r=1:reported' --meter 1000 --t-w-us 1000 --seconds 2 --tolerance 0.1
 test "$(cat /sys/class/misc/mchannel/perf_misses)" = 0
 # The congestion model: a component configured 4x faster than the device
 # behind it comes down to the device, which the channels then share.
-cxlf-selftest mchannel-model --over 4 --seconds 3
+cxlf-contract mchannel-model --over 4 --seconds 3
 
 # A process attached before it creates its threads (mchannel run): the
 # stream's thread joins through the fork probe, and the windows close.
 c=$(mchannel component --name run-port --kind host-port --capacity 50000000)
 ch=$(mchannel create --name run --path "$c" --meter 100 --t-w-us 1000)
-mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 1 --seconds 60 &
+mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 60 &
 pid=$!
 wait_until 50 reads $threads -ge 2
 sleep 0.5
@@ -104,7 +104,7 @@ mchannel inject --component "$c" --ppm 0
 # A perf channel whose event changes keeps counting: its threads get
 # counters for the new event (on-CPU time, then CPU clock).
 pc=$(mchannel create --name perf-switch --path "$c" --perf task-clock --bytes-per-event 1)
-mchannel run --channel "$pc" -- cxlf-selftest mchannel-stream --threads 1 --seconds 4 >/dev/null &
+mchannel run --channel "$pc" -- cxlf-contract mchannel-stream --threads 1 --seconds 4 >/dev/null &
 prun=$!
 wait_until 50 reads $sys/channels/perf-switch/rate -gt 1000000
 mchannel set "$pc" --perf 1:0 --bytes-per-event 1
@@ -132,16 +132,16 @@ mchannel destroy "$cx"
 # unattached thread beside it runs unaffected.
 side=$(mchannel component --name side-port --kind host-port --capacity 10000000)
 mchannel run --name side --path "$side" --meter 100 --t-w-us 1000 -- \
-	cxlf-selftest mchannel-stream --threads 1 --seconds 3 --at-most 0.2 &
+	cxlf-contract mchannel-stream --threads 1 --seconds 3 --at-most 0.2 &
 runner=$!
 wait_until 50 test -d $sys/channels/side
-cxlf-selftest mchannel-stream --threads 1 --seconds 2 --at-least 0.85
+cxlf-contract mchannel-stream --threads 1 --seconds 2 --at-least 0.85
 wait $runner
 test ! -e $sys/channels/side
 # A thread attached from outside while it runs is held from then on, even
 # alone on its CPU, where no switch would make the scheduler probe see it.
 st=$(mchannel create --name settle --path "$side" --meter 100 --t-w-us 1000)
-taskset 2 cxlf-selftest mchannel-stream --threads 1 --seconds 4 >/dev/null &
+taskset 2 cxlf-contract mchannel-stream --threads 1 --seconds 4 >/dev/null &
 sp=$!
 sleep 0.5
 mchannel attach --channel "$st" --pid $sp --process
@@ -167,7 +167,7 @@ mchannel destroy "$x"
 mchannel destroy "$g"
 
 # Unloading under load: every attached thread is let go and runs on.
-mchannel run --channel "$ch" -- cxlf-selftest mchannel-stream --threads 2 --seconds 3 &
+mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 2 --seconds 3 &
 pid=$!
 wait_until 50 reads $threads -ge 3
 sleep 0.5

@@ -135,6 +135,39 @@ pub fn stream_cmd(
 /// attaching root's does not.
 pub fn errnos(dev: &Path) -> Result<()> {
     let m = Mchannel::open(dev)?;
+    let comp = component_errnos(&m)?;
+    let good = channel_spec("errno-ch", 1, &[comp], 0, 10, false)?;
+    for (what, errno, spoil) in SPEC_ERRNOS {
+        let mut bad = good;
+        spoil(&mut bad);
+        expect_errno(what, m.create_channel(&bad), *errno)?;
+    }
+    meter_errnos(&m, &good)?;
+    let ch = m.create_channel(&good).context("create")?;
+    expect_errno("same channel name", m.create_channel(&good), Errno::EEXIST)?;
+    ensure!(
+        ch.t_w_ns == abi::T_W_DEFAULT_NS,
+        "default T_W: {}",
+        ch.t_w_ns
+    );
+    lookup_errnos(&m, ch.id, comp)?;
+    groups(&m, comp, ch.id)?;
+    m.attach(ch.id, 0, false).context("attach self")?;
+    expect_errno("attach twice", m.attach(ch.id, 0, false), Errno::EBUSY)?;
+    expect_errno("destroy busy", m.destroy_channel(ch.id), Errno::EBUSY)?;
+    ensure!(m.query(ch.id)?.threads == 1, "one thread attached");
+    unprivileged(dev, ch.id, comp)?;
+    perf_needs_perfmon(dev, comp)?;
+    m.detach(0, false).context("detach self")?;
+    m.destroy_channel(ch.id).context("destroy")?;
+    expect_errno("destroy twice", m.destroy_channel(ch.id), Errno::ENOENT)?;
+    println!("mchannel errnos: every bad argument refused with its errno");
+    Ok(())
+}
+
+/// Registers the component the errno checks use, after the bad
+/// registrations are refused.
+fn component_errnos(m: &Mchannel) -> Result<u32> {
     let comp = m
         .register_component("errno-port", abi::COMPONENT_HOST_PORT, 1_000_000_000)
         .context("register")?;
@@ -153,59 +186,62 @@ pub fn errnos(dev: &Path) -> Result<()> {
         m.register_component("kind", 99, 1),
         Errno::EINVAL,
     )?;
-    let good = channel_spec("errno-ch", 1, &[comp], 0, 10, false)?;
-    let mut bad = good;
-    bad.weight = 0;
-    expect_errno("weight 0", m.create_channel(&bad), Errno::EINVAL)?;
-    bad.weight = abi::WEIGHT_MAX + 1;
-    expect_errno("weight above max", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.t_w_ns = abi::T_W_MIN_NS - 1;
-    expect_errno("T_W below min", m.create_channel(&bad), Errno::EINVAL)?;
-    bad.t_w_ns = abi::T_W_MAX_NS + 1;
-    expect_errno("T_W above max", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.path[0] = 999;
-    expect_errno("unknown component", m.create_channel(&bad), Errno::ENOENT)?;
-    let mut bad = good;
-    bad.path_len = abi::PATH_MAX as u32 + 1;
-    expect_errno("path too long", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.path_len = 2;
-    bad.path[1] = comp;
-    expect_errno("component twice", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.flags = 0x80;
-    expect_errno("unknown flags", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.name = [b'x'; abi::NAME_BYTES];
-    expect_errno("unterminated name", m.create_channel(&bad), Errno::EINVAL)?;
-    let mut bad = good;
-    bad.name = mchannel::name("a/b")?;
-    expect_errno("'/' in a name", m.create_channel(&bad), Errno::EINVAL)?;
-    bad.name = mchannel::name("..")?;
-    expect_errno("name '..'", m.create_channel(&bad), Errno::EINVAL)?;
-    meter_errnos(&m, &good)?;
-    let ch = m.create_channel(&good).context("create")?;
-    expect_errno("same channel name", m.create_channel(&good), Errno::EEXIST)?;
-    ensure!(
-        ch.t_w_ns == abi::T_W_DEFAULT_NS,
-        "default T_W: {}",
-        ch.t_w_ns
-    );
+    Ok(comp)
+}
+
+/// A change that makes a good channel spec bad.
+type Spoil = fn(&mut abi::ChannelSpec);
+
+/// A name for a spoiled spec (the literals below are printable and short).
+fn bad_name(name: &str) -> [u8; abi::NAME_BYTES] {
+    mchannel::name(name).expect("a printable short literal")
+}
+
+/// CREATE_CHANNEL's argument checks: what is wrong, the errno, and how a
+/// good spec (one component in its path) is spoiled.
+const SPEC_ERRNOS: &[(&str, Errno, Spoil)] = &[
+    ("weight 0", Errno::EINVAL, |s| s.weight = 0),
+    ("weight above max", Errno::EINVAL, |s| {
+        s.weight = abi::WEIGHT_MAX + 1
+    }),
+    ("T_W below min", Errno::EINVAL, |s| {
+        s.t_w_ns = abi::T_W_MIN_NS - 1
+    }),
+    ("T_W above max", Errno::EINVAL, |s| {
+        s.t_w_ns = abi::T_W_MAX_NS + 1
+    }),
+    ("unknown component", Errno::ENOENT, |s| s.path[0] = 999),
+    ("path too long", Errno::EINVAL, |s| {
+        s.path_len = abi::PATH_MAX as u32 + 1
+    }),
+    ("component twice", Errno::EINVAL, |s| {
+        s.path_len = 2;
+        s.path[1] = s.path[0];
+    }),
+    ("unknown flags", Errno::EINVAL, |s| s.flags = 0x80),
+    ("unterminated name", Errno::EINVAL, |s| {
+        s.name = [b'x'; abi::NAME_BYTES]
+    }),
+    ("'/' in a name", Errno::EINVAL, |s| s.name = bad_name("a/b")),
+    ("name '..'", Errno::EINVAL, |s| s.name = bad_name("..")),
+];
+
+/// Ids that name nothing, arguments out of range, ioctls in the wrong
+/// state, and an unknown ioctl, against channel `ch` on component `comp`.
+fn lookup_errnos(m: &Mchannel, ch: u32, comp: u32) -> Result<()> {
     expect_errno(
         "attach unknown pid",
-        m.attach(ch.id, 999_999, false),
+        m.attach(ch, 999_999, false),
         Errno::ESRCH,
     )?;
     expect_errno(
         "attach negative pid",
-        m.attach(ch.id, -5, false),
+        m.attach(ch, -5, false),
         Errno::EINVAL,
     )?;
     expect_errno(
         "attach kernel thread",
-        m.attach(ch.id, 2, false),
+        m.attach(ch, 2, false),
         Errno::EINVAL,
     )?;
     expect_errno(
@@ -228,7 +264,7 @@ pub fn errnos(dev: &Path) -> Result<()> {
         Errno::EINVAL,
     )?;
     expect_errno("report unattached", m.report(64), Errno::EINVAL)?;
-    m.attach(ch.id, 0, false).context("attach self")?;
+    m.attach(ch, 0, false).context("attach self")?;
     expect_errno("report to an emulated meter", m.report(64), Errno::EINVAL)?;
     m.detach(0, false).context("detach self")?;
     let mut garbage = [0xffu8; 64];
@@ -239,19 +275,7 @@ pub fn errnos(dev: &Path) -> Result<()> {
             &mut garbage,
         ),
         Errno::ENOTTY,
-    )?;
-    groups(&m, comp, ch.id)?;
-    m.attach(ch.id, 0, false).context("attach self")?;
-    expect_errno("attach twice", m.attach(ch.id, 0, false), Errno::EBUSY)?;
-    expect_errno("destroy busy", m.destroy_channel(ch.id), Errno::EBUSY)?;
-    ensure!(m.query(ch.id)?.threads == 1, "one thread attached");
-    unprivileged(dev, ch.id, comp)?;
-    perf_needs_perfmon(dev, comp)?;
-    m.detach(0, false).context("detach self")?;
-    m.destroy_channel(ch.id).context("destroy")?;
-    expect_errno("destroy twice", m.destroy_channel(ch.id), Errno::ENOENT)?;
-    println!("mchannel errnos: every bad argument refused with its errno");
-    Ok(())
+    )
 }
 
 /// Groups: a group runs no threads, children take their parent's path,
@@ -543,7 +567,6 @@ fn checks_in_child(what: &str, checks: impl FnOnce() -> Result<()>) -> Result<()
 /// a perf event this machine has (a hardware event needs a PMU; TCG has
 /// none, and says so with ENOENT).
 fn meter_errnos(m: &Mchannel, good: &abi::ChannelSpec) -> Result<()> {
-    type Spoil = fn(&mut abi::ChannelSpec);
     let perf = |bytes_per_event, type_, config| Meter::Perf {
         type_,
         config,
@@ -787,6 +810,63 @@ pub fn share(
     let leaves_n = nodes.iter().filter(|n| !n.group).count();
     let baseline = baseline(leaves_n, seconds / 2.0);
     let m = Mchannel::open(dev)?;
+    let all_ids = create_share_tree(&m, nodes, t_w_us, meter)?;
+    let leaves: Vec<usize> = (0..nodes.len()).filter(|&i| !nodes[i].group).collect();
+    let ids: Vec<u32> = leaves.iter().map(|&i| all_ids[i]).collect();
+    let want: Vec<f64> = leaves.iter().map(|&i| want_all[i]).collect();
+    let run = ShareRun {
+        dev,
+        meter,
+        seconds,
+        warmup: Duration::from_secs_f64(seconds / 2.0),
+        measure: Duration::from_secs_f64(seconds),
+    };
+    let kinds: Vec<NodeMeter> = leaves.iter().map(|&i| nodes[i].meter).collect();
+    let out = run.streams(&m, &ids, &kinds)?;
+    // Children before their parents.
+    for &id in all_ids.iter().rev() {
+        m.destroy_channel(id).context("destroy")?;
+    }
+    for (k, &leaf) in leaves.iter().enumerate() {
+        print_share_channel(&nodes[leaf], want[k], &out, k);
+    }
+    let ran: Vec<f64> = out.attached.iter().map(|p| p.run_fraction).collect();
+    let used: Vec<f64> = out
+        .stats
+        .iter()
+        .map(|s| s.run_ns as f64 / s.granted_ns.max(1) as f64)
+        .collect();
+    println!(
+        "the component carried {:.3} of its capacity; unattached, the threads ran {baseline:.3} CPUs together",
+        ran.iter().sum::<f64>()
+    );
+    let user: Vec<f64> = out
+        .attached
+        .iter()
+        .map(|p| (p.run_fraction - p.system_fraction).max(0.0))
+        .collect();
+    judge_shares(&want, &ran, &user, &used, tolerance)?;
+    // Detached, nothing holds the threads back: together they run as much
+    // as the same threads did before any was attached (what this machine
+    // gives them: on a debug kernel, less than a CPU each).
+    let total: f64 = out.after.iter().map(|a| a.run_fraction).sum();
+    ensure!(
+        total >= baseline * (1.0 - tolerance),
+        "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} before they were attached",
+        out.after.len()
+    );
+    Ok(())
+}
+
+/// Registers the share test's component (its capacity one thread's
+/// demand: `meter` bytes per us) and creates `nodes` under it, parents
+/// first; returns the channels' ids in the order of `nodes`.
+fn create_share_tree(
+    m: &Mchannel,
+    nodes: &[ShareNode],
+    t_w_us: u64,
+    meter: u64,
+) -> Result<Vec<u32>> {
     let pid = std::process::id();
     let comp = m
         .register_component(
@@ -810,23 +890,7 @@ pub fn share(
             if n.group { 0 } else { meter },
             false,
         )?;
-        match n.meter {
-            _ if n.group => {}
-            NodeMeter::Emulated => {}
-            NodeMeter::Perf => {
-                ensure!(
-                    meter.is_multiple_of(1000),
-                    "a perf meter counts ns: --meter must be whole bytes per ns"
-                );
-                Meter::Perf {
-                    type_: abi::PERF_TYPE_SOFTWARE,
-                    config: abi::PERF_COUNT_SW_TASK_CLOCK,
-                    bytes_per_event: meter / 1000,
-                }
-                .apply(&mut spec);
-            }
-            NodeMeter::Reported => Meter::Reported.apply(&mut spec),
-        }
+        apply_node_meter(n, meter, &mut spec)?;
         if let Some(p) = parent {
             spec.parent = p;
         }
@@ -835,123 +899,159 @@ pub fn share(
         }
         all_ids.push(m.create_channel(&spec).context("create")?.id);
     }
-    let leaves: Vec<usize> = (0..nodes.len()).filter(|&i| !nodes[i].group).collect();
-    let ids: Vec<u32> = leaves.iter().map(|&i| all_ids[i]).collect();
-    let want: Vec<f64> = leaves.iter().map(|&i| want_all[i]).collect();
-    let warmup = Duration::from_secs_f64(seconds / 2.0);
-    let measure = Duration::from_secs_f64(seconds);
-    let mut stats = vec![];
-    // What the kernel counted as run, over most of the measured period.
-    let mut counted = vec![];
-    let step = Lockstep::new(ids.len());
-    let (attached, after) = std::thread::scope(|s| -> Result<_> {
-        let step = &step;
-        let hs: Vec<_> = ids
-            .iter()
-            .zip(leaves.iter().map(|&i| nodes[i].meter))
-            .map(|(&id, kind)| {
-                s.spawn(move || -> Result<(Progress, Progress)> {
-                    let attached = Mchannel::open(dev).context("open").and_then(|m| {
-                        m.attach(id, 0, false).context("attach")?;
-                        Ok(m)
-                    });
-                    let m = match attached {
-                        Ok(m) => m,
-                        Err(e) => {
-                            // The others wait for this thread at the start.
-                            step.start.wait();
-                            step.done.fetch_add(1, Ordering::AcqRel);
-                            return Err(e);
-                        }
-                    };
-                    let p = if kind == NodeMeter::Reported {
-                        stream_reporting(&m, meter, step, warmup, measure)?
-                    } else {
-                        step.run(&mut Stream::new(), warmup, measure, || {})
-                    };
-                    m.detach(0, false).context("detach")?;
-                    let q = stream_for(
-                        Duration::from_millis(300),
-                        Duration::from_secs_f64(seconds / 2.0),
-                    );
-                    Ok((p, q))
-                })
+    Ok(all_ids)
+}
+
+/// The meter of a share test's channel (groups have none).
+fn apply_node_meter(n: &ShareNode, meter: u64, spec: &mut abi::ChannelSpec) -> Result<()> {
+    match n.meter {
+        _ if n.group => {}
+        NodeMeter::Emulated => {}
+        NodeMeter::Perf => {
+            ensure!(
+                meter.is_multiple_of(1000),
+                "a perf meter counts ns: --meter must be whole bytes per ns"
+            );
+            Meter::Perf {
+                type_: abi::PERF_TYPE_SOFTWARE,
+                config: abi::PERF_COUNT_SW_TASK_CLOCK,
+                bytes_per_event: meter / 1000,
+            }
+            .apply(spec);
+        }
+        NodeMeter::Reported => Meter::Reported.apply(spec),
+    }
+    Ok(())
+}
+
+/// How a share test streams: the device, the meter's bytes per us, and
+/// its phases.
+struct ShareRun<'a> {
+    dev: &'a Path,
+    meter: u64,
+    seconds: f64,
+    warmup: Duration,
+    measure: Duration,
+}
+
+/// What a share test saw of each leaf channel: the kernel's counters near
+/// the end of the measured phase, the run fraction the kernel counted over
+/// most of it, and the thread's own view attached and after detaching.
+struct ShareOutcome {
+    stats: Vec<mchannel::ChannelStat>,
+    counted: Vec<f64>,
+    attached: Vec<Progress>,
+    after: Vec<Progress>,
+}
+
+impl ShareRun<'_> {
+    /// One streaming thread in each channel of `ids` (metered as `kinds`
+    /// says), in lockstep, while this thread reads the kernel's view.
+    fn streams(&self, m: &Mchannel, ids: &[u32], kinds: &[NodeMeter]) -> Result<ShareOutcome> {
+        let step = Lockstep::new(ids.len());
+        std::thread::scope(|s| -> Result<_> {
+            let step = &step;
+            let hs: Vec<_> = ids
+                .iter()
+                .zip(kinds)
+                .map(|(&id, &kind)| s.spawn(move || self.stream_in(id, kind, step)))
+                .collect();
+            let (stats, counted) = self.kernel_view(m, ids, step)?;
+            let mut attached = vec![];
+            let mut after = vec![];
+            for h in hs {
+                let (p, q) = h.join().expect("stream thread")?;
+                attached.push(p);
+                after.push(q);
+            }
+            Ok(ShareOutcome {
+                stats,
+                counted,
+                attached,
+                after,
             })
-            .collect();
-        // The kernel's view near the end of the measured phase.
+        })
+    }
+
+    /// A streaming thread: attached to channel `id` for the measured
+    /// phases, then detached for a while.
+    fn stream_in(&self, id: u32, kind: NodeMeter, step: &Lockstep) -> Result<(Progress, Progress)> {
+        let attached = Mchannel::open(self.dev).context("open").and_then(|m| {
+            m.attach(id, 0, false).context("attach")?;
+            Ok(m)
+        });
+        let m = match attached {
+            Ok(m) => m,
+            Err(e) => {
+                // The others wait for this thread at the start.
+                step.start.wait();
+                step.done.fetch_add(1, Ordering::AcqRel);
+                return Err(e);
+            }
+        };
+        let p = if kind == NodeMeter::Reported {
+            stream_reporting(&m, self.meter, step, self.warmup, self.measure)?
+        } else {
+            step.run(&mut Stream::new(), self.warmup, self.measure, || {})
+        };
+        m.detach(0, false).context("detach")?;
+        let q = stream_for(
+            Duration::from_millis(300),
+            Duration::from_secs_f64(self.seconds / 2.0),
+        );
+        Ok((p, q))
+    }
+
+    /// The kernel's view near the end of the measured phase: each
+    /// channel's counters, and what it counted as run over most of it.
+    fn kernel_view(
+        &self,
+        m: &Mchannel,
+        ids: &[u32],
+        step: &Lockstep,
+    ) -> Result<(Vec<mchannel::ChannelStat>, Vec<f64>)> {
         step.started();
         let t0 = std::time::Instant::now();
         let mut first = vec![];
-        for &id in &ids {
+        for &id in ids {
             first.push(m.query(id)?.run_ns);
         }
-        std::thread::sleep(measure.mul_f64(0.9));
+        std::thread::sleep(self.measure.mul_f64(0.9));
         let span = t0.elapsed().as_nanos() as f64;
+        let (mut stats, mut counted) = (vec![], vec![]);
         for (k, &id) in ids.iter().enumerate() {
             let s = m.query(id)?;
             counted.push(s.run_ns.saturating_sub(first[k]) as f64 / span);
             stats.push(s);
         }
-        let mut attached = vec![];
-        let mut after = vec![];
-        for h in hs {
-            let (p, q) = h.join().expect("stream thread")?;
-            attached.push(p);
-            after.push(q);
-        }
-        Ok((attached, after))
-    })?;
-    // Children before their parents.
-    for &id in all_ids.iter().rev() {
-        m.destroy_channel(id).context("destroy")?;
+        Ok((stats, counted))
     }
-    for (k, s) in stats.iter().enumerate() {
-        let n = &nodes[leaves[k]];
-        println!(
-            "channel {} (weight {}{}): run fraction {:.3} (in the kernel {:.3}, the kernel counted {:.3}; computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
-            n.name,
-            n.weight,
-            n.parent.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
-            attached[k].run_fraction,
-            attached[k].system_fraction,
-            counted[k],
-            want[k],
-            s.t_r_ns as f64 / s.t_w_ns as f64,
-            attached[k].bytes_per_s / 1e6,
-            after[k].run_fraction,
-            s.rate / 1_000_000,
-            s.demand / 1_000_000,
-            s.alpha / 1_000_000,
-            s.windows,
-            s.throttled_ns / 1_000_000,
-            s.run_ns as f64 / s.granted_ns.max(1) as f64,
-            s.max_overrun_ns / 1_000
-        );
-    }
-    let ran: Vec<f64> = attached.iter().map(|p| p.run_fraction).collect();
-    let used: Vec<f64> = stats
-        .iter()
-        .map(|s| s.run_ns as f64 / s.granted_ns.max(1) as f64)
-        .collect();
+}
+
+/// One line of a share test per leaf channel `k` (node `n`, computed
+/// share `want`).
+fn print_share_channel(n: &ShareNode, want: f64, out: &ShareOutcome, k: usize) {
+    let (s, attached, after) = (&out.stats[k], &out.attached[k], &out.after[k]);
     println!(
-        "the component carried {:.3} of its capacity; unattached, the threads ran {baseline:.3} CPUs together",
-        ran.iter().sum::<f64>()
+        "channel {} (weight {}{}): run fraction {:.3} (in the kernel {:.3}, the kernel counted {:.3}; computed {:.3}, T_R/T_W {:.3}), {:.0} MB/s; detached {:.3}; rate {} MB/s, demand {} MB/s, alpha {} MB/s; {} windows, throttled {} ms, ran {:.3} of granted, overrun up to {} us",
+        n.name,
+        n.weight,
+        n.parent.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
+        attached.run_fraction,
+        attached.system_fraction,
+        out.counted[k],
+        want,
+        s.t_r_ns as f64 / s.t_w_ns as f64,
+        attached.bytes_per_s / 1e6,
+        after.run_fraction,
+        s.rate / 1_000_000,
+        s.demand / 1_000_000,
+        s.alpha / 1_000_000,
+        s.windows,
+        s.throttled_ns / 1_000_000,
+        s.run_ns as f64 / s.granted_ns.max(1) as f64,
+        s.max_overrun_ns / 1_000
     );
-    let user: Vec<f64> = attached
-        .iter()
-        .map(|p| (p.run_fraction - p.system_fraction).max(0.0))
-        .collect();
-    judge_shares(&want, &ran, &user, &used, tolerance)?;
-    // Detached, nothing holds the threads back: together they run as much
-    // as the same threads did before any was attached (what this machine
-    // gives them: on a debug kernel, less than a CPU each).
-    let total: f64 = after.iter().map(|a| a.run_fraction).sum();
-    ensure!(
-        total >= baseline * (1.0 - tolerance),
-        "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} before they were attached",
-        after.len()
-    );
-    Ok(())
 }
 
 /// `stream_for`, reporting after each pass `bytes_per_us` for each

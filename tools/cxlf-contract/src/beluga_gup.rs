@@ -1,4 +1,4 @@
-//! `cxlf-selftest beluga-gup`: beluga_dax mappings are page-backed
+//! `cxlf-contract beluga-gup`: beluga_dax mappings are page-backed
 //! (ZONE_DEVICE pages behind devmap entries, as device-dax's are), so
 //! everything in the kernel that goes through `get_user_pages` must work
 //! on pool memory, where a raw-PFN mapping made it fail (EFAULT) or crash.
@@ -14,7 +14,7 @@
 use crate::beluga_checks::{
     find, fork_child, in_child, pattern, sysfs_u64, wait_for, wait_unlisted, RELEASE_TIMEOUT,
 };
-use crate::check;
+use crate::checks::check;
 use anyhow::{bail, ensure, Context, Result};
 use beluga::{Mapping, Pool, Sharing};
 use nix::libc;
@@ -295,7 +295,7 @@ fn direct_io(fd: RawFd, write: bool, buf: *mut u8, len: usize, offset: u64) -> R
 /// the mapping's pages for the bios.
 fn loop_direct(m: &Mapping) -> Result<()> {
     fill(m)?;
-    let backing = PathBuf::from("/tmp/cxlf-selftest-gup.img");
+    let backing = PathBuf::from("/tmp/cxlf-contract-gup.img");
     let file = pattern_file(&backing, 8 * MIB)?;
     let lo = LoopDevice::attach(&backing)?;
     let dev = OpenOptions::new()
@@ -569,7 +569,7 @@ fn uring_fixed(m: &Mapping) -> Result<()> {
     let ring = Ring::new(8)?;
     ring.register_buffer(m.as_ptr(), 2 * MIB)
         .context("IORING_REGISTER_BUFFERS over 2 MiB of the mapping")?;
-    let path = PathBuf::from("/tmp/cxlf-selftest-uring");
+    let path = PathBuf::from("/tmp/cxlf-contract-uring");
     let file = pattern_file(&path, 2 * MIB);
     let read = file.and_then(|file| {
         // SAFETY: inside the registered 2 MiB of the mapping.
@@ -706,7 +706,7 @@ mod tests {
     use super::*;
 
     fn shmem(name: &str) -> Option<Mapping> {
-        let path = PathBuf::from(format!("/dev/shm/cxlf-selftest-{name}"));
+        let path = PathBuf::from(format!("/dev/shm/cxlf-contract-{name}"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)

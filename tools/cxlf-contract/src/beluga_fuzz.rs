@@ -1,4 +1,4 @@
-//! `cxlf-selftest beluga-fuzz`: beluga_dax tried as an attacker would, for a
+//! `cxlf-contract beluga-fuzz`: beluga_dax tried as an attacker would, for a
 //! bounded time, from racing threads (optionally as an unprivileged uid):
 //! ioctls with real and random command numbers, random and structured
 //! arguments and bad pointers (NULL, unmapped, kernel, read-only, across a
@@ -627,45 +627,83 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// ALLOC's argument: sizes, flags and modes around the valid ones, a
+    /// random name and sometimes a stale handle; `p` learns what the
+    /// outcome depends on.
+    fn alloc_args(&mut self, p: &mut Prepared) -> abi::AllocArgs {
+        let size = match self.rng.below(8) {
+            0 => 0,
+            1 => 1,
+            2 | 3 => 2 * MIB,
+            4 => 4 * MIB,
+            5 => self.rng.below(16 * MIB),
+            6 => self.rng.next(),
+            _ => u64::MAX,
+        };
+        let flags = match self.rng.below(4) {
+            0 | 1 => 0,
+            2 => abi::FLAG_SHARED,
+            _ => self.rng.next() as u32,
+        };
+        let mode = if self.rng.percent(70) {
+            self.rng.below(0o1000) as u32
+        } else {
+            self.rng.next() as u32
+        };
+        let name = self.random_name();
+        p.unnamed_alloc = name == [0u8; abi::NAME_BYTES];
+        p.alloc_size = size;
+        let mut handle = abi::ObjectHandle::default();
+        if self.rng.percent(50) {
+            handle.index = self.rng.next() as u32;
+            handle.serial = self.rng.next();
+        }
+        abi::AllocArgs {
+            size,
+            flags,
+            mode,
+            name,
+            handle,
+        }
+    }
+
+    /// LIST's argument: any start and capacity, entries in the scratch
+    /// buffer or at a bad address.
+    fn list_args(&mut self) -> abi::ListArgs {
+        let start = if self.rng.percent(70) {
+            self.rng.below(1100) as u32
+        } else {
+            self.rng.next() as u32
+        };
+        let capacity = match self.rng.below(4) {
+            0 => 0,
+            1 => 1 + self.rng.below(8) as u32,
+            2 => self.rng.below(5000) as u32,
+            _ => self.rng.next() as u32,
+        };
+        // Entries in the buffer after the arguments (a big count
+        // runs into the guard page), or a bad pointer.
+        let entries = if self.rng.percent(70) {
+            self.scratch.ptr(Arg::Buffer) as u64 + 1024
+        } else {
+            let bad = self.rng.pick(BAD_ARGS);
+            self.scratch.ptr(bad) as u64
+        };
+        abi::ListArgs {
+            start,
+            capacity,
+            entries,
+            count: self.rng.next() as u32,
+            next: self.rng.next() as u32,
+        }
+    }
+
     /// Writes well-formed parts of `cmd`'s argument over random bytes.
     fn structure(&mut self, cmd: u32, buf: &mut [u8]) -> Prepared {
         let mut p = Prepared::default();
         match cmd {
             abi::ALLOC => {
-                let size = match self.rng.below(8) {
-                    0 => 0,
-                    1 => 1,
-                    2 | 3 => 2 * MIB,
-                    4 => 4 * MIB,
-                    5 => self.rng.below(16 * MIB),
-                    6 => self.rng.next(),
-                    _ => u64::MAX,
-                };
-                let flags = match self.rng.below(4) {
-                    0 | 1 => 0,
-                    2 => abi::FLAG_SHARED,
-                    _ => self.rng.next() as u32,
-                };
-                let mode = if self.rng.percent(70) {
-                    self.rng.below(0o1000) as u32
-                } else {
-                    self.rng.next() as u32
-                };
-                let name = self.random_name();
-                p.unnamed_alloc = name == [0u8; abi::NAME_BYTES];
-                p.alloc_size = size;
-                let mut handle = abi::ObjectHandle::default();
-                if self.rng.percent(50) {
-                    handle.index = self.rng.next() as u32;
-                    handle.serial = self.rng.next();
-                }
-                let args = abi::AllocArgs {
-                    size,
-                    flags,
-                    mode,
-                    name,
-                    handle,
-                };
+                let args = self.alloc_args(&mut p);
                 put(buf, &args);
             }
             abi::OPEN => {
@@ -690,32 +728,7 @@ impl<'a> Worker<'a> {
                 put(buf, &args);
             }
             abi::LIST => {
-                let start = if self.rng.percent(70) {
-                    self.rng.below(1100) as u32
-                } else {
-                    self.rng.next() as u32
-                };
-                let capacity = match self.rng.below(4) {
-                    0 => 0,
-                    1 => 1 + self.rng.below(8) as u32,
-                    2 => self.rng.below(5000) as u32,
-                    _ => self.rng.next() as u32,
-                };
-                // Entries in the buffer after the arguments (a big count
-                // runs into the guard page), or a bad pointer.
-                let entries = if self.rng.percent(70) {
-                    self.scratch.ptr(Arg::Buffer) as u64 + 1024
-                } else {
-                    let bad = self.rng.pick(BAD_ARGS);
-                    self.scratch.ptr(bad) as u64
-                };
-                let args = abi::ListArgs {
-                    start,
-                    capacity,
-                    entries,
-                    count: self.rng.next() as u32,
-                    next: self.rng.next() as u32,
-                };
+                let args = self.list_args();
                 put(buf, &args);
             }
             abi::SET_MAP_MODE => {
