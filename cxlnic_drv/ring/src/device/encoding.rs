@@ -142,7 +142,7 @@ impl DriverConfig {
     }
 
     /// The config in `b`, reserved words and padding included (so that
-    /// [`check_config`](super::check_config) can refuse them), unchecked.
+    /// [`check_config`](crate::device::check_config) can refuse them), unchecked.
     pub fn decode(b: &[u8; CONFIG_BYTES]) -> DriverConfig {
         let mut c = DriverConfig {
             gen: le32(b, 0),
@@ -166,7 +166,7 @@ impl DriverConfig {
 }
 
 impl QueueStats {
-    /// The counters in [`QUEUE_STATS_NAMES`](super::QUEUE_STATS_NAMES)
+    /// The counters in [`QUEUE_STATS_NAMES`](crate::device::QUEUE_STATS_NAMES)
     /// order.
     pub fn values(&self) -> [u64; 15] {
         [

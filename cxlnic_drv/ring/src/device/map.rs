@@ -1,12 +1,12 @@
 //! Where things are in BAR2 and the values its words take: offsets and
 //! sizes in bytes, the device's limits, vectors, modes and flags.
 
-/// Where the [`DeviceHeader`](super::DeviceHeader) starts in BAR2, bytes.
+/// Where the [`DeviceHeader`](crate::device::DeviceHeader) starts in BAR2, bytes.
 pub const HEADER_OFFSET: u64 = 0;
-/// Where the [`DriverConfig`](super::DriverConfig) starts in BAR2, bytes.
+/// Where the [`DriverConfig`](crate::device::DriverConfig) starts in BAR2, bytes.
 pub const CONFIG_OFFSET: u64 = 0x1000;
 /// Where the device's counters start in BAR2, bytes: queue pair `q`'s
-/// [`QueueStats`](super::QueueStats) at `STATS_OFFSET + q *`
+/// [`QueueStats`](crate::device::QueueStats) at `STATS_OFFSET + q *`
 /// [`QUEUE_STATS_BYTES`].
 pub const STATS_OFFSET: u64 = 0x2000;
 /// Device memory below this is the device's own; the driver places
@@ -58,18 +58,18 @@ pub const FLAGS_KNOWN: u32 = FLAG_TX_INLINE;
 /// `DeviceHeader::link` while the link is up (0: down).
 pub const LINK_UP: u32 = 1;
 
-/// [`Loc::space`](super::Loc::space) of host memory: the address is a
+/// [`Loc::space`](crate::device::Loc::space) of host memory: the address is a
 /// DMA address.
 pub const SPACE_HOST: u32 = 0;
-/// [`Loc::space`](super::Loc::space) of device memory: the address is a
+/// [`Loc::space`](crate::device::Loc::space) of device memory: the address is a
 /// BAR2 offset.
 pub const SPACE_DEVICE: u32 = 1;
 
 /// Bytes of the device header.
 pub const HEADER_BYTES: usize = 128;
-/// Bytes of a [`Loc`](super::Loc).
+/// Bytes of a [`Loc`](crate::device::Loc).
 pub const LOC_BYTES: usize = 16;
-/// Bytes of one queue pair's [`QueueConfig`](super::QueueConfig).
+/// Bytes of one queue pair's [`QueueConfig`](crate::device::QueueConfig).
 pub const QUEUE_CONFIG_BYTES: usize = 128;
 /// Bytes of the driver config before its queue pairs.
 pub const CONFIG_HEAD_BYTES: usize = 64;

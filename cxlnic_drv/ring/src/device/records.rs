@@ -6,7 +6,7 @@ use super::map::{
     QUEUE_STATS_BYTES,
 };
 
-/// What the device publishes at [`HEADER_OFFSET`](super::HEADER_OFFSET).
+/// What the device publishes at [`HEADER_OFFSET`](crate::device::HEADER_OFFSET).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceHeader {
@@ -28,15 +28,15 @@ pub struct DeviceHeader {
     pub modes: u32,
     /// The ivshmem peer to ring for a doorbell.
     pub doorbell_peer: u32,
-    /// [`LINK_UP`](super::LINK_UP), or 0 while the link is down.
+    /// [`LINK_UP`](crate::device::LINK_UP), or 0 while the link is down.
     pub link: u32,
     /// A counter it bumps at least every
-    /// [`HEARTBEAT_MS`](super::HEARTBEAT_MS) while it runs (wrapping).
+    /// [`HEARTBEAT_MS`](crate::device::HEARTBEAT_MS) while it runs (wrapping).
     pub heartbeat: u32,
     /// The config generation it last answered.
     pub cfg_ack: u32,
     /// Its answer to `cfg_ack`: 0 (taken) or a
-    /// [`ConfigError`](super::ConfigError) code.
+    /// [`ConfigError`](crate::device::ConfigError) code.
     pub cfg_status: u32,
     /// Link speed for ethtool, Mb/s.
     pub speed_mbps: u32,
@@ -48,8 +48,8 @@ pub struct DeviceHeader {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Loc {
-    /// [`SPACE_HOST`](super::SPACE_HOST) or
-    /// [`SPACE_DEVICE`](super::SPACE_DEVICE).
+    /// [`SPACE_HOST`](crate::device::SPACE_HOST) or
+    /// [`SPACE_DEVICE`](crate::device::SPACE_DEVICE).
     pub space: u32,
     /// Zero.
     pub _pad: u32,
@@ -83,14 +83,14 @@ pub struct QueueConfig {
     pub _pad: u64,
 }
 
-/// What the driver writes at [`CONFIG_OFFSET`](super::CONFIG_OFFSET)
+/// What the driver writes at [`CONFIG_OFFSET`](crate::device::CONFIG_OFFSET)
 /// (`gen` last).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriverConfig {
     /// The config's generation: a new one for each config, stored last.
     pub gen: u32,
-    /// [`MODE_OFF`](super::MODE_OFF), or the mode the queues run in.
+    /// [`MODE_OFF`](crate::device::MODE_OFF), or the mode the queues run in.
     pub mode: u32,
     /// Queue pairs to run, 1 up to the device's `queues_max`.
     pub queues: u32,
@@ -100,7 +100,7 @@ pub struct DriverConfig {
     pub rx_size: u32,
     /// The device stores its heads at least every `batch` entries.
     pub batch: u32,
-    /// [`FLAG_TX_INLINE`](super::FLAG_TX_INLINE), or 0.
+    /// [`FLAG_TX_INLINE`](crate::device::FLAG_TX_INLINE), or 0.
     pub flags: u32,
     /// Zero.
     pub _reserved: [u32; 9],
