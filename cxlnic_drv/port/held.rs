@@ -3,7 +3,8 @@
 //! Rings the device has not let go of yet (`recovery.rs`'s rule): the
 //! off config that asks for them back, and freeing them once it answers.
 //!
-//! Locks: `held` (under `up` when `finish` releases; alone in the watch).
+//! Locks: `held`, a leaf: `release` takes it under `up` when a restart
+//! finishes the old queues, `reap` (`open`, the watch) alone.
 
 use super::state::Port;
 use crate::config;

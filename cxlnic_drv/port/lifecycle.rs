@@ -6,8 +6,9 @@
 //! the rings back from the device.
 //!
 //! Locks: `up` (by `restart` and `configured`; `start` and `finish` run
-//! under it or with the `Up` taken out of it), then `lanes` and the
-//! `txq` slots (IRQ-off leaves), and `held` through `release`.
+//! under it or with the `Up` taken out of it), then `settings` (a copy,
+//! in `start`), `lanes` and the `txq` slots (IRQ-off leaves), and `held`
+//! through `release`, each alone.
 
 use super::settings::{mode_name, Settings};
 use super::state::{Lane, Port, Up};
