@@ -32,7 +32,7 @@ use super::index::{distance, within};
 
 /// How long a TX head may stand still with entries out, milliseconds.
 pub const TX_STUCK_MS: u64 = 1000;
-/// Heartbeats the device must have made meanwhile.
+/// Heartbeats (counter steps) the device must have made meanwhile.
 pub const TX_STUCK_BEATS: u32 = 10;
 /// The window over which faults are counted, milliseconds.
 pub const FAULT_WINDOW_MS: u64 = 250;

@@ -14,11 +14,12 @@
 pub const SIGNATURE: [u8; 8] = *b"CXLNIC\x00\x01";
 /// The layout version this crate speaks.
 pub const VERSION: u32 = 1;
-/// The largest MTU.
+/// The largest MTU, bytes.
 pub const MTU_MAX: u32 = 9000;
-/// The smallest frame: an Ethernet header.
+/// The smallest frame, bytes: an Ethernet header.
 pub const FRAME_MIN: u32 = 14;
-/// The largest frame: [`MTU_MAX`], an Ethernet header and a VLAN tag.
+/// The largest frame, bytes: [`MTU_MAX`], an Ethernet header and a VLAN
+/// tag.
 pub const FRAME_MAX: u32 = MTU_MAX + 18;
 /// Bytes of a TX or RX descriptor.
 pub const DESC_BYTES: usize = 16;

@@ -113,12 +113,12 @@ impl Producer {
         self.size
     }
 
-    /// The next entry to fill.
+    /// The next entry to fill (its free-running index).
     pub fn tail(&self) -> u32 {
         self.tail
     }
 
-    /// The oldest entry not yet consumed.
+    /// The oldest entry not yet consumed (its free-running index).
     pub fn head(&self) -> u32 {
         self.head
     }
