@@ -3,7 +3,7 @@
 //! CXL-NIC: net_device with descriptor rings in coherent memory
 //!
 //! Binds the CXL-NICs the device model serves (`nic.rs`), one network
-//! interface per NIC (`port.rs`) whose queue pairs (`queue.rs`) live in
+//! interface per NIC (`port/`) whose queue pairs (`queue/`) live in
 //! host or device memory as the mode says.
 
 use kernel::prelude::*;

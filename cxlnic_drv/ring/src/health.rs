@@ -30,24 +30,33 @@
 
 use super::index::{distance, within};
 
-/// How long a TX head may stand still with entries out.
+/// How long a TX head may stand still with entries out, milliseconds.
 pub const TX_STUCK_MS: u64 = 1000;
-/// Heartbeats the device must have made meanwhile.
+/// Heartbeats (counter steps) the device must have made meanwhile.
 pub const TX_STUCK_BEATS: u32 = 10;
-/// The window over which faults are counted, and how many rising
-/// windows in a row make a stall (2 s).
+/// The window over which faults are counted, milliseconds.
 pub const FAULT_WINDOW_MS: u64 = 250;
+/// How many rising windows in a row make a stall (2 s of them).
 pub const FAULT_WINDOWS: u32 = 8;
 
 /// Why a queue pair needs its rings restarted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stall {
     /// `waiting` TX entries not taken and the device's head stood still.
-    TxStuck { waiting: u32 },
+    TxStuck {
+        /// TX entries out that the device's head does not cover.
+        waiting: u32,
+    },
     /// TX faults rose (`count` of them) and no entry was freed.
-    TxFaults { count: u64 },
+    TxFaults {
+        /// TX faults over the rising windows.
+        count: u64,
+    },
     /// RX faults rose (`count` of them) and no frame was received.
-    RxFaults { count: u64 },
+    RxFaults {
+        /// RX faults over the rising windows.
+        count: u64,
+    },
 }
 
 /// One look at a queue pair.
@@ -57,14 +66,16 @@ pub struct Look {
     pub now_ms: u64,
     /// The device's heartbeat.
     pub beat: u32,
-    /// The driver's TX head and tail: entries `tx_head..tx_tail` are out
-    /// (the head moves when entries are freed).
+    /// The driver's TX head: entries `tx_head..tx_tail` are out (the
+    /// head moves when entries are freed).
     pub tx_head: u32,
+    /// The driver's TX tail: the next entry it posts.
     pub tx_tail: u32,
     /// The TX head in the device's line, as read.
     pub tx_dev_head: u32,
-    /// TX and RX faults so far, the driver's and the device's counts.
+    /// TX faults so far, the driver's and the device's counts.
     pub tx_faults: u64,
+    /// RX faults so far, the driver's and the device's counts.
     pub rx_faults: u64,
     /// Frames received so far (taken from the ring, delivered or not).
     pub rx_frames: u64,

@@ -30,6 +30,7 @@ impl RingSize {
         }
     }
 
+    /// The number of entries.
     pub const fn get(self) -> u32 {
         self.0
     }

@@ -14,11 +14,12 @@
 pub const SIGNATURE: [u8; 8] = *b"CXLNIC\x00\x01";
 /// The layout version this crate speaks.
 pub const VERSION: u32 = 1;
-/// The largest MTU.
+/// The largest MTU, bytes.
 pub const MTU_MAX: u32 = 9000;
-/// The smallest frame: an Ethernet header.
+/// The smallest frame, bytes: an Ethernet header.
 pub const FRAME_MIN: u32 = 14;
-/// The largest frame: [`MTU_MAX`], an Ethernet header and a VLAN tag.
+/// The largest frame, bytes: [`MTU_MAX`], an Ethernet header and a VLAN
+/// tag.
 pub const FRAME_MAX: u32 = MTU_MAX + 18;
 /// Bytes of a TX or RX descriptor.
 pub const DESC_BYTES: usize = 16;
@@ -107,14 +108,17 @@ pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
     w
 }
 
+/// The little-endian `u32` of `b` at `at`.
 pub(crate) fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes_at(b, at))
 }
 
+/// The little-endian `u64` of `b` at `at`.
 pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes_at(b, at))
 }
 
+/// Copies `v` into `b` at `at` (what does not fit is left out).
 pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
     if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
         d.iter_mut().zip(v).for_each(|(d, v)| *d = *v);
@@ -122,6 +126,7 @@ pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
 }
 
 impl TxDesc {
+    /// The descriptor's bytes in the TX ring (the tag last, at 12).
     pub fn encode(&self) -> [u8; DESC_BYTES] {
         let mut b = [0u8; DESC_BYTES];
         put(&mut b, 0, &self.buf.to_le_bytes());
@@ -130,6 +135,7 @@ impl TxDesc {
         b
     }
 
+    /// The descriptor in `b`, unchecked (the device checks it: `queue::check_tx`).
     pub fn decode(b: &[u8; DESC_BYTES]) -> TxDesc {
         TxDesc {
             buf: le64(b, 0),
@@ -140,6 +146,7 @@ impl TxDesc {
 }
 
 impl RxDesc {
+    /// The descriptor's bytes in the RX ring (the tag last, at 12).
     pub fn encode(&self) -> [u8; DESC_BYTES] {
         let mut b = [0u8; DESC_BYTES];
         put(&mut b, 0, &self.buf.to_le_bytes());
@@ -148,6 +155,7 @@ impl RxDesc {
         b
     }
 
+    /// The descriptor in `b`, unchecked (the device checks it: `queue::check_rx`).
     pub fn decode(b: &[u8; DESC_BYTES]) -> RxDesc {
         RxDesc {
             buf: le64(b, 0),
@@ -158,6 +166,7 @@ impl RxDesc {
 }
 
 impl RxCompletion {
+    /// The completion's bytes in the completion ring.
     pub fn encode(&self) -> [u8; COMPLETION_BYTES] {
         let mut b = [0u8; COMPLETION_BYTES];
         put(&mut b, 0, &self.len.to_le_bytes());
@@ -165,6 +174,8 @@ impl RxCompletion {
         b
     }
 
+    /// The completion in `b`, unchecked (the driver checks it:
+    /// `queue::check_completion`).
     pub fn decode(b: &[u8; COMPLETION_BYTES]) -> RxCompletion {
         RxCompletion {
             len: le32(b, 0),
@@ -174,6 +185,7 @@ impl RxCompletion {
 }
 
 impl DriverLine {
+    /// The line's bytes (unused words zero).
     pub fn encode(&self) -> [u8; LINE_BYTES] {
         let mut b = [0u8; LINE_BYTES];
         put(&mut b, 0, &self.tx_tail.to_le_bytes());
@@ -182,6 +194,7 @@ impl DriverLine {
         b
     }
 
+    /// The line in `b`, unchecked.
     pub fn decode(b: &[u8; LINE_BYTES]) -> DriverLine {
         DriverLine {
             tx_tail: le32(b, 0),
@@ -192,6 +205,7 @@ impl DriverLine {
 }
 
 impl DeviceLine {
+    /// The line's bytes (unused words zero).
     pub fn encode(&self) -> [u8; LINE_BYTES] {
         let mut b = [0u8; LINE_BYTES];
         put(&mut b, 0, &self.tx_head.to_le_bytes());
@@ -199,6 +213,8 @@ impl DeviceLine {
         b
     }
 
+    /// The line in `b`, unchecked (the driver takes heads only through
+    /// `queue::Producer::consume`).
     pub fn decode(b: &[u8; LINE_BYTES]) -> DeviceLine {
         DeviceLine {
             tx_head: le32(b, 0),

@@ -10,13 +10,16 @@
 //!
 //! Plain `no_std` Rust, no dependencies: the module compiles these files
 //! in, the device model links this crate, and the host tests run here.
-//! Files refer to each other only as `super::<file>`. Everything read from
+//! Files refer to each other as `super::<file>` (`device/`'s files to the
+//! crate's other files as `crate::<file>`). Everything read from
 //! shared memory is validated here, before either side uses it: a buggy or
 //! hostile peer can make packets drop, never an index or a buffer
 //! reference go out of bounds.
 
 #![no_std]
 #![forbid(unsafe_code)]
+// The kernel builds it with `-Wmissing_docs -Dwarnings`; so does the host.
+#![deny(missing_docs)]
 #![deny(clippy::arithmetic_side_effects)]
 
 // The checks of the shared test cases (`check!`, `ok!`, ...).

@@ -18,20 +18,26 @@ pub const PARTS: [Part; 7] = [
     Part::RxArea,
 ];
 
-/// Every part starts on a line of its own.
+/// Every part starts on a line of its own: its alignment, bytes.
 pub const ALIGN: u64 = LINE_BYTES as u64;
 /// The largest buffer area a driver allocates in host memory as one
 /// piece (the page allocator's largest block, 4 MiB with 4 KiB pages).
 pub const AREA_MAX: u64 = 4 << 20;
-/// Bytes an MTU's frame needs beyond it: Ethernet header and VLAN tag.
+/// Bytes an MTU's frame needs beyond it: Ethernet header and VLAN tag
+/// (18).
 pub const FRAME_OVERHEAD: u32 = FRAME_MAX - MTU_MAX;
 
-/// A queue pair's sizes.
+/// A queue pair's sizes. [`Sizes::new`] makes them with `slot` the
+/// [`slot_bytes`] of an MTU of at most [`MTU_MAX`] and neither buffer
+/// area above [`AREA_MAX`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sizes {
+    /// Entries of the TX ring (and slots of the TX buffer area).
     pub tx: RingSize,
+    /// Entries of the RX ring, its completion ring and the RX buffer
+    /// area's slots.
     pub rx: RingSize,
-    /// Bytes of each buffer slot.
+    /// Bytes of each buffer slot, a multiple of a line.
     pub slot: u32,
 }
 
@@ -46,7 +52,8 @@ pub enum PlanError {
     DeviceMemory,
 }
 
-/// The slot for frames of `mtu`: the frame rounded up to a line.
+/// The slot for frames of `mtu`, bytes: the largest frame (the MTU and
+/// [`FRAME_OVERHEAD`]) rounded up to a line.
 pub fn slot_bytes(mtu: u32) -> Result<u32, PlanError> {
     if mtu > MTU_MAX {
         return Err(PlanError::Mtu);
@@ -72,7 +79,7 @@ impl Sizes {
         Ok(s)
     }
 
-    /// Bytes of `part`.
+    /// Bytes of `part` (a line for the control lines).
     pub fn bytes(&self, part: Part) -> u64 {
         let ring = |size: RingSize, entry: usize| {
             // At most 4096 entries of 16 bytes, or of 9024-byte slots.
@@ -88,7 +95,8 @@ impl Sizes {
         }
     }
 
-    /// Offset of entry `index`'s buffer slot in an area of `size` entries.
+    /// Offset, bytes, of entry `index`'s buffer slot in an area of `size`
+    /// entries.
     pub fn slot_offset(&self, size: RingSize, index: u32) -> u64 {
         // slot < 4096, slot bytes <= 9024.
         (size.slot(index) as u64).saturating_mul(u64::from(self.slot))
@@ -111,6 +119,11 @@ fn round_up(len: u64) -> u64 {
 
 /// Device memory handed out in order, from [`DATA_OFFSET`] to the BAR's
 /// end, each piece aligned to [`ALIGN`].
+///
+/// # Invariants
+///
+/// `next` is a multiple of [`ALIGN`]; the pieces handed out lie in
+/// `DATA_OFFSET..next`, and `next <= end` once one has been.
 #[derive(Debug, Clone, Copy)]
 pub struct Bump {
     next: u64,
@@ -118,6 +131,7 @@ pub struct Bump {
 }
 
 impl Bump {
+    /// Nothing handed out yet, in a BAR2 of `bar_bytes`.
     pub fn new(bar_bytes: u64) -> Bump {
         Bump {
             next: DATA_OFFSET,
@@ -125,7 +139,8 @@ impl Bump {
         }
     }
 
-    /// The offset of `len` more bytes, if they fit.
+    /// The BAR2 offset of `len` more bytes (rounded up to [`ALIGN`]), if
+    /// they fit.
     pub fn take(&mut self, len: u64) -> Result<u64, PlanError> {
         let at = self.next;
         let end = at

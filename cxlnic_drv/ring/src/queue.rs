@@ -3,14 +3,14 @@
 //! lines (with the flushes its memory needs) and hands what it read to
 //! these, which validate it first.
 //!
-//! TX: the driver ([`TxProducer`]) fills a frame into its buffer, writes
+//! TX: the driver (a [`Producer`]) fills a frame into its buffer, writes
 //! the descriptor with the entry's ready tag last, and (in tail mode)
-//! stores its tail; the device ([`TxConsumer`]) polls the next entry's
+//! stores its tail; the device (a [`Consumer`]) polls the next entry's
 //! tag (or the tail), takes the frame, and after a batch stores its head,
 //! which frees the entries to the driver.
 //!
-//! RX: the driver ([`RxProducer`]) posts empty buffers the same way; the
-//! device ([`RxConsumer`]) fills one per frame, writes the entry's
+//! RX: the driver (a [`Producer`]) posts empty buffers the same way; the
+//! device (a [`Consumer`]) fills one per frame, writes the entry's
 //! completion (length and tag) and, after a batch, its head; the driver
 //! takes the completed entries up to the head.
 
@@ -33,6 +33,7 @@ pub enum Fault {
 /// A queue's buffer area: `len` bytes at offsets `0..len`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Area {
+    /// Bytes of the area.
     pub len: u64,
 }
 
@@ -48,8 +49,11 @@ impl Area {
 /// An entry a producer may fill: its index, slot and tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// The entry's free-running index.
     pub index: u32,
+    /// Its slot in the ring, `index % size`.
     pub slot: usize,
+    /// Its ready tag, [`ready_tag`]`(index)`.
     pub tag: u32,
 }
 
@@ -67,7 +71,9 @@ impl Entry {
 /// `Range<u32>` would be empty across the wrap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
+    /// The first entry's index.
     pub start: u32,
+    /// Entries in the span (0: none).
     pub count: u32,
 }
 
@@ -102,24 +108,27 @@ impl Producer {
         }
     }
 
+    /// The ring's number of entries.
     pub fn size(&self) -> RingSize {
         self.size
     }
 
-    /// The next entry to fill.
+    /// The next entry to fill (its free-running index).
     pub fn tail(&self) -> u32 {
         self.tail
     }
 
-    /// The oldest entry not yet consumed.
+    /// The oldest entry not yet consumed (its free-running index).
     pub fn head(&self) -> u32 {
         self.head
     }
 
+    /// Entries posted and not yet consumed, `0..=size`.
     pub fn in_flight(&self) -> u32 {
         distance(self.head, self.tail)
     }
 
+    /// Entries the producer may still post, `0..=size`.
     pub fn free(&self) -> u32 {
         self.size.get().saturating_sub(self.in_flight())
     }
@@ -229,6 +238,7 @@ pub struct Consumer {
 }
 
 impl Consumer {
+    /// A consumer expecting entry `start` first (0 after a reset).
     pub fn new(size: RingSize, start: u32) -> Consumer {
         Consumer { size, next: start }
     }
@@ -267,7 +277,9 @@ impl Consumer {
 /// A frame the device may read: `len` bytes at `buf` in the TX area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame {
+    /// Offset of the frame in the TX area, bytes.
     pub buf: u64,
+    /// Bytes of the frame, `FRAME_MIN..=FRAME_MAX`.
     pub len: u32,
 }
 
@@ -292,7 +304,9 @@ pub fn check_tx(desc: &TxDesc, expected: Entry, area: Area) -> Result<Frame, Fau
 /// A buffer the device may fill: `cap` bytes at `buf` in the RX area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buffer {
+    /// Offset of the buffer in the RX area, bytes.
     pub buf: u64,
+    /// Bytes the buffer holds, at least `FRAME_MIN`.
     pub cap: u32,
 }
 

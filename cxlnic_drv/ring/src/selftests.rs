@@ -4,6 +4,8 @@
 //! miss one. The property tests (both sides of a ring, hostile peers) are
 //! in `tests/ring_protocol.rs`.
 
+// The cases are named by what they check.
+#![allow(missing_docs)]
 // Test arithmetic is on small constants; the kernel runs it with overflow
 // checks, so a slip is a failed case, not wrong memory.
 #![allow(clippy::arithmetic_side_effects)]

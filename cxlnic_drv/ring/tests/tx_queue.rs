@@ -3,7 +3,7 @@
 //! seldom as their batch allows: a transmit on an awake queue always finds
 //! an entry (no `NETDEV_TX_BUSY`), and a stopped queue always wakes once
 //! the device has taken what was posted (no lost wake). The driver here
-//! follows `cxlnic_drv/queue.rs` step by step, the device the model
+//! follows `cxlnic_drv/queue/tx.rs` step by step, the device the model
 //! (`tools/cxlnic-model`: it stores its head, then reads the interrupt
 //! word, and interrupts if it took entries and was asked).
 
