@@ -26,8 +26,12 @@
 //! its queue so that bursts pass unmarked), and the threshold may grow with
 //! the square root of the requesters that started a burst (began sending
 //! after a whole interval of `average_ps` without) in the current or the
-//! previous interval. Marks are counted as probabilities (millionths of a
-//! message), so the signal is deterministic.
+//! previous interval; it may mark only a standing queue (one whose
+//! average stayed at a level or above through the current and the
+//! previous interval of `standing_ps`, CoDel's distinction between a
+//! queue that drains and one that stays). Marks are counted as
+//! probabilities (millionths of a message), so the signal is
+//! deterministic.
 
 use crate::config::{ns_to_ps, Duplex, LinkConfig, LinkSpec};
 use crate::event::Ps;

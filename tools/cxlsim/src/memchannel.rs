@@ -44,8 +44,11 @@
 //! threshold to 1 at `mark_ramp` times it; the threshold is
 //! `mark_threshold` times the square root of the requesters that started
 //! a burst at the port in the last interval of `mark_average_ns` (at least
-//! one): see `Documentation/cxlfabric/cxlsim.rst`, "The congestion
-//! signal". `Model` is the core's `Congestion::Model` of the component's
+//! one), and only while the averaged queue has stood at
+//! `mark_standing_milli` thousandths of a message or more through the
+//! current and the previous `mark_standing_ns` (a queue the run windows'
+//! overlap builds and their gaps drain is not overload): see
+//! `Documentation/cxlfabric/cxlsim.rst`, "The congestion signal". `Model` is the core's `Congestion::Model` of the component's
 //! configured capacity at the measured rate, as the kernel uses without
 //! hardware signals.
 //!
