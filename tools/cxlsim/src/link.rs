@@ -26,8 +26,12 @@
 //! its queue so that bursts pass unmarked), and the threshold may grow with
 //! the square root of the requesters that started a burst (began sending
 //! after a whole interval of `average_ps` without) in the current or the
-//! previous interval. Marks are counted as probabilities (millionths of a
-//! message), so the signal is deterministic.
+//! previous interval; it may mark only a standing queue (one whose
+//! average stayed at a level or above through the current and the
+//! previous interval of `standing_ps`, CoDel's distinction between a
+//! queue that drains and one that stays). Marks are counted as
+//! probabilities (millionths of a message), so the signal is
+//! deterministic.
 
 use crate::config::{ns_to_ps, Duplex, LinkConfig, LinkSpec};
 use crate::event::Ps;
@@ -121,6 +125,11 @@ pub struct Marking {
     /// Scale the threshold by the square root of the burst starts (needs
     /// `average_ps`).
     pub burst_scaling: bool,
+    /// Mark only a standing queue: while the averaged queue has stayed at
+    /// or above `standing_level` messages through the current and the
+    /// previous interval of `standing_ps` (0: always; needs `average_ps`).
+    pub standing_ps: Ps,
+    pub standing_level: f64,
 }
 
 impl Marking {
@@ -131,6 +140,8 @@ impl Marking {
             ramp: 1,
             average_ps: 0,
             burst_scaling: false,
+            standing_ps: 0,
+            standing_level: 0.0,
         }
     }
 
@@ -162,6 +173,11 @@ pub struct MarkState {
     /// interval.
     starts: u32,
     prev_starts: u32,
+    /// The least average in the current and the previous interval of
+    /// `standing_ps`, and the current one's number (counted from 1).
+    least: f64,
+    prev_least: f64,
+    least_interval: u64,
 }
 
 impl MarkState {
@@ -190,6 +206,33 @@ impl MarkState {
             }
             self.last[s] = i;
         }
+    }
+
+    /// Tracks the least average after an update from `before` to
+    /// `average` at `at`, in intervals of `len` ps (between updates the
+    /// average moves monotonically, so its least value in an interval is
+    /// at an update or an end of the interval).
+    fn track_least(&mut self, before: f64, len: Ps) {
+        let i = self.at / len + 1;
+        let low = before.min(self.average);
+        if i != self.least_interval {
+            self.prev_least = if i == self.least_interval + 1 {
+                self.least.min(before)
+            } else {
+                // Whole intervals without an update: the average moved
+                // from `before` to `average` through them.
+                low
+            };
+            self.least = low;
+            self.least_interval = i;
+        } else {
+            self.least = self.least.min(self.average);
+        }
+    }
+
+    /// The least average over the current and the previous interval.
+    pub fn least(&self) -> f64 {
+        self.least.min(self.prev_least)
     }
 
     /// Burst starts in the current or the previous interval, whichever
@@ -286,7 +329,7 @@ impl Link {
     /// Brings the queue averages up to `now` (before the queues change):
     /// each direction's queue is its waiting messages, plus one until its
     /// transfer ends.
-    fn settle(&mut self, now: Ps, tau: Ps) {
+    fn settle(&mut self, now: Ps, tau: Ps, least: Ps) {
         for d in 0..2 {
             let end = if self.params.half {
                 if self.cur_dir as usize == d {
@@ -305,12 +348,20 @@ impl Link {
             let waiting = ch.queue.len() as f64;
             if end > m.at {
                 let e = end.min(now);
+                let before = m.average;
                 m.average = toward(m.average, waiting + 1.0, e - m.at, tau);
                 m.at = e;
+                if least > 0 {
+                    m.track_least(before, least);
+                }
             }
             if now > m.at {
+                let before = m.average;
                 m.average = toward(m.average, waiting, now - m.at, tau);
                 m.at = now;
+                if least > 0 {
+                    m.track_least(before, least);
+                }
             }
         }
     }
@@ -318,8 +369,12 @@ impl Link {
     /// Counts the offer of a message from requester `source` to direction
     /// `dir` and its mark.
     fn mark(&mut self, now: Ps, dir: u8, source: u32, m: Marking) {
+        let mut standing = true;
         let q = if m.average_ps > 0 {
-            self.settle(now, m.average_ps);
+            self.settle(now, m.average_ps, m.standing_ps);
+            if m.standing_ps > 0 {
+                standing = self.chans[dir as usize].mark.least() >= m.standing_level;
+            }
             if m.burst_scaling {
                 self.chans[dir as usize]
                     .mark
@@ -330,7 +385,11 @@ impl Link {
             self.load(dir, now) as f64
         };
         let ch = &mut self.chans[dir as usize];
-        let p = m.probability(q, ch.mark.starts());
+        let p = if standing {
+            m.probability(q, ch.mark.starts())
+        } else {
+            0.0
+        };
         ch.counters.offered += 1;
         ch.counters.marked_ppm += (p * 1e6).round() as u64;
     }
@@ -429,7 +488,7 @@ impl Link {
     #[inline]
     pub fn on_free(&mut self, now: Ps, dir: u8) -> (Option<Next>, Option<Ps>) {
         if let Some(m) = self.marking.filter(|m| m.average_ps > 0) {
-            self.settle(now, m.average_ps);
+            self.settle(now, m.average_ps, m.standing_ps);
         }
         if self.params.half {
             self.free_pending = false;
@@ -556,6 +615,8 @@ mod tests {
             ramp: 2,
             average_ps: 100_000,
             burst_scaling: false,
+            standing_ps: 0,
+            standing_level: 0.0,
         };
         // A burst of 8 on an idle link: the step at 3 marks 5 of them, the
         // average (100 transfers long) none.
@@ -590,12 +651,80 @@ mod tests {
     }
 
     #[test]
+    fn the_standing_gate_marks_a_standing_queue_not_one_that_drains() {
+        let plain = Marking {
+            threshold: 3,
+            ramp: 2,
+            average_ps: 2_000,
+            burst_scaling: false,
+            standing_ps: 0,
+            standing_level: 0.0,
+        };
+        let gated = Marking {
+            standing_ps: 20_000,
+            standing_level: 1.0,
+            ..plain
+        };
+        // Bursts of 20 messages at three per transfer time every 60
+        // transfers, the link idle in between: the averaged queue passes
+        // 6 in every burst, but it drains.
+        let bursts = |m: Marking| {
+            let mut l = Link::new(params(false));
+            l.marking = Some(m);
+            let mut id = 0;
+            for k in 0..20u64 {
+                let t0 = k * 60_000;
+                for j in 0..20 {
+                    let t = t0 + j * 333;
+                    while !l.chans[0].queue.is_empty() && l.chans[0].busy_until <= t {
+                        let f = l.chans[0].busy_until;
+                        l.on_free(f, 0);
+                    }
+                    l.offer(t, 0, id | DATA_BIT, 1);
+                    id += 1;
+                }
+                while !l.chans[0].queue.is_empty() {
+                    let t = l.chans[0].busy_until;
+                    l.on_free(t, 0);
+                }
+            }
+            l.chans[0].counters.marked_ppm
+        };
+        assert!(bursts(plain) > 20_000_000, "{}", bursts(plain));
+        assert_eq!(bursts(gated), 0);
+        // A queue of 8 that stands for 1000 transfers: marked once it has
+        // stood through two intervals, fully from then on.
+        let mut l = Link::new(params(false));
+        l.marking = Some(gated);
+        for i in 0..8 {
+            l.offer(0, 1, i | DATA_BIT, 1);
+        }
+        let mut marks = Vec::new();
+        for i in 8..1008 {
+            let t = l.chans[1].busy_until;
+            l.on_free(t, 1);
+            let before = l.chans[1].counters.marked_ppm;
+            l.offer(t, 1, i | DATA_BIT, 1);
+            marks.push(l.chans[1].counters.marked_ppm - before);
+        }
+        assert_eq!(marks[0], 0);
+        assert!(marks[40..].iter().all(|&m| m == 1_000_000));
+        assert!(
+            l.chans[1].mark.least() >= 7.0,
+            "{}",
+            l.chans[1].mark.least()
+        );
+    }
+
+    #[test]
     fn the_ramp_and_the_burst_scaling() {
         let m = Marking {
             threshold: 4,
             ramp: 3,
             average_ps: 1,
             burst_scaling: true,
+            standing_ps: 0,
+            standing_level: 0.0,
         };
         assert_eq!(m.probability(4.0, 1), 0.0);
         assert_eq!(m.probability(8.0, 1), 0.5);

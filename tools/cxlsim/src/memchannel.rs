@@ -44,8 +44,11 @@
 //! threshold to 1 at `mark_ramp` times it; the threshold is
 //! `mark_threshold` times the square root of the requesters that started
 //! a burst at the port in the last interval of `mark_average_ns` (at least
-//! one): see `Documentation/cxlfabric/cxlsim.rst`, "The congestion
-//! signal". `Model` is the core's `Congestion::Model` of the component's
+//! one), and only while the averaged queue has stood at
+//! `mark_standing_milli` thousandths of a message or more through the
+//! current and the previous `mark_standing_ns` (a queue the run windows'
+//! overlap builds and their gaps drain is not overload): see
+//! `Documentation/cxlfabric/cxlsim.rst`, "The congestion signal". `Model` is the core's `Congestion::Model` of the component's
 //! configured capacity at the measured rate, as the kernel uses without
 //! hardware signals.
 //!
@@ -127,6 +130,12 @@ pub struct McParams {
     /// Scale the threshold by the square root of the burst starts (needs
     /// `mark_average_ns`).
     pub mark_burst_scaling: bool,
+    /// Mark only a standing queue: one whose average stayed at or above
+    /// `mark_standing_milli` thousandths of a message through the current
+    /// and the previous interval of this many ns (0: any queue; needs
+    /// `mark_average_ns`).
+    pub mark_standing_ns: u64,
+    pub mark_standing_milli: u32,
 }
 
 impl Default for McParams {
@@ -144,6 +153,8 @@ impl Default for McParams {
             mark_ramp: 3,
             mark_average_ns: 3_000,
             mark_burst_scaling: true,
+            mark_standing_ns: 50_000,
+            mark_standing_milli: 850,
         }
     }
 }
@@ -159,6 +170,7 @@ impl McParams {
             mark_ramp: 1,
             mark_average_ns: 0,
             mark_burst_scaling: false,
+            mark_standing_ns: 0,
             ..McParams::default()
         }
     }
@@ -170,6 +182,8 @@ impl McParams {
             ramp: self.mark_ramp,
             average_ps: self.mark_average_ns.saturating_mul(PS_PER_NS),
             burst_scaling: self.mark_burst_scaling,
+            standing_ps: self.mark_standing_ns.saturating_mul(PS_PER_NS),
+            standing_level: f64::from(self.mark_standing_milli) / 1000.0,
         }
     }
 }
@@ -286,6 +300,15 @@ impl MemChannel {
                 "memchannel mark_average_ns = {}: at most 1 s",
                 params.mark_average_ns
             );
+        }
+        if params.mark_standing_ns > 1_000_000_000 {
+            bail!(
+                "memchannel mark_standing_ns = {}: at most 1 s",
+                params.mark_standing_ns
+            );
+        }
+        if params.mark_standing_ns > 0 && params.mark_average_ns == 0 {
+            bail!("memchannel mark_standing_ns needs mark_average_ns");
         }
         if params.mark_burst_scaling && params.mark_average_ns == 0 {
             bail!("memchannel mark_burst_scaling needs mark_average_ns (its interval)");
