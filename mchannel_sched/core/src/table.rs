@@ -164,6 +164,11 @@ where
         })
     }
 
+    /// Its slots: twice its keys at most, or more.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Keys in the table now.
     pub fn live(&self) -> usize {
         self.live.load(Ordering::Acquire)

@@ -1,7 +1,8 @@
 //! Shared cases of the attached-thread bookkeeping (`table`, `quota`,
 //! `seat`, `member`): suite `mchannel_core_table`. The table here is the
-//! module's but for its locks (`RefCell`s, one thread) and its keys
-//! (words, four of them to a probe start so that chains form).
+//! module's but for its locks (`Cell`s taken and put back: one thread,
+//! and nothing that panics, which the kernel's objtool would flag) and its
+//! keys (words, four of them to a probe start so that chains form).
 
 use super::super::member::Membership;
 use super::super::outcome::Outcome;
@@ -9,7 +10,7 @@ use super::super::quota::Refused;
 use super::super::seat::{Holder, Seat};
 use super::super::table::{slots_for, Book, Exclusive, Slot, Table, Words, TOMBSTONE};
 use super::super::thread::RunState;
-use core::cell::RefCell;
+use core::cell::Cell;
 
 /// What the module's slot holds for a thread, reduced to its channel and
 /// its park item (a number here).
@@ -24,14 +25,36 @@ impl Holder<u32> for Thing {
     }
 }
 
-type Value = RefCell<Seat<Thing, u32>>;
+type Value = Cell<Seat<Thing, u32>>;
+
+/// Runs `f` on the seat in `v` (a slot's lock in the module).
+fn seat<R>(v: &Value, f: impl FnOnce(&mut Seat<Thing, u32>) -> R) -> R {
+    let mut seat = v.take();
+    let out = f(&mut seat);
+    v.set(seat);
+    out
+}
 
 /// The book's lock, for one thread.
-struct Single(RefCell<Book>);
+struct Single(Cell<Option<Book>>);
+
+impl Single {
+    fn new(max: usize, per_user: usize) -> Single {
+        Single(Cell::new(Some(Book::new(max, per_user))))
+    }
+}
 
 impl Exclusive<Book> for Single {
     fn with<R>(&self, f: impl FnOnce(&mut Book) -> R) -> R {
-        f(&mut self.0.borrow_mut())
+        let mut book = self.0.take();
+        // Taken only by a call back into the lock, which `Exclusive`
+        // rules out: an empty book then, which refuses every insert.
+        let out = match book.as_mut() {
+            Some(b) => f(b),
+            None => f(&mut Book::new(0, 0)),
+        };
+        self.0.set(book);
+        out
     }
 }
 
@@ -41,12 +64,12 @@ type Threads<'a> = Table<Words, &'a [Slot<Value>], Single>;
 const SLOTS: usize = 32;
 
 fn slots() -> [Slot<Value>; SLOTS] {
-    core::array::from_fn(|_| Slot::new(RefCell::new(Seat::new())))
+    core::array::from_fn(|_| Slot::new(Cell::new(Seat::new())))
 }
 
 /// A table of 16 threads, `per_user` for one user.
 fn table(slots: &[Slot<Value>], per_user: usize) -> Option<Threads<'_>> {
-    Table::new(slots, Single(RefCell::new(Book::new(16, per_user))))
+    Table::new(slots, Single::new(16, per_user))
 }
 
 /// The `i`th key: four to a probe start.
@@ -61,28 +84,27 @@ fn attach(t: &Threads<'_>, key: usize, channel: u32, user: Option<u32>) -> Resul
             channel,
             item: None,
         };
-        let _ = v.borrow_mut().sit(key, thing);
+        let _ = seat(v, |s| s.sit(key, thing));
     })
 }
 
 /// `key`'s channel, checked against the seat's word as the module does.
 fn channel_of(t: &Threads<'_>, key: usize) -> Option<u32> {
-    let v = t.find(&key)?;
-    let mut seat = v.borrow_mut();
-    seat.of(key).map(|th| th.channel)
+    seat(t.find(&key)?, |s| s.of(key).map(|th| th.channel))
 }
 
 fn detach(t: &Threads<'_>, key: usize) -> Option<Thing> {
-    t.remove(&key, |v| v.borrow_mut().leave()).flatten()
+    t.remove(&key, |v| seat(v, Seat::leave)).flatten()
 }
 
 /// Threads on `channel` (any, with `None`).
 fn on_channel(t: &Threads<'_>, channel: Option<u32>) -> usize {
     t.used()
         .filter(|v| {
-            let mut seat = v.borrow_mut();
-            seat.held()
-                .is_some_and(|th| channel.map_or(true, |c| c == th.channel))
+            seat(v, |s| {
+                s.held()
+                    .is_some_and(|th| channel.map_or(true, |c| c == th.channel))
+            })
         })
         .count()
 }
@@ -93,12 +115,13 @@ pub fn table_shapes_are_checked() -> Outcome {
     check_eq!(slots_for(usize::MAX), None);
     let s = slots();
     // A power of two above the keys, and nothing else.
-    let book = |max| Single(RefCell::new(Book::new(max, max)));
+    let book = |max| Single::new(max, max);
     check!(Threads::new(&s[..], book(16)).is_some());
     check!(Threads::new(&s[..24], book(8)).is_none());
     check!(Threads::new(&s[..16], book(16)).is_none());
     // Words 0 and 1 mark empty slots and tombstones.
     let t = ok!(table(&s, 16));
+    check_eq!(t.slot_count(), SLOTS);
     check_eq!(attach(&t, 0, 1, None), Err(Refused::Invalid));
     check_eq!(attach(&t, TOMBSTONE, 1, None), Err(Refused::Invalid));
     check!(t.find(&TOMBSTONE).is_none());
@@ -241,12 +264,12 @@ pub fn a_slot_keeps_its_park_item() -> Outcome {
     let s = slots();
     let t = ok!(table(&s, 16));
     for (n, v) in t.values().enumerate() {
-        v.borrow_mut().fill(&mut Some(n as u32));
+        seat(v, |s| s.fill(&mut Some(n as u32)));
     }
     let me = key(0);
     let has_item = |t: &Threads<'_>| {
         t.find(&me)
-            .and_then(|v| v.borrow_mut().of(me).map(|th| th.item.is_some()))
+            .and_then(|v| seat(v, |s| s.of(me).map(|th| th.item.is_some())))
     };
     ok!(attach(&t, me, 1, None));
     check_eq!(has_item(&t), Some(true));
@@ -260,11 +283,11 @@ pub fn a_slot_keeps_its_park_item() -> Outcome {
     ok!(attach(&t, key(1), 3, None));
     let mut items = 0;
     for v in t.values() {
-        let (spare, held) = v.borrow_mut().drain();
+        let (spare, held) = seat(v, Seat::drain);
         items += usize::from(spare.is_some()) + usize::from(held.is_some());
     }
     check_eq!(items, SLOTS);
-    check!(t.values().all(|v| !v.borrow().has_spare()));
+    check!(t.values().all(|v| !seat(v, |s| s.has_spare())));
     check_eq!(channel_of(&t, key(1)), Some(3));
     Ok(())
 }
