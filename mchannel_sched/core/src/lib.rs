@@ -7,9 +7,9 @@
 //! what a thread's children inherit (`member`).
 //!
 //! Plain `no_std` Rust, no dependencies, no floating point: `mchannel_sched`
-//! compiles these files in (`mchannel_sched/core.rs`), the fabric simulator
-//! links this crate, and the host tests run here. Files refer to each other
-//! only as `super::<file>` so that both ways of building see one tree.
+//! and its KUnit module link this crate (built for the kernel by
+//! `scripts/cxlfabric.mk`), so does the fabric simulator, and the host tests
+//! run here. Files refer to each other as `super::<file>`.
 //!
 //! Units and precision (see `fixed`): times in nanoseconds, rates in bytes
 //! per second, both `u64`; fractions (smoothing and load factors) in Q32.
