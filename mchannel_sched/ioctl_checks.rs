@@ -69,6 +69,27 @@ pub(crate) fn check_window(t_w_ns: u64) -> Result<u64> {
     Ok(t_w)
 }
 
+/// A new channel's flags: known ones, and a group without a meter and
+/// not best effort.
+pub(crate) fn check_flags(spec: &abi::ChannelSpec) -> Result {
+    let known = abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT | abi::CHANNEL_OWNER;
+    if spec.flags & !known != 0 {
+        refuse!(
+            EINVAL,
+            "mchannel: unknown channel flags {:#x}\n",
+            spec.flags
+        );
+    }
+    let group = spec.flags & abi::CHANNEL_GROUP != 0;
+    if group && (spec.meter != abi::METER_NONE || spec.flags & abi::CHANNEL_BEST_EFFORT != 0) {
+        refuse!(
+            EINVAL,
+            "mchannel: a group runs no threads: no meter, not best effort\n"
+        );
+    }
+    Ok(())
+}
+
 /// The weight and the meter of `spec`, checked (a perf event is tried on
 /// the caller).
 pub(crate) fn check_weight_meter(spec: &abi::ChannelSpec) -> Result<ChannelMeter> {

@@ -11,14 +11,55 @@ use crate::control::congestion::Congestion;
 use crate::control::estimator::Estimator;
 use crate::control::fixed::Q32;
 use crate::fabric::{self, Channel, Fabric};
-use crate::ioctl_checks::{check_name, check_owner, check_weight_meter, check_window, not_created};
+use crate::ioctl_checks::{
+    check_flags, check_name, check_owner, check_weight_meter, check_window, not_created,
+};
 use crate::ioctl_rights::require_nice;
+use crate::meter::ChannelMeter;
 use crate::support::cred;
 use crate::support::kvec::VecExt;
 use crate::support::uapi::mchannel as abi;
 use crate::sysfs::ChannelAttrs;
 use kernel::prelude::*;
 use kernel::uaccess::UserSlice;
+
+/// A new channel of `spec`, checked, named `name`, owned by `owner`, on
+/// `path` (its components, and the groups above it), with `meter` and
+/// windows of `t_w` nanoseconds (its first budget: the whole window).
+fn new_channel(
+    spec: &abi::ChannelSpec,
+    name: [u8; abi::NAME_BYTES],
+    owner: u32,
+    (path, depth): (KVec<u32>, u8),
+    meter: ChannelMeter,
+    t_w: u64,
+) -> Result<Channel> {
+    let window = fabric::run_window(t_w)?;
+    Ok(Channel {
+        name,
+        flags: spec.flags & !abi::CHANNEL_OWNER,
+        weight: spec.weight,
+        owner,
+        parent: spec.parent,
+        depth,
+        path,
+        alphas: [u64::MAX; abi::PATH_MAX],
+        sums: (0, 0),
+        window,
+        meter,
+        estimator: Estimator::default(),
+        alpha: u64::MAX,
+        t_r_ns: t_w,
+        windows: 0,
+        throttled_ns: 0,
+        run_ns: 0,
+        granted_ns: 0,
+        max_overrun_ns: 0,
+        threads: 0,
+        attrs: ChannelAttrs::new()?,
+        dir: None,
+    })
+}
 
 impl Device {
     pub(crate) fn register_component(&self, user: UserSlice) -> Result {
@@ -49,55 +90,17 @@ impl Device {
         let (mut reader, mut writer) = user.reader_writer();
         let mut spec: abi::ChannelSpec = reader.read()?;
         let name = check_name(&spec.name, "channel")?;
-        let known = abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT | abi::CHANNEL_OWNER;
-        if spec.flags & !known != 0 {
-            refuse!(
-                EINVAL,
-                "mchannel: unknown channel flags {:#x}\n",
-                spec.flags
-            );
-        }
-        let group = spec.flags & abi::CHANNEL_GROUP != 0;
-        if group && (spec.meter != abi::METER_NONE || spec.flags & abi::CHANNEL_BEST_EFFORT != 0) {
-            refuse!(
-                EINVAL,
-                "mchannel: a group runs no threads: no meter, not best effort\n"
-            );
-        }
+        check_flags(&spec)?;
         let meter = check_weight_meter(&spec)?;
         let owner = check_owner(&spec)?.unwrap_or_else(cred::current_euid);
         let t_w = check_window(spec.t_w_ns)?;
         let mut fabric = self.fabric.lock();
-        let (ids, depth) = if spec.parent == abi::NO_PARENT {
+        let path = if spec.parent == abi::NO_PARENT {
             (Self::path_of(&fabric, &spec)?, 0)
         } else {
             Self::inherited_path(&fabric, &spec)?
         };
-        let window = fabric::run_window(t_w)?;
-        let channel = Channel {
-            name,
-            flags: spec.flags & !abi::CHANNEL_OWNER,
-            weight: spec.weight,
-            owner,
-            parent: spec.parent,
-            depth,
-            path: ids,
-            alphas: [u64::MAX; abi::PATH_MAX],
-            sums: (0, 0),
-            window,
-            meter,
-            estimator: Estimator::default(),
-            alpha: u64::MAX,
-            t_r_ns: t_w,
-            windows: 0,
-            throttled_ns: 0,
-            run_ns: 0,
-            granted_ns: 0,
-            max_overrun_ns: 0,
-            threads: 0,
-            attrs: ChannelAttrs::new()?,
-            dir: None,
-        };
+        let channel = new_channel(&spec, name, owner, path, meter, t_w)?;
         spec.id = fabric
             .new_channel(channel)
             .map_err(|e| not_created(e, "channel", fabric::MAX_CHANNELS))?;

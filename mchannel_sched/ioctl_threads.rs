@@ -66,13 +66,7 @@ impl Device {
         let result = self.attach_threads(&t, &args, user, (t_w, t_r), &mut done);
         if result.is_err() {
             // All or nothing: the threads this call attached go again.
-            for th in done.iter() {
-                if let Some(a) = self.shared.threads.remove(th) {
-                    if a.is_parked() {
-                        a.task().wake_up();
-                    }
-                }
-            }
+            self.detach_all(&done);
         }
         drop(fabric);
         result?;
@@ -108,36 +102,66 @@ impl Device {
             for th in self.threads_of(t, process)?.iter() {
                 // Room first: a thread attached is always recorded.
                 done.reserve(1, GFP_KERNEL)?;
-                // A park item in case its slot has none (slots keep
-                // theirs), allocated before any lock; freed below if not
-                // needed.
-                let mut spare = Some(self.shared.park_item(GFP_KERNEL)?);
-                let run = RunState::new(monotonic_ns(), t_w, t_r);
-                let added = self
-                    .shared
-                    .threads
-                    .insert(th, Attached::new(th, args.channel, process, user, run));
-                match added {
-                    Ok(()) if task::is_exiting(th) => {
-                        // Its exit probe may have run already and would
-                        // never remove it: PF_EXITING is set before it.
-                        drop(self.shared.threads.remove(th));
-                    }
-                    Ok(()) => {
-                        let _ = self.shared.threads.with(th, |a| a.refill(&mut spare));
-                        drop(spare);
-                        done.push(th.clone(), GFP_NOWAIT)?;
-                        self.shared.settle(th);
-                    }
-                    Err(e) if e == EEXIST && (process || pass == 1) => {}
-                    Err(e) if e == EEXIST => {
-                        refuse!(EBUSY, "mchannel: thread {} is attached already\n", args.pid)
-                    }
-                    Err(e) => return Err(Self::not_attached(e, user, &self.shared)),
+                let existing_ok = process || pass == 1;
+                if self.attach_one(th, args, user, (t_w, t_r), existing_ok)? {
+                    done.push(th.clone(), GFP_NOWAIT)?;
+                    self.shared.settle(th);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Attaches `th`, one of the threads `args` names, as
+    /// [`attach_threads`](Self::attach_threads) does; whether it did (not
+    /// if it exits, or if it is attached already and `existing_ok`).
+    fn attach_one(
+        &self,
+        th: &Task,
+        args: &abi::AttachArgs,
+        user: Option<u32>,
+        (t_w, t_r): (u64, u64),
+        existing_ok: bool,
+    ) -> Result<bool> {
+        let process = args.flags & abi::ATTACH_PROCESS != 0;
+        // A park item in case its slot has none (slots keep theirs),
+        // allocated before any lock; freed on return if not needed.
+        let mut spare = Some(self.shared.park_item(GFP_KERNEL)?);
+        let run = RunState::new(monotonic_ns(), t_w, t_r);
+        let added = self
+            .shared
+            .threads
+            .insert(th, Attached::new(th, args.channel, process, user, run));
+        match added {
+            Ok(()) if task::is_exiting(th) => {
+                // Its exit probe may have run already and would never
+                // remove it: PF_EXITING is set before it.
+                drop(self.shared.threads.remove(th));
+                Ok(false)
+            }
+            Ok(()) => {
+                let _ = self.shared.threads.with(th, |a| a.refill(&mut spare));
+                drop(spare);
+                Ok(true)
+            }
+            Err(e) if e == EEXIST && existing_ok => Ok(false),
+            Err(e) if e == EEXIST => {
+                refuse!(EBUSY, "mchannel: thread {} is attached already\n", args.pid)
+            }
+            Err(e) => Err(Self::not_attached(e, user, &self.shared)),
+        }
+    }
+
+    /// Detaches `threads` (an ATTACH that failed part-way), waking those
+    /// parked.
+    fn detach_all(&self, threads: &[ARef<Task>]) {
+        for th in threads.iter() {
+            if let Some(a) = self.shared.threads.remove(th) {
+                if a.is_parked() {
+                    a.task().wake_up();
+                }
+            }
+        }
     }
 
     /// Logs why a thread could not be attached; returns the error.
