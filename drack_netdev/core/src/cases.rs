@@ -1,0 +1,2 @@
+//! placeholder
+#![allow(clippy::arithmetic_side_effects)]
