@@ -310,14 +310,15 @@ impl SrcEnd {
                 if d.ack_src_epoch != self.epoch {
                     return Ok(());
                 }
-                if d.head != self.ring.tail || d.ret_tail != self.ret_head {
+                if d.head != self.ring.tail {
                     self.counters.count(Fault::Desync);
                     return Ok(());
                 }
                 let held: [u8; LINE as usize] = fetch(m, held_at(&self.geom, self.pair)?)?;
                 self.bufs.resolve(&held);
                 self.state = Session::Up;
-                Ok(())
+                // The destination gives back what it released at once.
+                self.take_returns(m, d.ret_tail)
             }
             Session::Up => {
                 if d.ack_src_epoch != self.epoch {
