@@ -564,7 +564,8 @@ impl RefEntry {
 /// A return ring entry: a buffer the destination gives back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReturnEntry {
-    /// The source epoch the buffer was received in.
+    /// The source epoch of the session the buffer came in, or 0 for an
+    /// earlier session.
     pub epoch: u32,
     /// The buffer.
     pub buffer: u16,

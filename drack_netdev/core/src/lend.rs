@@ -1,9 +1,14 @@
 //! The destination's lend table for one source: which of the source's
-//! buffers its stack holds (lent, with since when), which it has let go of
-//! but not yet given back (released: the return ring was full or the
-//! session down, or the frame was copied), and the cap on lent buffers
-//! beyond which the driver copies instead. Pure bookkeeping: the module
-//! tests page refcounts and calls [`LendTable::release`].
+//! buffers its stack holds (lent), which it has let go of but not yet
+//! given back (released: the return ring was full or the session down,
+//! or the frame was copied), and the cap on lent buffers beyond which the
+//! driver copies instead. Pure bookkeeping, one byte per buffer: the
+//! module keeps the pages and when it lent them, tests page refcounts and
+//! calls [`LendTable::release`].
+//!
+//! A buffer received in an earlier session of the source is *old*: it
+//! goes back tagged with epoch 0, which no session has, so the source
+//! takes it back only as a buffer it reserved for an earlier session.
 
 use super::layout::{BUFS_MAX, LINE};
 
@@ -12,17 +17,15 @@ use super::layout::{BUFS_MAX, LINE};
 pub enum Lend {
     /// Not ours: the source may send it.
     Idle,
-    /// The stack holds it: received in source epoch `epoch` at `since`.
+    /// The stack holds it; `old` if received in an earlier session.
     Lent {
-        /// The source epoch of the session it came in.
-        epoch: u32,
-        /// When it was lent (the module's clock).
-        since: u64,
+        /// Received in an earlier session of the source.
+        old: bool,
     },
-    /// To be given back, tagged with the source epoch it came in.
+    /// To be given back; `old` if received in an earlier session.
     Released {
-        /// The source epoch of the session it came in.
-        epoch: u32,
+        /// Received in an earlier session of the source.
+        old: bool,
     },
 }
 
@@ -76,45 +79,32 @@ impl LendTable {
         self.lent.saturating_add(n) <= self.cap
     }
 
-    /// Lends idle `buf`; false (nothing changes) unless idle.
-    pub fn lend(&mut self, buf: u16, epoch: u32, since: u64) -> bool {
-        if !self.is_idle(buf) {
-            return false;
-        }
-        if let Some(s) = self.slots.get_mut(usize::from(buf)) {
-            *s = Lend::Lent { epoch, since };
-            self.lent = self.lent.saturating_add(1);
-            return true;
-        }
-        false
-    }
-
-    /// Marks idle `buf` (a copied or rejected frame's) to be given back.
-    pub fn hold(&mut self, buf: u16, epoch: u32) -> bool {
-        if !self.is_idle(buf) {
-            return false;
-        }
-        if let Some(s) = self.slots.get_mut(usize::from(buf)) {
-            *s = Lend::Released { epoch };
-            self.released = self.released.saturating_add(1);
-            return true;
-        }
-        false
-    }
-
-    /// The stack let go of lent `buf`: it is to be given back. False
-    /// unless it was lent.
-    pub fn release(&mut self, buf: u16) -> bool {
+    fn slot(&mut self, buf: u16) -> Option<&mut Lend> {
         if u32::from(buf) >= self.bufs {
-            return false;
+            return None;
         }
-        match self.slots.get_mut(usize::from(buf)) {
-            Some(s @ Lend::Lent { .. }) => {
-                let Lend::Lent { epoch, .. } = *s else {
-                    return false;
-                };
-                *s = Lend::Released { epoch };
-                self.lent = self.lent.saturating_sub(1);
+        self.slots.get_mut(usize::from(buf))
+    }
+
+    /// Lends idle `buf` (of this session); false (nothing changes)
+    /// unless idle.
+    pub fn lend(&mut self, buf: u16) -> bool {
+        match self.slot(buf) {
+            Some(s @ Lend::Idle) => {
+                *s = Lend::Lent { old: false };
+                self.lent = self.lent.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Marks idle `buf` (a copied or rejected frame's, of this session)
+    /// to be given back; false unless idle.
+    pub fn hold(&mut self, buf: u16) -> bool {
+        match self.slot(buf) {
+            Some(s @ Lend::Idle) => {
+                *s = Lend::Released { old: false };
                 self.released = self.released.saturating_add(1);
                 true
             }
@@ -122,9 +112,26 @@ impl LendTable {
         }
     }
 
+    /// The stack let go of lent `buf`: it is to be given back. False
+    /// unless it was lent.
+    pub fn release(&mut self, buf: u16) -> bool {
+        match self.slot(buf) {
+            Some(s) => {
+                let Lend::Lent { old } = *s else {
+                    return false;
+                };
+                *s = Lend::Released { old };
+                self.lent = self.lent.saturating_sub(1);
+                self.released = self.released.saturating_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Released `buf` was given back: idle. False unless released.
     pub fn given_back(&mut self, buf: u16) -> bool {
-        match self.slots.get_mut(usize::from(buf)) {
+        match self.slot(buf) {
             Some(s @ Lend::Released { .. }) => {
                 *s = Lend::Idle;
                 self.released = self.released.saturating_sub(1);
@@ -134,19 +141,28 @@ impl LendTable {
         }
     }
 
-    /// The first lent buffer from `from` on, with when it was lent (the
-    /// module's scan of page refcounts).
-    pub fn next_lent(&self, from: u16) -> Option<(u16, u64)> {
-        (usize::from(from)..self.bufs as usize).find_map(|i| match self.slots.get(i) {
-            Some(Lend::Lent { since, .. }) => Some((u16::try_from(i).ok()?, *since)),
-            _ => None,
-        })
+    /// A new session of the source starts: everything held is old.
+    pub fn age(&mut self) {
+        for s in self.slots.iter_mut() {
+            match s {
+                Lend::Lent { old } | Lend::Released { old } => *old = true,
+                Lend::Idle => {}
+            }
+        }
     }
 
-    /// The first released buffer from `from` on, with its epoch.
-    pub fn next_released(&self, from: u16) -> Option<(u16, u32)> {
+    /// The first lent buffer from `from` on (the module's scan of page
+    /// refcounts).
+    pub fn next_lent(&self, from: u16) -> Option<u16> {
+        (usize::from(from)..self.bufs as usize)
+            .find(|&i| matches!(self.slots.get(i), Some(Lend::Lent { .. })))
+            .and_then(|i| u16::try_from(i).ok())
+    }
+
+    /// The first released buffer from `from` on, and whether it is old.
+    pub fn next_released(&self, from: u16) -> Option<(u16, bool)> {
         (usize::from(from)..self.bufs as usize).find_map(|i| match self.slots.get(i) {
-            Some(Lend::Released { epoch }) => Some((u16::try_from(i).ok()?, *epoch)),
+            Some(Lend::Released { old }) => Some((u16::try_from(i).ok()?, *old)),
             _ => None,
         })
     }

@@ -20,7 +20,8 @@
 //!    bitmap (the lend table: buffers of the source its stack still holds,
 //!    of any session) and `ack_src_epoch = e_src`.
 //! 3. The source sees the acknowledgement: the held buffers are reserved
-//!    (they come back with their old epoch), the rest free. Up.
+//!    (they come back tagged 0, "an earlier session"), the rest free.
+//!    Up. At step 2 the destination marks everything it holds old.
 //!
 //! A host that rejoins (new epoch, after a crash or reload) thus resets
 //! the queues of all its pairs without either side reloading. A peer is
@@ -633,6 +634,7 @@ impl DstEnd {
                 self.cons.head = s.tail;
                 self.ret = Producer::new(self.geom.bufs(), s.ret_head);
                 self.acked_src_epoch = s.src_epoch;
+                self.lend.age();
                 self.state = Session::Up;
                 bump(&mut self.counters.resets);
                 publish(m, held_at(&self.geom, self.pair)?, &self.lend.held())?;
@@ -702,7 +704,7 @@ impl DstEnd {
 
     fn give_back(&mut self, s: Salvage) {
         if let Salvage::Yes(b) = s {
-            self.lend.hold(b, self.acked_src_epoch);
+            self.lend.hold(b);
         }
     }
 
@@ -817,10 +819,10 @@ impl DstEnd {
         Ok(Some(f))
     }
 
-    /// Lends a received by-reference frame's buffers to the stack at
-    /// `now`, if the cap allows: true. False: the driver copies the frame
-    /// and calls [`DstEnd::copied`].
-    pub fn lend(&mut self, f: &Frame, now: u64) -> bool {
+    /// Lends a received by-reference frame's buffers to the stack, if
+    /// the cap allows: true. False: the driver copies the frame and calls
+    /// [`DstEnd::copied`].
+    pub fn lend(&mut self, f: &Frame) -> bool {
         if f.by_value || !self.lend.room(u32::from(f.n)) {
             return false;
         }
@@ -828,7 +830,7 @@ impl DstEnd {
             return false;
         }
         for (b, _, _) in f.parts() {
-            self.lend.lend(b, f.epoch, now);
+            self.lend.lend(b);
         }
         bump(&mut self.counters.lent);
         true
@@ -842,7 +844,7 @@ impl DstEnd {
         }
         bump(&mut self.counters.copied);
         for (b, _, _) in f.parts() {
-            self.lend.hold(b, f.epoch);
+            self.lend.hold(b);
         }
         if self.flush(m).is_err() {
             self.counters.count(Fault::Access);
@@ -869,9 +871,11 @@ impl DstEnd {
         }
         let mut from = 0u16;
         while self.ret.space() > 0 {
-            let Some((b, epoch)) = self.lend.next_released(from) else {
+            let Some((b, old)) = self.lend.next_released(from) else {
                 break;
             };
+            // Epoch 0 is no session's: only a reservation takes it back.
+            let epoch = if old { 0 } else { self.acked_src_epoch };
             self.rets.put(m, self.ret.tail, b, epoch)?;
             self.ret.tail = self.ret.tail.wrapping_add(1);
             self.lend.given_back(b);

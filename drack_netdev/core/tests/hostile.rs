@@ -226,7 +226,7 @@ proptest! {
                             sum += u32::from(len);
                         }
                         prop_assert_eq!(sum, f.len);
-                        if *lend && d.lend(&f, 0) {
+                        if *lend && d.lend(&f) {
                             lent.extend(f.parts().map(|(k, _, _)| k));
                         } else {
                             d.copied(&b, &f);
