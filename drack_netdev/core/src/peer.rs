@@ -717,6 +717,11 @@ impl DstEnd {
     /// The next valid frame below the tail read by the last
     /// [`DstEnd::poll`], or `None`. Invalid entries are skipped and
     /// counted; buffers of an honest source in them are given back.
+    ///
+    /// The head moves here but is published only by [`DstEnd::publish`]
+    /// or the next [`DstEnd::poll`]: copy by-value frames out (and
+    /// invalidate a by-reference frame's lines before reading them)
+    /// before either.
     pub fn recv<M: PoolMem + ?Sized>(&mut self, m: &M) -> Option<Frame> {
         if self.state != Session::Up {
             return None;
