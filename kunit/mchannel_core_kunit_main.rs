@@ -2,7 +2,7 @@
 
 //! KUnit suites of the mchannel_sched control core, run in the kernel on
 //! the same source and the same test bodies as the host tests: every case
-//! of `mchannel_sched/core/src/selftests.rs`, one KUnit case each, in the
+//! of `mchannel_sched/core/src/cases.rs`, one KUnit case each, in the
 //! suites its `suites!` lists (the bookkeeping of the module's attached
 //! threads, the core's `table`, `quota`, `seat` and `member`, included:
 //! suite `mchannel_core_table`).
@@ -16,7 +16,7 @@ mod support;
 mod shared_cases;
 
 // The core's shared cases (built with `--cfg cxlf_kunit`).
-use mchannel_core::selftests;
+use mchannel_core::cases;
 
 module! {
     type: MchannelCoreKunit,

@@ -41,7 +41,7 @@ pub mod quota;
 pub mod seat;
 // The shared test cases: host tests and the KUnit module only.
 #[cfg(any(test, cxlf_kunit))]
-pub mod selftests;
+pub mod cases;
 pub mod shared;
 pub mod table;
 pub mod thread;
