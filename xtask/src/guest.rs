@@ -88,6 +88,12 @@ impl Poke {
     }
 }
 
+/// `text` up to and including its last newline: what the guest has
+/// finished writing so far.
+pub fn complete_lines(text: &str) -> &str {
+    text.rfind('\n').map_or("", |end| &text[..=end])
+}
+
 impl GuestReport {
     pub fn parse(text: &str) -> GuestReport {
         let mut report = GuestReport::default();
@@ -205,6 +211,14 @@ fn our_leaks(report: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_still_being_written_is_not_acted_on() {
+        let text = "@@ NIC inject 0 tx-head\n@@ NIC inject 0 com";
+        let report = GuestReport::parse(complete_lines(text));
+        assert_eq!(report.nic, ["inject 0 tx-head"]);
+        assert_eq!(complete_lines("@@ POKE 0x10 ab"), "");
+    }
 
     #[test]
     fn pokes_parse_and_land_in_the_interleaved_devices() {

@@ -527,8 +527,11 @@ fn boot_once(
     let mut told = vec![0usize; children.len()];
     loop {
         for (i, (host, child)) in children.iter_mut().enumerate() {
-            // One read of what the guest asked for, every 200 ms.
-            let report = GuestReport::parse(&results_of(*host));
+            // One read of what the guest asked for, every 200 ms: whole
+            // lines only, since the guest may be mid-line (a command cut
+            // short would be acted on as written so far).
+            let text = results_of(*host);
+            let report = GuestReport::parse(crate::guest::complete_lines(&text));
             if statuses[i].is_none() && !killed[i] && report.kill_requested {
                 // `timeout` leads a process group with QEMU in it: kill
                 // both at once, like a machine losing power.
