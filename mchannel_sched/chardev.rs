@@ -18,15 +18,16 @@ use crate::control::fixed::Q32;
 use crate::control::thread::RunState;
 use crate::fabric::{self, Channel, Fabric};
 use crate::meter::{self, ChannelMeter};
-use crate::pr_info_ratelimited;
 use crate::support::cred;
 use crate::support::error::edquot;
 use crate::support::kvec::VecExt;
 use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistration};
+use crate::support::pr_info_ratelimited;
 use crate::support::task;
 use crate::support::time::monotonic_ns;
 use crate::support::uapi::ioctl::size_of_cmd;
 use crate::support::uapi::mchannel as abi;
+use crate::support::uapi::{ReadAbi, WriteAbi};
 use crate::sysfs::ChannelAttrs;
 use crate::threads::{Attached, Shared};
 use core::fmt::Write;
@@ -142,7 +143,7 @@ impl Device {
     fn register_component(&self, user: UserSlice) -> Result {
         require_nice("REGISTER_COMPONENT")?;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut spec: abi::ComponentSpec = reader.read()?;
+        let mut spec: abi::ComponentSpec = reader.read_abi()?;
         let name = check_name(&spec.name, "component")?;
         if !(abi::COMPONENT_HOST_PORT..=abi::COMPONENT_ENDPOINT).contains(&spec.kind) {
             refuse!(EINVAL, "mchannel: unknown component kind {}\n", spec.kind);
@@ -154,7 +155,7 @@ impl Device {
         spec.id = fabric
             .new_component(name, spec.kind, spec.max_capacity)
             .map_err(|e| not_created(e, "component", fabric::MAX_COMPONENTS))?;
-        if let Err(e) = writer.write(&spec) {
+        if let Err(e) = writer.write_abi(&spec) {
             // The caller cannot learn the id: undo (it is the last one).
             fabric.components.pop();
             return Err(e);
@@ -165,7 +166,7 @@ impl Device {
     fn create_channel(&self, user: UserSlice) -> Result {
         require_nice("CREATE_CHANNEL")?;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut spec: abi::ChannelSpec = reader.read()?;
+        let mut spec: abi::ChannelSpec = reader.read_abi()?;
         let name = check_name(&spec.name, "channel")?;
         let known = abi::CHANNEL_GROUP | abi::CHANNEL_BEST_EFFORT | abi::CHANNEL_OWNER;
         if spec.flags & !known != 0 {
@@ -220,7 +221,7 @@ impl Device {
             .new_channel(channel)
             .map_err(|e| not_created(e, "channel", fabric::MAX_CHANNELS))?;
         spec.t_w_ns = t_w;
-        if let Err(e) = writer.write(&spec) {
+        if let Err(e) = writer.write_abi(&spec) {
             if let Some(slot) = fabric.channels.get_mut(spec.id as usize) {
                 *slot = None;
             }
@@ -283,7 +284,7 @@ impl Device {
 
     fn set_channel(&self, user: UserSlice) -> Result {
         require_nice("SET_CHANNEL")?;
-        let spec: abi::ChannelSpec = user.reader().read()?;
+        let spec: abi::ChannelSpec = user.reader().read_abi()?;
         let meter = check_weight_meter(&spec)?;
         let owner = check_owner(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
@@ -412,7 +413,7 @@ impl Device {
     }
 
     fn attach(&self, user: UserSlice) -> Result {
-        let args: abi::AttachArgs = user.reader().read()?;
+        let args: abi::AttachArgs = user.reader().read_abi()?;
         let (t, privileged) = Self::permitted(&args, "attach")?;
         let fabric = self.fabric.lock();
         let Some(ch) = fabric.channel(args.channel) else {
@@ -534,7 +535,7 @@ impl Device {
     }
 
     fn detach(&self, user: UserSlice) -> Result {
-        let args: abi::AttachArgs = user.reader().read()?;
+        let args: abi::AttachArgs = user.reader().read_abi()?;
         let (t, privileged) = Self::permitted(&args, "detach")?;
         let process = args.flags & abi::ATTACH_PROCESS != 0;
         let _fabric = self.fabric.lock();
@@ -568,7 +569,7 @@ impl Device {
 
     fn inject(&self, user: UserSlice) -> Result {
         require_nice("INJECT")?;
-        let args: abi::CongestionArgs = user.reader().read()?;
+        let args: abi::CongestionArgs = user.reader().read_abi()?;
         if args.signal_ppm > 1_000_000 {
             refuse!(
                 EINVAL,
@@ -617,7 +618,7 @@ impl Device {
 
     fn query_channel(&self, user: UserSlice) -> Result {
         let (mut reader, mut writer) = user.reader_writer();
-        let mut stat: abi::ChannelStat = reader.read()?;
+        let mut stat: abi::ChannelStat = reader.read_abi()?;
         let fabric = self.fabric.lock();
         let Some(ch) = fabric.channel(stat.id) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", stat.id);
@@ -643,7 +644,7 @@ impl Device {
             max_overrun_ns: ch.max_overrun_ns,
         };
         drop(fabric);
-        writer.write(&stat)
+        writer.write_abi(&stat)
     }
 }
 

@@ -22,10 +22,10 @@
 //! item they queue ([`Park`](crate::threads::Park)) runs in process context.
 
 use crate::control::thread::OnCpu;
-use crate::impl_has_hr_timer;
 use crate::support::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerRestart,
 };
+use crate::support::impl_has_hr_timer;
 use crate::support::task;
 use crate::support::task_work::Notify;
 use crate::support::time::monotonic_ns;

@@ -29,8 +29,8 @@
 //! unprivileged user cannot keep root from attaching.
 
 use crate::control::thread::{OnCpu, RunState};
-use crate::new_raw_spinlock_irq;
 use crate::support::error::edquot;
+use crate::support::new_raw_spinlock_irq;
 use crate::support::spinlock_irq::RawSpinLockIrq;
 use crate::support::task;
 use crate::support::task_work::{Notify, Pending, TaskWork, TaskWorkBox};

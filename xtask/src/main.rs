@@ -7,6 +7,7 @@ mod dkms;
 mod guest;
 mod kernel;
 mod ktap;
+mod linkcheck;
 mod modules;
 mod nicmodel;
 mod setup;
