@@ -35,4 +35,4 @@ mod generated {
 
 // A module that uses no part reading these leaves them unused.
 #[allow(unused_imports)]
-pub use generated::*;
+pub(crate) use generated::*;

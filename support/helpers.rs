@@ -76,7 +76,6 @@ extern "C" {
     pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_txq_stop(dev: *mut bindings::net_device, q: u16);
     pub(crate) fn cxlf_netdev_txq_wake(dev: *mut bindings::net_device, q: u16);
-    pub(crate) fn cxlf_netdev_txq_stopped(dev: *mut bindings::net_device, q: u16) -> bool;
     pub(crate) fn cxlf_netdev_xmit_more() -> bool;
     pub(crate) fn cxlf_netdev_hold(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_put(dev: *mut bindings::net_device);

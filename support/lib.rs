@@ -5,10 +5,11 @@
 //! A crate of its own (`cxlf_support`), built into every module that uses
 //! it, once per module, with that module's parts (`--cfg
 //! cxlf_support="<part>"`, `scripts/cxlfabric.mk`); a module root says
-//! `use cxlf_support as support;`. It holds the project's
-//! `unsafe` code: safe wrappers over the raw 6.12 bindings, shaped like their
-//! upstream (6.13-6.15) counterparts, so that moving to a newer kernel means
-//! deleting a wrapper and switching the `use` lines.
+//! `use cxlf_support as support;`. It holds the project's `unsafe` code:
+//! safe wrappers over the raw 6.12 bindings, shaped like their upstream
+//! (6.13-6.15) counterparts, so that moving to a newer kernel means
+//! deleting a wrapper and switching the `use` lines. Layout and rules:
+//! `Documentation/cxlfabric/support.rst`.
 //!
 //! | wrapper          | upstream counterpart                                     |
 //! |------------------|----------------------------------------------------------|
@@ -53,8 +54,6 @@
 //! helpers in `helpers/<part>.c`, each saying why it is C, and a module
 //! links only the parts its Kbuild names (`cxlf_support`).
 
-use kernel::ThisModule;
-
 /// The module this copy of the crate is built into (`CXLF_MODNAME`), as
 /// `module!` names it: the prefix of the kernel's `pr_*!` messages
 /// printed from here.
@@ -64,16 +63,17 @@ const __LOG_PREFIX: &[u8] = concat!(env!("CXLF_MODNAME"), "\0").as_bytes();
 /// it for the module's own crate: what registrations name as their owner.
 // SAFETY: `__this_module` is the `struct module` that modpost defines in
 // every module's `.mod.c`; it lives as long as the module's code.
-static THIS_MODULE: ThisModule = unsafe {
+#[cfg(any(cxlf_support = "driver", cxlf_support = "miscdevice"))]
+static THIS_MODULE: kernel::ThisModule = unsafe {
     // Only its address is taken; `module!` declares it the same way.
     #[allow(improper_ctypes)]
     extern "C" {
         static __this_module: kernel::types::Opaque<kernel::bindings::module>;
     }
-    ThisModule::from_ptr(__this_module.get())
+    kernel::ThisModule::from_ptr(__this_module.get())
 };
 
-pub mod bindings;
+mod bindings;
 #[cfg(cxlf_support = "coherent")]
 pub mod coherent;
 #[cfg(cxlf_support = "cred")]

@@ -275,11 +275,6 @@ impl FaultResult {
     pub const SIGBUS: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_SIGBUS);
     /// Retry with a smaller page size.
     pub const FALLBACK: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_FALLBACK);
-
-    /// Whether the fault mapped the page (`VM_FAULT_NOPAGE`).
-    pub fn is_mapped(self) -> bool {
-        self.0 == bindings::vm_fault_reason_VM_FAULT_NOPAGE
-    }
 }
 
 /// The order of a PMD mapping (9 on x86-64: 2 MiB).

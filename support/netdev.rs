@@ -34,13 +34,21 @@ pub use registration::{Placement, Registration, RtnlGuard};
 /// The interface counters `ip -s link` shows.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Stats {
+    /// Packets received.
     pub rx_packets: u64,
+    /// Packets sent.
     pub tx_packets: u64,
+    /// Bytes received.
     pub rx_bytes: u64,
+    /// Bytes sent.
     pub tx_bytes: u64,
+    /// Receive errors.
     pub rx_errors: u64,
+    /// Transmit errors.
     pub tx_errors: u64,
+    /// Received packets dropped.
     pub rx_dropped: u64,
+    /// Packets to send dropped.
     pub tx_dropped: u64,
 }
 
@@ -97,30 +105,45 @@ pub trait NetDevice: Send + Sync + Sized + 'static {
 /// and private flags.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Params {
+    /// RX ring entries.
     pub rx_ring: u32,
+    /// TX ring entries.
     pub tx_ring: u32,
+    /// Most RX ring entries the device takes.
     pub rx_ring_max: u32,
+    /// Most TX ring entries the device takes.
     pub tx_ring_max: u32,
+    /// Queue pairs in use.
     pub channels: u32,
+    /// Most queue pairs the device has.
     pub channels_max: u32,
+    /// RX interrupt coalescing: microseconds.
     pub rx_usecs: u32,
+    /// RX interrupt coalescing: frames.
     pub rx_frames: u32,
+    /// Private flags, a bit each.
     pub priv_flags: u32,
 }
 
 /// The part of [`Params`] an ethtool command changes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Change {
+    /// Ring sizes (`ethtool -G`).
     Rings,
+    /// Queue pairs (`ethtool -L`).
     Channels,
+    /// RX coalescing (`ethtool -C`).
     Coalesce,
+    /// Private flags (`ethtool --set-priv-flags`).
     PrivFlags,
 }
 
 /// An ethtool string set.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum StringSet {
+    /// The names of the driver's statistics (`ethtool -S`).
     Stats,
+    /// The names of the private flags.
     PrivFlags,
 }
 

@@ -82,11 +82,6 @@ impl DevicePages {
         })
     }
 
-    /// The first page frame of the range.
-    pub fn first_pfn(&self) -> usize {
-        (self.start / PAGE_SIZE as u64) as usize
-    }
-
     /// Pages of `[offset, offset + len)` (bytes into the range) that
     /// someone holds a reference to: a GUP get or pin (O_DIRECT, io_uring,
     /// RDMA), or a kernel user. An idle `MEMORY_DEVICE_GENERIC` page has a

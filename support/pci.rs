@@ -40,8 +40,11 @@ pub struct Device<'a> {
 /// One BAR's place: CPU physical address and length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resource {
+    /// CPU physical address of the first byte.
     pub start: u64,
+    /// Bytes.
     pub len: u64,
+    /// Memory space (not I/O ports).
     pub mem: bool,
 }
 
@@ -59,11 +62,13 @@ impl Device<'_> {
         }
     }
 
+    /// The vendor id (`PCI_VENDOR_ID_*`).
     pub fn vendor_id(&self) -> u16 {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_pci_vendor(self.raw) }
     }
 
+    /// The device id.
     pub fn device_id(&self) -> u16 {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_pci_device_id(self.raw) }
@@ -271,12 +276,14 @@ impl IoMem {
         Ok(unsafe { self.addr.cast::<u8>().add(offset).cast() })
     }
 
+    /// Reads the 32-bit register at byte `offset`; `EINVAL` outside the BAR or unaligned.
     pub fn read32(&self, offset: usize) -> Result<u32> {
         let at = self.at(offset)?;
         // SAFETY: an aligned register inside the mapping (checked).
         Ok(unsafe { bindings::ioread32(at) })
     }
 
+    /// Writes the 32-bit register at byte `offset`; `EINVAL` outside the BAR or unaligned.
     pub fn write32(&self, offset: usize, value: u32) -> Result {
         let at = self.at(offset)?;
         // SAFETY: an aligned register inside the mapping (checked).
@@ -300,6 +307,7 @@ pub struct IrqVectors {
 }
 
 impl IrqVectors {
+    /// How many vectors were allocated.
     pub fn len(&self) -> u32 {
         self.n
     }

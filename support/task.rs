@@ -137,19 +137,6 @@ pub fn is_exiting(task: &Task) -> bool {
     flags(task) & bindings::PF_EXITING != 0
 }
 
-/// Thread id and process id of `task` in the caller's pid namespace (0
-/// where it is not visible): `task_pid_vnr`, `task_tgid_vnr`.
-pub fn vpid_tgid(task: &Task) -> (i32, i32) {
-    let ns = core::ptr::null_mut();
-    // SAFETY: `task` is a live task; a NULL namespace is the caller's.
-    unsafe {
-        (
-            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_PID, ns),
-            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_TGID, ns),
-        )
-    }
-}
-
 /// Whether the caller may change `task`'s nice value: setpriority(2)'s
 /// rule (`set_one_prio`), the caller's effective uid is `task`'s real or
 /// effective uid, or the caller has `CAP_SYS_NICE` over `task`'s user

@@ -6,7 +6,8 @@
 use crate::bindings;
 use crate::coherent::Coherent;
 use crate::helpers;
-use kernel::ffi::c_void;
+use kernel::error::to_result;
+use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::str::CStr;
 
@@ -16,7 +17,7 @@ use kernel::str::CStr;
 ///
 /// `raw` is an `sk_buff` this value owns.
 pub struct SkBuff {
-    raw: *mut bindings::sk_buff,
+    pub(super) raw: *mut bindings::sk_buff,
 }
 
 // SAFETY: an owned buffer may be freed or read from any context
@@ -88,11 +89,13 @@ impl Netdev<'_> {
         }
     }
 
+    /// The interface's name (`eth0`).
     pub fn name(&self) -> &CStr {
         // SAFETY: live (invariant): the name is NUL-terminated in it.
         unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
     }
 
+    /// The interface's MTU.
     pub fn mtu(&self) -> u32 {
         // SAFETY: live (invariant).
         unsafe { helpers::cxlf_netdev_mtu(self.raw) }
@@ -110,6 +113,7 @@ impl Netdev<'_> {
         };
     }
 
+    /// Whether the carrier is on.
     pub fn carrier_ok(&self) -> bool {
         // SAFETY: live (invariant).
         unsafe { helpers::cxlf_netdev_carrier_ok(self.raw) }
@@ -137,11 +141,6 @@ impl Netdev<'_> {
             // SAFETY: as in `txq_stop`.
             unsafe { helpers::cxlf_netdev_txq_wake(self.raw, q) };
         }
-    }
-
-    pub fn txq_stopped(&self, q: u16) -> bool {
-        // SAFETY: as in `txq_stop`.
-        self.has_txq(q) && unsafe { helpers::cxlf_netdev_txq_stopped(self.raw, q) }
     }
 
     /// Stops every TX queue and waits out transmits in progress.
@@ -189,6 +188,7 @@ impl Netdev<'_> {
         NetdevRef { raw: self.raw }
     }
 
+    /// The raw `struct net_device`.
     pub fn as_raw(&self) -> *mut bindings::net_device {
         self.raw
     }
@@ -212,6 +212,7 @@ unsafe impl Send for NetdevRef {}
 unsafe impl Sync for NetdevRef {}
 
 impl NetdevRef {
+    /// The interface, for as long as this reference is held.
     pub fn get(&self) -> Netdev<'_> {
         // SAFETY: held (invariant), so live while `self` is.
         unsafe { Netdev::from_raw(self.raw) }

@@ -4,9 +4,10 @@
 //! sizes, channels, coalescing, private flags, strings and statistics.
 
 use super::ops::this;
-use super::{Change, NetDevice, Params, StringSet, STRING_LEN};
+use super::{Change, NetDevice, Netdev, Params, StringSet, STRING_LEN};
 use crate::bindings;
 use crate::helpers;
+use kernel::error::from_result;
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::str::CStr;

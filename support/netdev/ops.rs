@@ -80,7 +80,7 @@ pub(super) unsafe fn this<'a, T: NetDevice>(dev: *mut bindings::net_device) -> A
 
 /// A borrowed `Arc<T>` (does not drop the reference).
 pub(super) struct ArcRef<'a, T>(
-    core::mem::ManuallyDrop<Arc<T>>,
+    pub(super) core::mem::ManuallyDrop<Arc<T>>,
     core::marker::PhantomData<&'a ()>,
 );
 

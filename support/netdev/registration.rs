@@ -206,11 +206,6 @@ impl<T: NetDevice> Registration<T> {
         self.netdev().set_carrier(on);
     }
 
-    /// Lets the stack send on every TX queue, or stops it.
-    pub fn set_tx(&self, start: bool) {
-        self.netdev().tx_all(start);
-    }
-
     /// The interface's name (`eth0`).
     pub fn name(&self) -> &CStr {
         // SAFETY: registered (invariant): the name is NUL-terminated and
@@ -218,6 +213,7 @@ impl<T: NetDevice> Registration<T> {
         unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
     }
 
+    /// The interface's MTU.
     pub fn mtu(&self) -> u32 {
         self.netdev().mtu()
     }
@@ -245,6 +241,7 @@ impl<T: NetDevice> Registration<T> {
         to_result(unsafe { bindings::dev_set_mtu(self.raw, mtu) })
     }
 
+    /// Whether the carrier is on.
     pub fn carrier_ok(&self) -> bool {
         self.netdev().carrier_ok()
     }
