@@ -10,6 +10,7 @@ use kernel::task::Task;
 use kernel::types::ARef;
 
 use cxlf_support as support;
+use support::{kassert, kassert_eq, kunit_tests};
 
 // Turns the shared cases into KUnit cases.
 mod shared_cases;

@@ -8,6 +8,7 @@
 use kernel::prelude::*;
 
 use cxlf_support as support;
+use support::{kassert_eq, kunit_tests};
 
 module! {
     type: Selftest,

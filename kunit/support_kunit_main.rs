@@ -19,6 +19,7 @@ use kernel::sync::{Arc, ArcBorrow};
 use kernel::uaccess::UserSlice;
 
 use cxlf_support as support;
+use support::{impl_has_hr_timer, kassert, kassert_eq, kunit_tests};
 
 use support::dax::{DaxBus, DaxDriverRegistration, DevDax};
 use support::driver::Driver;
