@@ -54,6 +54,11 @@
 //! helpers in `helpers/<part>.c`, each saying why it is C, and a module
 //! links only the parts its Kbuild names (`cxlf_support`).
 
+// A wrapper has what modules call and no more: an `is_empty` or a
+// `Default` that nothing uses would be dead API (these lints fire on `pub`
+// items, which every wrapper's are now that the layer is a crate).
+#![allow(clippy::len_without_is_empty, clippy::new_without_default)]
+
 /// The module this copy of the crate is built into (`CXLF_MODNAME`), as
 /// `module!` names it: the prefix of the kernel's `pr_*!` messages
 /// printed from here.

@@ -40,7 +40,8 @@ enum Cmd {
         #[arg(long)]
         print_dir: bool,
     },
-    /// Build the modules against the cached kernel (also with CLIPPY=1).
+    /// Build the modules against the cached kernel (also with CLIPPY=1),
+    /// then check what each links (`nm -u`, `xtask/src/linkcheck.rs`).
     Build {
         #[arg(long)]
         clippy: bool,
@@ -102,7 +103,8 @@ fn main() -> Result<()> {
         Cmd::Build { clippy } => {
             setup::setup()?;
             let tree = kernel::ensure(flavor)?;
-            modules::build(&tree, clippy)
+            modules::build(&tree, clippy)?;
+            linkcheck::check()
         }
         Cmd::Vm {
             mode,
