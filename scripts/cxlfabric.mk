@@ -46,7 +46,7 @@ $(1)-y += cxlf_support_$(1).o cxlf_uapi.o \
 	$$(addprefix support_,$$(addsuffix .o,$$(filter $$(cxlf_c_parts),$$(cxlf_parts_$(1)))))
 RUSTFLAGS_cxlf_support_$(1).o += --emit=metadata=$$(obj)/libcxlf_support_$(1).rmeta \
 	$$(foreach p,$$(cxlf_parts_$(1)),--cfg 'cxlf_support="$$(p)"') \
-	--env-set CXLF_BINDINGS=$$(obj)/cxlf_bindings.rs --env-set CXLF_MODNAME=$(1) --cap-lints=warn \
+	--env-set CXLF_BINDINGS=$$(obj)/cxlf_bindings.rs --env-set CXLF_MODNAME=$(1) \
 	--extern cxlf_uapi
 $$(obj)/cxlf_support_$(1).o: $$(src)/../support/lib.rs $$(obj)/cxlf_bindings.rs \
 		$$(obj)/cxlf_uapi.o FORCE
