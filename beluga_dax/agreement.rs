@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the user ABI (`uapi/src/beluga.rs`) and the pool core (`pool/src/`)
-//! each define and must agree on, checked at compile time.
+//! each define and must agree on, checked at compile time against the
+//! kernel's errno values, so that a divergence fails the module build.
 //!
 //! The ABI has no dependencies and the pool format is not the ABI, so each
-//! keeps its own definition; this file ties them. It is compiled into the
-//! module (`chardev.rs`: errno values from the kernel's bindings) and into
-//! a host test of the pool core (`pool/tests/abi_agreement.rs`: errno
-//! values from the C library), so a divergence fails the module build and
-//! `cargo test` alike. The including module provides `abi`, `pool` and
-//! `os` (a module with the errno constants, `EPERM` and so on).
+//! keeps its own definition; this file ties them. The host test
+//! `pool/tests/abi_agreement.rs` checks the same through the two crates,
+//! against the C library's errno values.
 
-use super::{abi, os, pool};
+use crate::pool;
+use crate::support::uapi::beluga as abi;
+use kernel::bindings as os;
 
 // Sizes and limits the ABI repeats from the pool format.
 const _: () = assert!(abi::NAME_BYTES == pool::objects::NAME_BYTES);

@@ -12,9 +12,10 @@
 
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
 
+// What the ABI and the pool core must agree on, checked at compile time.
+mod agreement;
 mod chardev;
 mod device;
 mod drain;

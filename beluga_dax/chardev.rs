@@ -14,6 +14,7 @@ use crate::support::miscdevice::{AttributeBuffer, MiscDevice, MiscDeviceRegistra
 use crate::support::mm::VmaNew;
 use crate::support::uapi::beluga as abi;
 use crate::support::uapi::ioctl::size_of_cmd;
+use crate::support::uapi::{ReadAbi, WriteAbi};
 use core::fmt::Write;
 use kernel::c_str;
 use kernel::new_mutex;
@@ -83,18 +84,9 @@ fn lease_code(l: Liveness) -> u8 {
     }
 }
 
-// What the ABI and the pool core must agree on (sizes, limits, flags,
-// errno values), checked at compile time: here against the kernel's errno
-// values, in the host test `pool/tests/abi_agreement.rs` against the C
-// library's. The file reaches them as `super::{abi, pool, os}`.
-#[path = "agreement.rs"]
-mod agreement;
-use crate::pool;
-use kernel::bindings as os;
-
 // `Errno::to_kernel` and `errno_for_status` bound errnos by the kernel's
 // `MAX_ERRNO`.
-const _: () = assert!(pool::engine::Errno::MAX == os::MAX_ERRNO);
+const _: () = assert!(crate::pool::engine::Errno::MAX == kernel::bindings::MAX_ERRNO);
 
 fn handle_out(h: &HoldRef) -> abi::ObjectHandle {
     abi::ObjectHandle {
@@ -125,7 +117,7 @@ fn require_admin(what: &str) -> Result {
         Ok(())
     } else {
         // Any user can ask: rate-limited, or a loop floods the log.
-        crate::pr_info_ratelimited!("beluga: {} needs CAP_SYS_ADMIN\n", what);
+        crate::support::pr_info_ratelimited!("beluga: {} needs CAP_SYS_ADMIN\n", what);
         Err(EPERM)
     }
 }
@@ -156,7 +148,7 @@ impl PoolFile {
 
     fn ioctl_alloc(&self, user: UserSlice) -> Result {
         let (mut reader, mut writer) = user.reader_writer();
-        let mut args: abi::AllocArgs = reader.read()?;
+        let mut args: abi::AllocArgs = reader.read_abi()?;
         if args.flags & !abi::FLAG_SHARED != 0 || args.mode > 0o777 {
             return Err(EINVAL);
         }
@@ -173,7 +165,7 @@ impl PoolFile {
         // Recorded before the caller can learn of it; undone if it cannot
         // learn of it (a failed copy): unlinked, and let go with its hold.
         let kept = self.keep(hold);
-        let result = kept.and_then(|()| writer.write(&args));
+        let result = kept.and_then(|()| writer.write_abi(&args));
         if let Err(e) = result {
             drop(self.forget(object, serial));
             match self.dev.free(object, serial, uid, true) {
@@ -192,7 +184,7 @@ impl PoolFile {
 
     fn ioctl_open(&self, user: UserSlice) -> Result {
         let (mut reader, mut writer) = user.reader_writer();
-        let mut args: abi::OpenArgs = reader.read()?;
+        let mut args: abi::OpenArgs = reader.read_abi()?;
         let name = parse_name(&args.name)?.ok_or(EINVAL)?;
         let uid = cred::current_euid();
         let hold = match self.dev.open(name, uid, false) {
@@ -203,7 +195,7 @@ impl PoolFile {
         let (object, serial) = (hold.handle.object, hold.handle.serial);
         args.handle = handle_out(&hold);
         self.keep(hold)?;
-        if let Err(e) = writer.write(&args) {
+        if let Err(e) = writer.write_abi(&args) {
             // The use goes; the object stays as it was.
             drop(self.forget(object, serial));
             return Err(e);
@@ -212,7 +204,7 @@ impl PoolFile {
     }
 
     fn ioctl_free(&self, user: UserSlice) -> Result {
-        let args: abi::FreeArgs = user.reader().read()?;
+        let args: abi::FreeArgs = user.reader().read_abi()?;
         let uid = cred::current_euid();
         match self.dev.free(args.index, args.serial, uid, false) {
             Err(e) if e == EPERM && cred::capable_sys_admin() => {
@@ -228,7 +220,7 @@ impl PoolFile {
     fn ioctl_list(&self, user: UserSlice) -> Result {
         let dev = &self.dev;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut args: abi::ListArgs = reader.read()?;
+        let mut args: abi::ListArgs = reader.read_abi()?;
         let entry = core::mem::size_of::<abi::ObjectInfo>();
         let capacity = (args.capacity as usize).min(4096);
         let (objects, next) = dev.list(args.start, capacity)?;
@@ -242,7 +234,7 @@ impl PoolFile {
                 name[..n.as_bytes().len()].copy_from_slice(n.as_bytes());
             }
             let first = u64::from(e.extent.first);
-            out.write(&abi::ObjectInfo {
+            out.write_abi(&abi::ObjectInfo {
                 index: *index,
                 flags: e.flags,
                 serial: e.serial,
@@ -258,13 +250,13 @@ impl PoolFile {
         }
         args.count = u32::try_from(objects.len()).map_err(|_| EINVAL)?;
         args.next = next;
-        writer.write(&args)?;
+        writer.write_abi(&args)?;
         Ok(())
     }
 
     fn ioctl_format(&self, user: UserSlice) -> Result {
         require_admin("format")?;
-        let args: abi::FormatArgs = user.reader().read()?;
+        let args: abi::FormatArgs = user.reader().read_abi()?;
         let hosts = if args.max_hosts == 0 {
             8
         } else {
@@ -281,9 +273,9 @@ impl PoolFile {
     fn ioctl_force_reclaim(&self, user: UserSlice) -> Result {
         require_admin("force-reclaim")?;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut args: abi::ReclaimArgs = reader.read()?;
+        let mut args: abi::ReclaimArgs = reader.read_abi()?;
         args.reclaimed = self.dev.force_reclaim(args.host)?;
-        writer.write(&args)?;
+        writer.write_abi(&args)?;
         Ok(())
     }
 
@@ -295,7 +287,7 @@ impl PoolFile {
                 // The pages are in the kernel's direct map, write-back,
                 // and x86 allows one memory type per range: PAT would
                 // silently map write-back anyway.
-                crate::pr_info_ratelimited!(
+                crate::support::pr_info_ratelimited!(
                     "{}: only write-back mappings: the pool's pages are mapped write-back by the kernel\n",
                     self.dev.name()
                 );
@@ -329,7 +321,7 @@ impl MiscDevice for PoolFile {
     fn ioctl(this: Pin<&PoolFile>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let user = UserSlice::new(arg, size_of_cmd(cmd));
         match cmd {
-            abi::GET_INFO => user.writer().write(&pool_info(&this.dev))?,
+            abi::GET_INFO => user.writer().write_abi(&pool_info(&this.dev))?,
             abi::WAIT_READY => this.dev.wait_ready()?,
             abi::ALLOC => this.ioctl_alloc(user)?,
             abi::OPEN => this.ioctl_open(user)?,

@@ -8,8 +8,7 @@
 
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
 
 mod config;
 mod io;

@@ -26,7 +26,7 @@ pub(crate) struct Ticker {
     period_ns: u64,
 }
 
-crate::impl_has_hr_timer!(impl HasHrTimer<Self> for Ticker { self.timer });
+crate::support::impl_has_hr_timer!(impl HasHrTimer<Self> for Ticker { self.timer });
 
 impl Ticker {
     /// Polls `napi` every `period_us` until the handle is dropped.

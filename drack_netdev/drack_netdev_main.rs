@@ -2,14 +2,11 @@
 
 //! DRack: pass-by-reference virtual NICs over a shared CXL pool
 //!
-//! Skeleton: this module loads, carries the shared support layer and unloads
-//! cleanly. Its function lands with its own issue; until then it registers
-//! nothing.
+//! Skeleton: this module loads and unloads cleanly and links nothing of the
+//! support layer. Its function lands with its own issue; until then it
+//! registers nothing.
 
 use kernel::prelude::*;
-
-#[path = "../support/mod.rs"]
-mod support;
 
 module! {
     type: DrackNetdev,

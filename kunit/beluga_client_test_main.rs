@@ -10,8 +10,7 @@
 use kernel::c_str;
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
 
 use support::params::module_param_uint;
 use support::region::Region;

@@ -7,8 +7,7 @@
 
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
 
 // Turns the shared cases into KUnit cases.
 mod shared_cases;

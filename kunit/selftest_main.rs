@@ -7,8 +7,8 @@
 
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
+use support::{kassert_eq, kunit_tests};
 
 module! {
     type: Selftest,

@@ -32,6 +32,6 @@ macro_rules! shared_kunit_suite {
                 $crate::shared_cases::report(cases::$case($(&mut $pool)?))
             }
         )+
-        kunit_tests!($suite, [$($case),+]);
+        $crate::support::kunit_tests!($suite, [$($case),+]);
     };
 }

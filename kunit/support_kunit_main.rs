@@ -18,8 +18,8 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::uaccess::UserSlice;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
+use support::{impl_has_hr_timer, kassert, kassert_eq, kunit_tests};
 
 use support::dax::{DaxBus, DaxDriverRegistration, DevDax};
 use support::driver::Driver;
@@ -515,7 +515,7 @@ fn raw_spinlock_irq_excludes_a_timer_on_the_same_cpu() -> Result {
     let c = Arc::pin_init(
         pin_init!(LockedCounter {
             timer <- HrTimer::new(HrTimerMode::RelativePinned),
-            count <- crate::new_raw_spinlock_irq!(0u64, "kunit:locked_counter"),
+            count <- crate::support::new_raw_spinlock_irq!(0u64, "kunit:locked_counter"),
             runs: AtomicU32::new(0),
         }),
         GFP_KERNEL,

@@ -8,7 +8,7 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::control::shared::{self, PeerView, Read, Remote, Slot, MAX_HOSTS, SLOT_BYTES};
-use crate::pr_info_ratelimited;
+use crate::support::pr_info_ratelimited;
 use crate::support::region::Region;
 use crate::support::uapi::mchannel as abi;
 use kernel::c_str;

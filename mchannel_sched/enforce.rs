@@ -23,11 +23,11 @@
 
 use crate::attached::Attached;
 use crate::control::thread::OnCpu;
-use crate::impl_has_hr_timer;
 use crate::park::{bump, Shared, Spare};
 use crate::support::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerRestart,
 };
+use crate::support::impl_has_hr_timer;
 use crate::support::task;
 use crate::support::task_work::Notify;
 use crate::support::time::monotonic_ns;

@@ -7,7 +7,7 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::meter::{self, ChannelMeter};
-use crate::pr_info_ratelimited;
+use crate::support::pr_info_ratelimited;
 use crate::support::uapi::mchannel as abi;
 use kernel::prelude::*;
 

@@ -19,6 +19,7 @@ use crate::meter::ChannelMeter;
 use crate::support::cred;
 use crate::support::kvec::VecExt;
 use crate::support::uapi::mchannel as abi;
+use crate::support::uapi::{ReadAbi, WriteAbi};
 use crate::sysfs::ChannelAttrs;
 use kernel::prelude::*;
 use kernel::uaccess::UserSlice;
@@ -65,7 +66,7 @@ impl Device {
     pub(crate) fn register_component(&self, user: UserSlice) -> Result {
         require_nice("REGISTER_COMPONENT")?;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut spec: abi::ComponentSpec = reader.read()?;
+        let mut spec: abi::ComponentSpec = reader.read_abi()?;
         let name = check_name(&spec.name, "component")?;
         if !(abi::COMPONENT_HOST_PORT..=abi::COMPONENT_ENDPOINT).contains(&spec.kind) {
             refuse!(EINVAL, "mchannel: unknown component kind {}\n", spec.kind);
@@ -77,7 +78,7 @@ impl Device {
         spec.id = fabric
             .new_component(name, spec.kind, spec.max_capacity)
             .map_err(|e| not_created(e, "component", fabric::MAX_COMPONENTS))?;
-        if let Err(e) = writer.write(&spec) {
+        if let Err(e) = writer.write_abi(&spec) {
             // The caller cannot learn the id: undo (it is the last one).
             fabric.components.pop();
             return Err(e);
@@ -88,7 +89,7 @@ impl Device {
     pub(crate) fn create_channel(&self, user: UserSlice) -> Result {
         require_nice("CREATE_CHANNEL")?;
         let (mut reader, mut writer) = user.reader_writer();
-        let mut spec: abi::ChannelSpec = reader.read()?;
+        let mut spec: abi::ChannelSpec = reader.read_abi()?;
         let name = check_name(&spec.name, "channel")?;
         check_flags(&spec)?;
         let meter = check_weight_meter(&spec)?;
@@ -105,7 +106,7 @@ impl Device {
             .new_channel(channel)
             .map_err(|e| not_created(e, "channel", fabric::MAX_CHANNELS))?;
         spec.t_w_ns = t_w;
-        if let Err(e) = writer.write(&spec) {
+        if let Err(e) = writer.write_abi(&spec) {
             if let Some(slot) = fabric.channels.get_mut(spec.id as usize) {
                 *slot = None;
             }
@@ -168,7 +169,7 @@ impl Device {
 
     pub(crate) fn set_channel(&self, user: UserSlice) -> Result {
         require_nice("SET_CHANNEL")?;
-        let spec: abi::ChannelSpec = user.reader().read()?;
+        let spec: abi::ChannelSpec = user.reader().read_abi()?;
         let meter = check_weight_meter(&spec)?;
         let owner = check_owner(&spec)?;
         let t_w = check_window(spec.t_w_ns)?;
@@ -234,7 +235,7 @@ impl Device {
 
     pub(crate) fn inject(&self, user: UserSlice) -> Result {
         require_nice("INJECT")?;
-        let args: abi::CongestionArgs = user.reader().read()?;
+        let args: abi::CongestionArgs = user.reader().read_abi()?;
         if args.signal_ppm > 1_000_000 {
             refuse!(
                 EINVAL,
@@ -261,7 +262,7 @@ impl Device {
 
     pub(crate) fn query_channel(&self, user: UserSlice) -> Result {
         let (mut reader, mut writer) = user.reader_writer();
-        let mut stat: abi::ChannelStat = reader.read()?;
+        let mut stat: abi::ChannelStat = reader.read_abi()?;
         let fabric = self.fabric.lock();
         let Some(ch) = fabric.channel(stat.id) else {
             refuse!(ENOENT, "mchannel: no channel {}\n", stat.id);
@@ -287,6 +288,6 @@ impl Device {
             max_overrun_ns: ch.max_overrun_ns,
         };
         drop(fabric);
-        writer.write(&stat)
+        writer.write_abi(&stat)
     }
 }

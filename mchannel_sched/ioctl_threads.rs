@@ -12,11 +12,12 @@ use crate::chardev::Device;
 use crate::control::thread::RunState;
 use crate::ioctl_rights::{attach_user, may_detach, permitted};
 use crate::park::Shared;
-use crate::pr_info_ratelimited;
 use crate::support::error::edquot;
+use crate::support::pr_info_ratelimited;
 use crate::support::task;
 use crate::support::time::monotonic_ns;
 use crate::support::uapi::mchannel as abi;
+use crate::support::uapi::ReadAbi;
 use kernel::prelude::*;
 use kernel::task::Task;
 use kernel::types::ARef;
@@ -46,7 +47,7 @@ impl Device {
     }
 
     pub(crate) fn attach(&self, user: UserSlice) -> Result {
-        let args: abi::AttachArgs = user.reader().read()?;
+        let args: abi::AttachArgs = user.reader().read_abi()?;
         let (t, privileged) = permitted(&args, "attach")?;
         let fabric = self.fabric.lock();
         let Some(ch) = fabric.channel(args.channel) else {
@@ -182,7 +183,7 @@ impl Device {
     }
 
     pub(crate) fn detach(&self, user: UserSlice) -> Result {
-        let args: abi::AttachArgs = user.reader().read()?;
+        let args: abi::AttachArgs = user.reader().read_abi()?;
         let (t, privileged) = permitted(&args, "detach")?;
         let process = args.flags & abi::ATTACH_PROCESS != 0;
         let _fabric = self.fabric.lock();

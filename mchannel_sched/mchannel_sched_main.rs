@@ -16,14 +16,13 @@
 
 use kernel::prelude::*;
 
-#[path = "../support/mod.rs"]
-mod support;
+use cxlf_support as support;
 
 /// Refuses with `err`, saying why (a rate-limited log line: any user can
 /// cause a refusal). For the modules below.
 macro_rules! refuse {
     ($err:expr, $($arg:tt)+) => {{
-        $crate::pr_info_ratelimited!($($arg)+);
+        $crate::support::pr_info_ratelimited!($($arg)+);
         return Err($err);
     }};
 }

@@ -16,10 +16,10 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::control::meter::Meter;
-use crate::pr_info_ratelimited;
 use crate::support::cred;
 use crate::support::kvec::VecExt;
 use crate::support::perf::{Counter, Event};
+use crate::support::pr_info_ratelimited;
 use crate::support::uapi::mchannel as abi;
 use crate::threads::Threads;
 use kernel::prelude::*;

@@ -5,11 +5,15 @@
 #
 #   $(eval $(call cxlf_support,MODULE,MAIN,PARTS))
 #
-# MODULE uses PARTS of `support/` (its file names: `netdev`, `pci`, ...)
-# and nothing else: its crate root MAIN.rs gets `--cfg cxlf_support="P"`
-# for each part P (support/mod.rs compiles only those), and the module
-# links the C helpers of those parts that have any (support/helpers/P.c,
-# built here as support_P.o). A part that uses others names them in
+# MODULE uses PARTS of the support crate (`support/lib.rs`, crate
+# `cxlf_support`; PARTS are its file names: `netdev`, `pci`, ...) and
+# nothing else. The crate is built for MODULE alone, as
+# `cxlf_support_MODULE.o`, with `--cfg cxlf_support="P"` for each part P
+# (`support/lib.rs` compiles only those), `CXLF_MODNAME` (its `pr_*!`
+# prefix) and `CXLF_BINDINGS` (the generated bindings); MAIN.rs gets it as
+# `--extern cxlf_support`, and the module links it, the `uapi` crate (`cxlf_uapi`) and
+# the C helpers of its parts that have any (support/helpers/P.c, built
+# here as support_P.o). A part that uses others names them in
 # `cxlf_needs_P` below, so a module names only what it calls itself.
 #
 #   $(eval $(call cxlf_crate,NAME,ROOT,DEPS,RUSTFLAGS))
@@ -38,10 +42,18 @@ cxlf_c_parts := $(basename $(notdir $(wildcard $(src)/../support/helpers/*.c)))
 
 define cxlf_support
 cxlf_parts_$(1) := $$(sort $(3) $$(foreach p,$(3),$$(cxlf_needs_$$(p))))
-RUSTFLAGS_$(2).o += $$(foreach p,$$(cxlf_parts_$(1)),--cfg 'cxlf_support="$$(p)"') \
-	--env-set CXLF_BINDINGS=$$(obj)/cxlf_bindings.rs
-$$(obj)/$(2).o: $$(obj)/cxlf_bindings.rs
-$(1)-y += $$(addprefix support_,$$(addsuffix .o,$$(filter $$(cxlf_c_parts),$$(cxlf_parts_$(1)))))
+$(1)-y += cxlf_support_$(1).o cxlf_uapi.o \
+	$$(addprefix support_,$$(addsuffix .o,$$(filter $$(cxlf_c_parts),$$(cxlf_parts_$(1)))))
+RUSTFLAGS_cxlf_support_$(1).o += --emit=metadata=$$(obj)/libcxlf_support_$(1).rmeta \
+	$$(foreach p,$$(cxlf_parts_$(1)),--cfg 'cxlf_support="$$(p)"') \
+	--env-set CXLF_BINDINGS=$$(obj)/cxlf_bindings.rs --env-set CXLF_MODNAME=$(1) \
+	--extern cxlf_uapi
+$$(obj)/cxlf_support_$(1).o: $$(src)/../support/lib.rs $$(obj)/cxlf_bindings.rs \
+		$$(obj)/cxlf_uapi.o FORCE
+	+$$(call if_changed_rule,rustc_o_rs)
+targets += cxlf_support_$(1).o
+RUSTFLAGS_$(2).o += --extern cxlf_support=$$(obj)/libcxlf_support_$(1).rmeta
+$$(obj)/$(2).o: $$(obj)/cxlf_support_$(1).o
 endef
 
 $(obj)/support_%.o: $(src)/../support/helpers/%.c FORCE
@@ -64,6 +76,17 @@ $(obj)/cxlf_bindings.rs: $(src)/../support/bindings/bindings_helper.h \
 		$(src)/../support/bindings/parameters FORCE
 	$(call if_changed_dep,cxlf_bindgen)
 targets += cxlf_bindings.rs
+
+# The user ABI (`uapi/`), a crate of the tools too, which the support
+# crate re-exports (`support::uapi`), named `cxlf_uapi` here (the kernel
+# has a `uapi` crate of its own): built once per directory that uses
+# the support crate, like the crates below. `-Amissing_docs`: many of its
+# constants and fields are named for the C ABI they mirror and say no more.
+$(obj)/cxlf_uapi.o: $(src)/../uapi/src/lib.rs FORCE
+	+$(call if_changed_rule,rustc_o_rs)
+RUSTFLAGS_cxlf_uapi.o += --emit=metadata=$(obj)/libcxlf_uapi.rmeta \
+	-Aunused_attributes -Aclippy::duplicated_attributes -Amissing_docs
+targets += cxlf_uapi.o
 
 # `-Aunused_attributes -Aclippy::duplicated_attributes`: the kernel adds
 # `#![no_std]` to every crate, and the project's crates say it themselves

@@ -25,7 +25,7 @@ use kernel::prelude::*;
 /// # Invariants
 ///
 /// `ptr` is valid for reads and writes of `len` bytes for `'a`.
-pub(crate) struct Window<'a> {
+pub struct Window<'a> {
     ptr: *mut u8,
     len: usize,
     _life: PhantomData<&'a [u8]>,
@@ -36,7 +36,7 @@ impl Window<'_> {
     ///
     /// `ptr` must be valid for reads and writes of `len` bytes for as
     /// long as the returned value lives.
-    pub(crate) unsafe fn new<'a>(ptr: *mut u8, len: usize) -> Window<'a> {
+    pub unsafe fn new<'a>(ptr: *mut u8, len: usize) -> Window<'a> {
         // INVARIANT: the caller guarantees it.
         Window {
             ptr,
@@ -45,13 +45,14 @@ impl Window<'_> {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// The window's length in bytes.
+    pub fn len(&self) -> usize {
         self.len
     }
 
     /// The address of `count` bytes at `offset`, if inside the window
     /// (and `count` fits a C `unsigned int`, for the C copies).
-    pub(crate) fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
+    pub fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
         match offset.checked_add(count) {
             Some(end) if end <= self.len && count <= c_uint::MAX as usize => {
                 // SAFETY: `offset + count <= len` (checked): inside the
@@ -65,7 +66,7 @@ impl Window<'_> {
     /// Copies `out.len()` bytes from `offset` with volatile loads (the
     /// memory changes under us): 8 bytes at a time where aligned, since
     /// on an emulated window every access is a trap.
-    pub(crate) fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
+    pub fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
         let src = self.range(offset, out.len())?;
         let mut i = 0;
         while i < out.len() {
@@ -86,7 +87,7 @@ impl Window<'_> {
     }
 
     /// Copies `data` to `offset` with volatile stores, as `load_bytes`.
-    pub(crate) fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
+    pub fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
         let dst = self.range(offset, data.len())?;
         let mut i = 0;
         while i < data.len() {
@@ -121,10 +122,11 @@ impl Window<'_> {
 }
 
 /// Memory shared coherently with a device: what its owner gives out.
-pub(crate) trait Coherent {
+pub trait Coherent {
     /// The whole memory.
     fn window(&self) -> Window<'_>;
 
+    /// The memory's length in bytes.
     fn len(&self) -> usize {
         self.window().len()
     }

@@ -10,7 +10,7 @@ use kernel::ffi::c_int;
 
 /// Whether the calling task may administer the system (`CAP_SYS_ADMIN`).
 /// Like `capable()`, this marks the task as having used the capability.
-pub(crate) fn capable_sys_admin() -> bool {
+pub fn capable_sys_admin() -> bool {
     // SAFETY: `capable` acts on `current`, which is always valid in
     // process context; any capability number below `CAP_LAST_CAP` is valid.
     unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
@@ -18,7 +18,7 @@ pub(crate) fn capable_sys_admin() -> bool {
 
 /// Whether the calling task has `CAP_SYS_NICE` (the scheduler's
 /// privilege), as `capable_sys_admin`.
-pub(crate) fn capable_sys_nice() -> bool {
+pub fn capable_sys_nice() -> bool {
     // SAFETY: as in `capable_sys_admin`.
     unsafe { bindings::capable(bindings::CAP_SYS_NICE as c_int) }
 }
@@ -26,7 +26,7 @@ pub(crate) fn capable_sys_nice() -> bool {
 /// Whether the calling task may monitor performance system-wide, as the
 /// kernel's `perfmon_capable()` (a static inline): `CAP_PERFMON` or
 /// `CAP_SYS_ADMIN`.
-pub(crate) fn capable_perfmon() -> bool {
+pub fn capable_perfmon() -> bool {
     // SAFETY: as in `capable_sys_admin`.
     let perfmon = unsafe { bindings::capable(bindings::CAP_PERFMON as c_int) };
     perfmon || capable_sys_admin()
@@ -34,7 +34,7 @@ pub(crate) fn capable_perfmon() -> bool {
 
 /// The calling task's effective uid, as seen from the initial user
 /// namespace (the uid other hosts see in the pool).
-pub(crate) fn current_euid() -> u32 {
+pub fn current_euid() -> u32 {
     // SAFETY: the helper reads `current`'s credentials, which are valid
     // for as long as the task runs; it has no preconditions.
     unsafe { helpers::cxlf_current_euid() }

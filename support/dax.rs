@@ -27,15 +27,18 @@ use kernel::prelude::*;
 
 /// One physical range of a dax instance, in bytes (`end` inclusive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DaxRange {
-    pub(crate) start: u64,
-    pub(crate) end: u64,
+pub struct DaxRange {
+    /// First byte (physical address).
+    pub start: u64,
+    /// Last byte (inclusive, as `struct range` has it).
+    pub end: u64,
     /// Offset of this range within the instance, in pages.
-    pub(crate) pgoff: u64,
+    pub pgoff: u64,
 }
 
 impl DaxRange {
-    pub(crate) fn len(&self) -> u64 {
+    /// Bytes in the range.
+    pub fn len(&self) -> u64 {
         self.end - self.start + 1
     }
 }
@@ -46,7 +49,7 @@ impl DaxRange {
 ///
 /// `raw` is a live `struct dev_dax` bound (or being bound) to our driver
 /// for the lifetime `'a`.
-pub(crate) struct DevDax<'a> {
+pub struct DevDax<'a> {
     raw: *mut bindings::dev_dax,
     _life: PhantomData<&'a bindings::dev_dax>,
 }
@@ -67,13 +70,13 @@ impl DevDax<'_> {
     }
 
     /// The `Y` of `daxX.Y`.
-    pub(crate) fn id(&self) -> i32 {
+    pub fn id(&self) -> i32 {
         // SAFETY: `raw` is live (invariant).
         unsafe { (*self.raw).id }
     }
 
     /// The NUMA node device-dax gives the instance's memory.
-    pub(crate) fn target_node(&self) -> i32 {
+    pub fn target_node(&self) -> i32 {
         // SAFETY: `raw` is live (invariant).
         unsafe { (*self.raw).target_node }
     }
@@ -83,32 +86,34 @@ impl DevDax<'_> {
     /// file and through whichever device node; it belongs to the dax
     /// pseudo filesystem, which is never unmounted, and the reference
     /// keeps it alive.
-    pub(crate) fn inode(&self) -> InodeRef {
+    pub fn inode(&self) -> InodeRef {
         // SAFETY: `raw` is live (invariant), and its dax device, which
         // holds the inode, lives at least as long while it is bound.
         unsafe { InodeRef::hold(bindings::dax_inode((*self.raw).dax_dev)) }
     }
 
     /// The `X` of `daxX.Y`: the dax region.
-    pub(crate) fn region_id(&self) -> i32 {
+    pub fn region_id(&self) -> i32 {
         // SAFETY: `raw` is live (invariant); a bound instance has a region,
         // which outlives it.
         unsafe { (*(*self.raw).region).id }
     }
 
     /// Mapping alignment of the instance (2 MiB by default).
-    pub(crate) fn align(&self) -> u32 {
+    pub fn align(&self) -> u32 {
         // SAFETY: `raw` is live (invariant).
         unsafe { (*self.raw).align }
     }
 
-    pub(crate) fn nr_ranges(&self) -> usize {
+    /// How many physical ranges the instance has.
+    pub fn nr_ranges(&self) -> usize {
         // SAFETY: `raw` is live (invariant).
         let nr = unsafe { (*self.raw).nr_range };
         usize::try_from(nr).unwrap_or(0)
     }
 
-    pub(crate) fn range(&self, i: usize) -> Result<DaxRange> {
+    /// Physical range `i`; `EINVAL` past the last.
+    pub fn range(&self, i: usize) -> Result<DaxRange> {
         if i >= self.nr_ranges() {
             return Err(EINVAL);
         }
@@ -128,7 +133,7 @@ impl DevDax<'_> {
     }
 
     /// Total size of all ranges, in bytes.
-    pub(crate) fn size(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         (0..self.nr_ranges())
             .filter_map(|i| self.range(i).ok())
             .map(|r| r.len())
@@ -138,7 +143,7 @@ impl DevDax<'_> {
 
 /// The dax bus, for [`super::driver::Registration`]: device-mode dax
 /// instances, bound only when unbound (no ids).
-pub(crate) struct DaxBus;
+pub struct DaxBus;
 
 impl Bus for DaxBus {
     type Raw = bindings::dev_dax;
@@ -193,4 +198,4 @@ impl Bus for DaxBus {
 }
 
 /// A registered dax driver (`/sys/bus/dax/drivers/<module>`).
-pub(crate) type DaxDriverRegistration<T> = Registration<DaxBus, T>;
+pub type DaxDriverRegistration<T> = Registration<DaxBus, T>;

@@ -17,7 +17,7 @@ use kernel::prelude::*;
 /// # Invariants
 ///
 /// `raw` is a device this value holds a reference on.
-pub(crate) struct DmaDevice {
+pub struct DmaDevice {
     raw: *mut bindings::device,
 }
 
@@ -31,7 +31,7 @@ impl DmaDevice {
     /// # Safety
     ///
     /// `raw` must be a live device.
-    pub(crate) unsafe fn get(raw: *mut bindings::device) -> DmaDevice {
+    pub unsafe fn get(raw: *mut bindings::device) -> DmaDevice {
         // SAFETY: live (the caller's guarantee); this takes a reference.
         let raw = unsafe { bindings::get_device(raw) };
         // INVARIANT: the reference just taken.
@@ -39,13 +39,13 @@ impl DmaDevice {
     }
 
     /// Another reference on the same device.
-    pub(crate) fn clone_ref(&self) -> DmaDevice {
+    pub fn clone_ref(&self) -> DmaDevice {
         // SAFETY: `raw` is live while this value holds its reference.
         unsafe { DmaDevice::get(self.raw) }
     }
 
     /// Limits streaming and coherent DMA to addresses below `1 << bits`.
-    pub(crate) fn set_mask(&self, bits: u32) -> Result {
+    pub fn set_mask(&self, bits: u32) -> Result {
         let mask = match bits {
             64 => u64::MAX,
             1..=63 => (1u64 << bits) - 1,
@@ -72,7 +72,7 @@ impl Drop for DmaDevice {
 ///
 /// `cpu` and `handle` are a live `dma_alloc_attrs` allocation of `len`
 /// bytes (`len > 0`) for `dev`, owned by this value.
-pub(crate) struct CoherentAllocation {
+pub struct CoherentAllocation {
     dev: DmaDevice,
     cpu: *mut u8,
     handle: u64,
@@ -87,7 +87,7 @@ unsafe impl Sync for CoherentAllocation {}
 
 impl CoherentAllocation {
     /// Allocates `len` zeroed bytes for `dev` (process context).
-    pub(crate) fn alloc_coherent(dev: &DmaDevice, len: usize) -> Result<Self> {
+    pub fn alloc_coherent(dev: &DmaDevice, len: usize) -> Result<Self> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -110,7 +110,7 @@ impl CoherentAllocation {
     }
 
     /// The address the device uses.
-    pub(crate) fn dma_handle(&self) -> u64 {
+    pub fn dma_handle(&self) -> u64 {
         self.handle
     }
 }

@@ -13,7 +13,7 @@
 //! (`container_of`), as upstream's bus adapters do.
 
 use super::bindings;
-use super::helpers;
+use super::error;
 use core::marker::PhantomData;
 use kernel::error::from_result;
 use kernel::ffi::{c_char, c_int};
@@ -22,7 +22,7 @@ use kernel::types::{ForeignOwnable, Opaque};
 
 /// A bus whose C side takes a driver structure with a probe and a remove
 /// callback.
-pub(crate) trait Bus: Sized + 'static {
+pub trait Bus: Sized + 'static {
     /// The C device the callbacks get.
     type Raw;
     /// The C driver structure (and whatever it points to, such as its id
@@ -77,7 +77,7 @@ pub(crate) trait Bus: Sized + 'static {
 }
 
 /// A driver on bus `B`.
-pub(crate) trait Driver<B: Bus>: Sized + Send + Sync + 'static {
+pub trait Driver<B: Bus>: Sized + Send + Sync + 'static {
     /// Per-driver state, visible to `probe`.
     type RegistrationData: Send + Sync;
     /// What it matches.
@@ -94,7 +94,7 @@ pub(crate) trait Driver<B: Bus>: Sized + Send + Sync + 'static {
 /// This module's name (`/sys/bus/*/drivers/<module>`): the busses name
 /// a driver after the module that registers it, and a module registers
 /// at most one driver per bus.
-pub(crate) fn module_name() -> *const c_char {
+pub fn module_name() -> *const c_char {
     // SAFETY: `THIS_MODULE` is this module's `struct module`, which lives
     // as long as the module's code; its name is set before loading and
     // never changes.
@@ -108,7 +108,7 @@ pub(crate) fn module_name() -> *const c_char {
 /// `driver` holds a driver structure registered by `B::register::<T>`
 /// until `drop`; `data` is initialised before it is registered.
 #[pin_data(PinnedDrop)]
-pub(crate) struct Registration<B: Bus, T: Driver<B>> {
+pub struct Registration<B: Bus, T: Driver<B>> {
     data: T::RegistrationData,
     #[pin]
     driver: Opaque<B::RawDriver>,
@@ -123,7 +123,8 @@ unsafe impl<B: Bus, T: Driver<B>> Send for Registration<B, T> {}
 unsafe impl<B: Bus, T: Driver<B>> Sync for Registration<B, T> {}
 
 impl<B: Bus, T: Driver<B>> Registration<B, T> {
-    pub(crate) fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
+    /// Registers the driver with `data`, which its callbacks can read.
+    pub fn register(data: T::RegistrationData) -> impl PinInit<Self, Error> {
         // INVARIANT: `data` is initialised first (fields are initialised
         // in order), then the driver is registered in place.
         try_pin_init!(Self {
@@ -136,7 +137,7 @@ impl<B: Bus, T: Driver<B>> Registration<B, T> {
 
     fn register_driver() -> impl PinInit<Opaque<B::RawDriver>, Error> {
         let init = |slot: *mut Opaque<B::RawDriver>| {
-            helpers::register_with(B::WHAT, || {
+            error::register_with(B::WHAT, || {
                 // SAFETY: `slot` is the `driver` field of a registration
                 // being initialised at its final, pinned address, after
                 // `data` (`register`), and stays there until `drop`
@@ -150,7 +151,8 @@ impl<B: Bus, T: Driver<B>> Registration<B, T> {
         unsafe { kernel::init::pin_init_from_closure(init) }
     }
 
-    pub(crate) fn data(&self) -> &T::RegistrationData {
+    /// What the driver was registered with.
+    pub fn data(&self) -> &T::RegistrationData {
         &self.data
     }
 }
@@ -207,7 +209,7 @@ unsafe fn drvdata<B: Bus>(raw: *mut B::Raw) -> *mut *mut kernel::ffi::c_void {
 ///
 /// Called by the bus with a live device being bound to a driver
 /// registered by [`Registration::register`] for `B` and `T`.
-pub(crate) unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> c_int {
+pub unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) -> c_int {
     // SAFETY: being bound to our driver for this call (function contract).
     let data = unsafe { registration_data::<B, T>(raw) };
     // SAFETY: the device is being bound to our driver for this call.
@@ -227,7 +229,7 @@ pub(crate) unsafe extern "C" fn probe_callback<B: Bus, T: Driver<B>>(raw: *mut B
 ///
 /// Called by the bus once per successful probe, when unbinding, with a
 /// live device bound to a driver registered for `B` and `T`.
-pub(crate) unsafe extern "C" fn remove_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) {
+pub unsafe extern "C" fn remove_callback<B: Bus, T: Driver<B>>(raw: *mut B::Raw) {
     // SAFETY: the device is being unbound from our driver during this call.
     let dev = unsafe { B::device(raw) };
     // SAFETY: drvdata holds what `probe_callback` stored with

@@ -13,26 +13,27 @@ use kernel::types::Opaque;
 ///
 /// The wrapped `struct file` is valid for the lifetime of the reference.
 #[repr(transparent)]
-pub(crate) struct File(Opaque<bindings::file>);
+pub struct File(Opaque<bindings::file>);
 
 impl File {
     /// # Safety
     ///
     /// `ptr` must point to a valid `struct file` that stays valid for `'a`
     /// (the VFS guarantees this inside a file-operation callback).
-    pub(crate) unsafe fn from_raw_file<'a>(ptr: *const bindings::file) -> &'a File {
+    pub unsafe fn from_raw_file<'a>(ptr: *const bindings::file) -> &'a File {
         // INVARIANT: the caller guarantees that the file is valid for `'a`.
         // SAFETY: `File` is a transparent wrapper of `struct file`, and the
         // caller guarantees validity for `'a`.
         unsafe { &*ptr.cast() }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut bindings::file {
+    /// The raw `struct file`.
+    pub fn as_ptr(&self) -> *mut bindings::file {
         self.0.get()
     }
 
     /// The file's `f_flags` (`O_RDWR`, `O_NONBLOCK`, ...).
-    pub(crate) fn flags(&self) -> u32 {
+    pub fn flags(&self) -> u32 {
         // SAFETY: the file is valid (invariant); `f_flags` is set at open and
         // read without a lock throughout the kernel.
         unsafe { (*self.as_ptr()).f_flags }
@@ -41,7 +42,7 @@ impl File {
 
 impl File {
     /// A counted reference to the file's inode.
-    pub(crate) fn inode(&self) -> InodeRef {
+    pub fn inode(&self) -> InodeRef {
         // SAFETY: the file is valid (invariant) and holds a reference to
         // its inode, `f_inode` (what `file_inode()` reads), fixed at open.
         unsafe { InodeRef::hold((*self.as_ptr()).f_inode) }
@@ -51,7 +52,7 @@ impl File {
     /// in, so that [`InodeRef::unmap_range`] reaches them (all files of a
     /// device share one address space, as device-dax does). Only from
     /// `open`, before the file can be mapped.
-    pub(crate) fn share_mappings_of(&self, inode: &InodeRef) {
+    pub fn share_mappings_of(&self, inode: &InodeRef) {
         // The inode outlives the file's mappings: its owner keeps the
         // `InodeRef` until they are gone (the device, until its last file).
         // SAFETY: the file is valid (invariant) and not yet visible to user
@@ -66,7 +67,7 @@ impl File {
 /// # Invariants
 ///
 /// `self.0` is a valid inode on which this value holds a reference.
-pub(crate) struct InodeRef(*mut bindings::inode);
+pub struct InodeRef(*mut bindings::inode);
 
 // SAFETY: inode references may be taken and dropped on any thread.
 unsafe impl Send for InodeRef {}
@@ -81,7 +82,7 @@ impl InodeRef {
     /// `inode` must be a valid inode on which the caller holds a reference
     /// (or that something it holds keeps alive) for the duration of the
     /// call.
-    pub(crate) unsafe fn hold(inode: *mut bindings::inode) -> InodeRef {
+    pub unsafe fn hold(inode: *mut bindings::inode) -> InodeRef {
         // SAFETY: the caller guarantees that the inode is alive, with a
         // reference held elsewhere, as `ihold` requires.
         unsafe { bindings::ihold(inode) };
@@ -91,7 +92,7 @@ impl InodeRef {
 
     /// Removes every user mapping of `[start, start + len)` of the
     /// address space; later accesses fault again.
-    pub(crate) fn unmap_range(&self, start: u64, len: u64) {
+    pub fn unmap_range(&self, start: u64, len: u64) {
         // `loff_t` is `long long`: the same conversion C makes.
         let (start, len) = (start as bindings::loff_t, len as bindings::loff_t);
         // SAFETY: the inode is valid (invariant), and so is its address

@@ -129,7 +129,6 @@ void cxlf_netdev_tx_stop_all(struct net_device *dev);
 void cxlf_netdev_tx_disable(struct net_device *dev);
 void cxlf_netdev_txq_stop(struct net_device *dev, u16 q);
 void cxlf_netdev_txq_wake(struct net_device *dev, u16 q);
-bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q);
 bool cxlf_netdev_xmit_more(void);
 void cxlf_netdev_hold(struct net_device *dev);
 void cxlf_netdev_put(struct net_device *dev);

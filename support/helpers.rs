@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Declarations of the C helpers in `helpers.c` (see `helpers.h`). Only the
-//! wrappers in this directory call them. Whatever the 6.12 bindings give
+//! Declarations of the C helpers in `helpers/<part>.c` (see `helpers.h`),
+//! each compiled with its part, whose C object the module then links. Only
+//! the wrappers in this crate call them. Whatever the 6.12 bindings give
 //! Rust directly (exported functions, constants, plain struct fields) is
 //! used from `kernel::bindings` instead.
 
@@ -10,27 +11,19 @@
 // pointer; the kernel's bindings crate allows it for the same reason.
 #![allow(improper_ctypes)]
 
+// Each part's declarations use some of these; a module may have none.
+#[allow(unused_imports)]
 use super::bindings;
-use kernel::error::{from_err_ptr, Result};
+#[allow(unused_imports)]
 use kernel::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
-/// Runs a registration (a C one returns a handle or an `ERR_PTR`, turned
-/// into a `Result` by `kernel::error::from_err_ptr`) and logs a failure.
-pub(crate) fn register_with<R>(what: &str, register: impl FnOnce() -> Result<R>) -> Result<R> {
-    register().inspect_err(|err| {
-        kernel::pr_err!("cannot register {}: error {}\n", what, err.to_errno());
-    })
-}
-
-/// Like [`register_with`], for a registration that only returns a handle
-/// or an `ERR_PTR`.
-pub(crate) fn register_err_ptr<T>(what: &str, raw: *mut T) -> Result<*mut T> {
-    register_with(what, || from_err_ptr(raw))
-}
-
+#[cfg(cxlf_support = "cred")]
 extern "C" {
-    pub(crate) fn cxlf_sysfs_attr_init(attr: *mut bindings::attribute);
+    pub(crate) fn cxlf_current_euid() -> u32;
+}
 
+#[cfg(cxlf_support = "mm")]
+extern "C" {
     pub(crate) fn cxlf_vm_flags_set(
         vma: *mut bindings::vm_area_struct,
         flags: bindings::vm_flags_t,
@@ -41,55 +34,18 @@ extern "C" {
     );
     pub(crate) fn cxlf_pgprot_noncached(prot: bindings::pgprot_t) -> bindings::pgprot_t;
     pub(crate) fn cxlf_pfn_to_pfn_t(pfn: c_ulong, devmap: bool) -> bindings::pfn_t;
+}
 
-    pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
-    pub(crate) fn cxlf_page_ref_count(page: *const bindings::page) -> c_int;
-    pub(crate) fn cxlf_cond_resched();
+#[cfg(cxlf_support = "napi")]
+extern "C" {
+    pub(crate) fn cxlf_in_interrupt() -> bool;
+    pub(crate) fn cxlf_local_bh_disable();
+    pub(crate) fn cxlf_local_bh_enable();
+    pub(crate) fn cxlf_skb_record_rx_queue(skb: *mut bindings::sk_buff, rxq: u16);
+}
 
-    pub(crate) fn cxlf_current_euid() -> u32;
-    pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
-
-    pub(crate) fn cxlf_init_delayed_work(
-        dwork: *mut bindings::delayed_work,
-        func: bindings::work_func_t,
-    );
-
-    pub(crate) fn cxlf_tracepoint_unregister(
-        tp: *mut bindings::tracepoint,
-        probe: *mut c_void,
-        data: *mut c_void,
-    );
-    pub(crate) fn cxlf_tracepoint_synchronize_unregister();
-
-    pub(crate) fn cxlf_raw_spin_lock_init(
-        lock: *mut bindings::raw_spinlock_t,
-        name: *const c_char,
-        key: *mut bindings::lock_class_key,
-    );
-    pub(crate) fn cxlf_raw_spin_lock_irqsave(lock: *mut bindings::raw_spinlock_t) -> c_ulong;
-    pub(crate) fn cxlf_raw_spin_unlock_irqrestore(
-        lock: *mut bindings::raw_spinlock_t,
-        flags: c_ulong,
-    );
-
-    pub(crate) fn cxlf_this_cpu() -> c_uint;
-    pub(crate) fn cxlf_ktime_ns() -> u64;
-    pub(crate) fn cxlf_rcu_read_lock();
-    pub(crate) fn cxlf_rcu_read_unlock();
-    pub(crate) fn cxlf_task_cred(task: *const bindings::task_struct) -> *const bindings::cred;
-    pub(crate) fn cxlf_first_thread(task: *mut bindings::task_struct)
-        -> *mut bindings::task_struct;
-    pub(crate) fn cxlf_next_thread(t: *mut bindings::task_struct) -> *mut bindings::task_struct;
-    pub(crate) fn cxlf_set_current_state(state: c_uint);
-    pub(crate) fn cxlf___set_current_state(state: c_uint);
-    pub(crate) fn cxlf_fatal_signal_pending() -> bool;
-    pub(crate) fn cxlf_pci_device(pdev: *mut bindings::pci_dev) -> *mut bindings::device;
-    pub(crate) fn cxlf_pci_vendor(pdev: *mut bindings::pci_dev) -> u16;
-    pub(crate) fn cxlf_pci_device_id(pdev: *mut bindings::pci_dev) -> u16;
-    pub(crate) fn cxlf_pci_resource(
-        pdev: *mut bindings::pci_dev,
-        bar: c_int,
-    ) -> *mut bindings::resource;
+#[cfg(cxlf_support = "netdev")]
+extern "C" {
     pub(crate) fn cxlf_netdev_priv(dev: *mut bindings::net_device) -> *mut c_void;
     pub(crate) fn cxlf_netdev_set_netdev_ops(
         dev: *mut bindings::net_device,
@@ -120,7 +76,6 @@ extern "C" {
     pub(crate) fn cxlf_netdev_tx_disable(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_txq_stop(dev: *mut bindings::net_device, q: u16);
     pub(crate) fn cxlf_netdev_txq_wake(dev: *mut bindings::net_device, q: u16);
-    pub(crate) fn cxlf_netdev_txq_stopped(dev: *mut bindings::net_device, q: u16) -> bool;
     pub(crate) fn cxlf_netdev_xmit_more() -> bool;
     pub(crate) fn cxlf_netdev_hold(dev: *mut bindings::net_device);
     pub(crate) fn cxlf_netdev_put(dev: *mut bindings::net_device);
@@ -128,8 +83,79 @@ extern "C" {
     pub(crate) fn cxlf_skb_reserve(skb: *mut bindings::sk_buff, len: c_uint);
     pub(crate) fn cxlf_skb_reset_mac_header(skb: *mut bindings::sk_buff);
     pub(crate) fn cxlf_skb_set_protocol(skb: *mut bindings::sk_buff, protocol: u16);
-    pub(crate) fn cxlf_in_interrupt() -> bool;
-    pub(crate) fn cxlf_local_bh_disable();
-    pub(crate) fn cxlf_local_bh_enable();
-    pub(crate) fn cxlf_skb_record_rx_queue(skb: *mut bindings::sk_buff, rxq: u16);
+}
+
+#[cfg(cxlf_support = "pagemap")]
+extern "C" {
+    pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
+    pub(crate) fn cxlf_page_ref_count(page: *const bindings::page) -> c_int;
+    pub(crate) fn cxlf_cond_resched();
+}
+
+#[cfg(cxlf_support = "pci")]
+extern "C" {
+    pub(crate) fn cxlf_pci_device(pdev: *mut bindings::pci_dev) -> *mut bindings::device;
+    pub(crate) fn cxlf_pci_vendor(pdev: *mut bindings::pci_dev) -> u16;
+    pub(crate) fn cxlf_pci_device_id(pdev: *mut bindings::pci_dev) -> u16;
+    pub(crate) fn cxlf_pci_resource(
+        pdev: *mut bindings::pci_dev,
+        bar: c_int,
+    ) -> *mut bindings::resource;
+}
+
+#[cfg(cxlf_support = "spinlock_irq")]
+extern "C" {
+    pub(crate) fn cxlf_raw_spin_lock_init(
+        lock: *mut bindings::raw_spinlock_t,
+        name: *const c_char,
+        key: *mut bindings::lock_class_key,
+    );
+    pub(crate) fn cxlf_raw_spin_lock_irqsave(lock: *mut bindings::raw_spinlock_t) -> c_ulong;
+    pub(crate) fn cxlf_raw_spin_unlock_irqrestore(
+        lock: *mut bindings::raw_spinlock_t,
+        flags: c_ulong,
+    );
+}
+
+#[cfg(cxlf_support = "sysfs")]
+extern "C" {
+    pub(crate) fn cxlf_sysfs_attr_init(attr: *mut bindings::attribute);
+}
+
+#[cfg(cxlf_support = "task")]
+extern "C" {
+    pub(crate) fn cxlf_this_cpu() -> c_uint;
+    pub(crate) fn cxlf_rcu_read_lock();
+    pub(crate) fn cxlf_rcu_read_unlock();
+    pub(crate) fn cxlf_task_cred(task: *const bindings::task_struct) -> *const bindings::cred;
+    pub(crate) fn cxlf_first_thread(task: *mut bindings::task_struct)
+        -> *mut bindings::task_struct;
+    pub(crate) fn cxlf_next_thread(t: *mut bindings::task_struct) -> *mut bindings::task_struct;
+    pub(crate) fn cxlf_set_current_state(state: c_uint);
+    pub(crate) fn cxlf___set_current_state(state: c_uint);
+    pub(crate) fn cxlf_fatal_signal_pending() -> bool;
+}
+
+#[cfg(cxlf_support = "time")]
+extern "C" {
+    pub(crate) fn cxlf_ktime_boottime_ns() -> u64;
+    pub(crate) fn cxlf_ktime_ns() -> u64;
+}
+
+#[cfg(cxlf_support = "tracepoint")]
+extern "C" {
+    pub(crate) fn cxlf_tracepoint_unregister(
+        tp: *mut bindings::tracepoint,
+        probe: *mut c_void,
+        data: *mut c_void,
+    );
+    pub(crate) fn cxlf_tracepoint_synchronize_unregister();
+}
+
+#[cfg(cxlf_support = "workqueue")]
+extern "C" {
+    pub(crate) fn cxlf_init_delayed_work(
+        dwork: *mut bindings::delayed_work,
+        func: bindings::work_func_t,
+    );
 }

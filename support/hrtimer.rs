@@ -21,8 +21,10 @@ use kernel::types::Opaque;
 
 /// Whether a callback's timer runs again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HrTimerRestart {
+pub enum HrTimerRestart {
+    /// Do not restart the timer.
     NoRestart,
+    /// Restart the timer (its expiry was moved forward).
     Restart,
 }
 
@@ -38,7 +40,8 @@ impl HrTimerRestart {
 /// How the timer is armed: relative to now, on any CPU (soft callbacks are
 /// not offered), or pinned to the CPU that starts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HrTimerMode {
+pub enum HrTimerMode {
+    /// Expiry relative to now.
     Relative,
     /// Fires on the CPU that started it: a timer started and cancelled
     /// on one CPU with interrupts off never runs concurrently with either.
@@ -61,7 +64,7 @@ impl HrTimerMode {
 /// `timer` was set up by `hrtimer_init` with `mode` and `run::<T>` as its
 /// function, and is never moved (it is pinned).
 #[pin_data]
-pub(crate) struct HrTimer<T> {
+pub struct HrTimer<T> {
     #[pin]
     timer: Opaque<bindings::hrtimer>,
     mode: HrTimerMode,
@@ -76,7 +79,8 @@ unsafe impl<T> Send for HrTimer<T> {}
 unsafe impl<T> Sync for HrTimer<T> {}
 
 impl<T: HrTimerCallback + HasHrTimer<T>> HrTimer<T> {
-    pub(crate) fn new(mode: HrTimerMode) -> impl PinInit<Self> {
+    /// A timer not yet started, calling `T::run` when it fires.
+    pub fn new(mode: HrTimerMode) -> impl PinInit<Self> {
         pin_init!(Self {
             // INVARIANT: set up here with `mode` and `run::<T>`.
             timer <- Opaque::ffi_init(move |slot: *mut bindings::hrtimer| {
@@ -102,7 +106,7 @@ impl<T> HrTimer<T> {
     /// future; returns how many intervals it skipped. For a callback that
     /// returns [`HrTimerRestart::Restart`] (C allows this only there, or
     /// while the timer is not armed).
-    pub(crate) fn forward_now(&self, interval_ns: u64) -> u64 {
+    pub fn forward_now(&self, interval_ns: u64) -> u64 {
         let interval = i64::try_from(interval_ns).unwrap_or(i64::MAX);
         // SAFETY: `raw()` is an initialised timer (type invariant);
         // `ktime_get` has no preconditions.
@@ -110,7 +114,7 @@ impl<T> HrTimer<T> {
     }
 
     /// Whether the timer is armed or its callback is running.
-    pub(crate) fn is_active(&self) -> bool {
+    pub fn is_active(&self) -> bool {
         // SAFETY: `raw()` is an initialised timer (type invariant).
         unsafe { bindings::hrtimer_active(self.raw()) }
     }
@@ -122,7 +126,8 @@ impl<T> HrTimer<T> {
 /// # Safety
 ///
 /// `OFFSET` is the byte offset of an `HrTimer<T>` field inside `T`.
-pub(crate) unsafe trait HasHrTimer<T> {
+pub unsafe trait HasHrTimer<T> {
+    /// Byte offset of the `HrTimer<T>` field inside `T`.
     const OFFSET: usize;
 
     /// The timer of `this`.
@@ -140,21 +145,22 @@ pub(crate) unsafe trait HasHrTimer<T> {
 macro_rules! impl_has_hr_timer {
     (impl HasHrTimer<Self> for $ty:ty { self.$field:ident }) => {
         // SAFETY: `OFFSET` is computed from the field itself.
-        unsafe impl $crate::support::hrtimer::HasHrTimer<$ty> for $ty {
+        unsafe impl $crate::hrtimer::HasHrTimer<$ty> for $ty {
             const OFFSET: usize = ::core::mem::offset_of!($ty, $field);
         }
     };
 }
 
 /// The callback of a timer embedded in `Self`.
-pub(crate) trait HrTimerCallback: Send + Sync + Sized {
+pub trait HrTimerCallback: Send + Sync + Sized {
     /// Runs in hard interrupt context: no sleeping, no sleeping locks.
     fn run(this: ArcBorrow<'_, Self>) -> HrTimerRestart;
 }
 
 /// Pointers through which a timer is started (upstream has `Arc`,
 /// `Pin<Box>` and `Pin<&>`; here `Arc` only).
-pub(crate) trait HrTimerPointer: Sized {
+pub trait HrTimerPointer: Sized {
+    /// What starting the timer returns, to cancel it with.
     type TimerHandle;
     /// Arms the timer to fire in `expires_ns`.
     fn start(self, expires_ns: u64) -> Self::TimerHandle;
@@ -168,14 +174,14 @@ pub(crate) trait HrTimerPointer: Sized {
 /// `inner`'s timer is armed only through handles (`start`, `restart`),
 /// each of which keeps `inner` alive and cancels the timer when dropped:
 /// the timer's callback never outlives the last handle.
-pub(crate) struct ArcHrTimerHandle<T: HasHrTimer<T>> {
+pub struct ArcHrTimerHandle<T: HasHrTimer<T>> {
     inner: Arc<T>,
 }
 
 impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
     /// Cancels the timer, waiting for a running callback to return;
     /// whether it was armed.
-    pub(crate) fn cancel(&self) -> bool {
+    pub fn cancel(&self) -> bool {
         let timer = T::hr_timer(&self.inner);
         // SAFETY: an initialised timer (`HrTimer` invariant), alive as long
         // as `inner`.
@@ -184,7 +190,7 @@ impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
 
     /// Cancels the timer unless its callback is running now; `None` if it
     /// is (then the callback may still be running after this returns).
-    pub(crate) fn try_cancel(&self) -> Option<bool> {
+    pub fn try_cancel(&self) -> Option<bool> {
         let timer = T::hr_timer(&self.inner);
         // SAFETY: as in `cancel`.
         match unsafe { bindings::hrtimer_try_to_cancel(timer.raw()) } {
@@ -196,7 +202,7 @@ impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
 
     /// Re-arms the timer to fire in `expires_ns` (whether or not it is
     /// armed now; an armed timer moves). Callable with interrupts off.
-    pub(crate) fn restart(&self, expires_ns: u64)
+    pub fn restart(&self, expires_ns: u64)
     where
         T: HrTimerCallback,
     {
@@ -209,7 +215,7 @@ impl<T: HasHrTimer<T>> ArcHrTimerHandle<T> {
     }
 
     /// The object whose timer this is.
-    pub(crate) fn get(&self) -> &Arc<T> {
+    pub fn get(&self) -> &Arc<T> {
         &self.inner
     }
 }
@@ -223,7 +229,7 @@ impl<T: HasHrTimer<T>> Drop for ArcHrTimerHandle<T> {
 impl<T: HrTimerCallback + HasHrTimer<T>> ArcHrTimerHandle<T> {
     /// A handle for `inner`'s timer without arming it (for a timer that
     /// is armed again and again through [`ArcHrTimerHandle::restart`]).
-    pub(crate) fn idle(inner: Arc<T>) -> Self {
+    pub fn idle(inner: Arc<T>) -> Self {
         // INVARIANT: the timer is not armed; only this handle's `restart`
         // (or another handle's) will arm it, and every handle cancels
         // when dropped.

@@ -15,7 +15,7 @@ use kernel::types::ForeignOwnable;
 
 /// What an interrupt does. Hard interrupt context: no sleeping, no
 /// allocation but atomic.
-pub(crate) trait Handler: Send + Sync + 'static {
+pub trait Handler: Send + Sync + 'static {
     /// Whether the interrupt was this handler's.
     fn handle(this: ArcBorrow<'_, Self>) -> bool;
 }
@@ -26,7 +26,7 @@ pub(crate) trait Handler: Send + Sync + 'static {
 ///
 /// `irq` was requested with `data`, the foreign form of an `Arc<T>` this
 /// value owns, as its `dev_id`.
-pub(crate) struct Registration<T: Handler> {
+pub struct Registration<T: Handler> {
     irq: u32,
     data: *const c_void,
     _t: core::marker::PhantomData<Arc<T>>,
@@ -40,7 +40,7 @@ unsafe impl<T: Handler> Sync for Registration<T> {}
 impl<T: Handler> Registration<T> {
     /// Requests `irq` (not shared) for `handler`, named `name` in
     /// `/proc/interrupts`.
-    pub(crate) fn request(irq: u32, name: &'static CStr, handler: Arc<T>) -> Result<Self> {
+    pub fn request(irq: u32, name: &'static CStr, handler: Arc<T>) -> Result<Self> {
         let data = handler.into_foreign();
         // SAFETY: `name` is 'static, as the IRQ keeps the pointer; `data`
         // stays valid until `free_irq` in drop (or below, on failure).

@@ -24,7 +24,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 
 /// Builds a test case entry for a suite's case table.
-pub(crate) const fn kunit_case(
+pub const fn kunit_case(
     name: &'static CStr,
     run_case: unsafe extern "C" fn(*mut bindings::kunit),
 ) -> bindings::kunit_case {
@@ -42,7 +42,7 @@ pub(crate) const fn kunit_case(
 }
 
 /// The all-zero entry that terminates a case table.
-pub(crate) const fn kunit_case_null() -> bindings::kunit_case {
+pub const fn kunit_case_null() -> bindings::kunit_case {
     // SAFETY: KUnit treats an all-zero `kunit_case` (null `run_case`) as the
     // end of the table; every field is valid when zeroed.
     unsafe { core::mem::zeroed() }
@@ -51,7 +51,7 @@ pub(crate) const fn kunit_case_null() -> bindings::kunit_case {
 /// Builds the fixed-size, NUL-terminated name field of `struct kunit_suite`.
 ///
 /// Fails the build if the name does not fit.
-pub(crate) const fn suite_name(name: &str) -> [c_char; 256] {
+pub const fn suite_name(name: &str) -> [c_char; 256] {
     let bytes = name.as_bytes();
     assert!(bytes.len() < 256, "KUnit suite name too long");
     let mut out = [0 as c_char; 256];
@@ -71,13 +71,13 @@ fn current_test() -> *mut bindings::kunit {
 }
 
 /// Whether the current task is running a KUnit case.
-pub(crate) fn in_kunit_test() -> bool {
+pub fn in_kunit_test() -> bool {
     !current_test().is_null()
 }
 
 /// Records a failed expectation in the running case, at `file:line`, with a
 /// formatted message. Outside a KUnit case it only logs an error.
-pub(crate) fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
+pub fn report_failure(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
     let test = current_test();
     if test.is_null() {
         pr_err!(
@@ -126,7 +126,7 @@ fn current_case_failed() -> bool {
 /// Runs one case body and turns an `Err` it returns into a KUnit failure
 /// (unless an assertion already reported it).
 #[doc(hidden)]
-pub(crate) fn run_case(name: &'static CStr, body: fn() -> Result) {
+pub fn run_case(name: &'static CStr, body: fn() -> Result) {
     if let Err(err) = body() {
         if !current_case_failed() {
             report_failure(name, 0, format_args!("case returned {:?}", err));
@@ -142,7 +142,7 @@ macro_rules! kassert {
     };
     ($cond:expr, $($msg:tt)+) => {
         if !$cond {
-            $crate::support::kunit::report_failure(
+            $crate::kunit::report_failure(
                 kernel::c_str!(file!()),
                 line!(),
                 format_args!($($msg)+),
@@ -181,7 +181,7 @@ macro_rules! kunit_unsafe_test_suite {
     ($suite:ident, $cases:ident) => {
         const _: () = {
             static mut SUITE: kernel::bindings::kunit_suite = kernel::bindings::kunit_suite {
-                name: $crate::support::kunit::suite_name(stringify!($suite)),
+                name: $crate::kunit::suite_name(stringify!($suite)),
                 test_cases: core::ptr::addr_of_mut!($cases) as *mut kernel::bindings::kunit_case,
                 // SAFETY: the remaining fields (hooks, attributes, private
                 // state) are valid when zeroed and set up by KUnit.
@@ -210,7 +210,7 @@ macro_rules! kunit_tests {
 
             $(
                 extern "C" fn $case(_test: *mut kernel::bindings::kunit) {
-                    $crate::support::kunit::run_case(
+                    $crate::kunit::run_case(
                         kernel::c_str!(stringify!($case)),
                         super::$case,
                     );
@@ -219,8 +219,8 @@ macro_rules! kunit_tests {
 
             static mut CASES: [kernel::bindings::kunit_case;
                 [$(stringify!($case)),+].len() + 1] = [
-                $($crate::support::kunit::kunit_case(kernel::c_str!(stringify!($case)), $case),)+
-                $crate::support::kunit::kunit_case_null(),
+                $($crate::kunit::kunit_case(kernel::c_str!(stringify!($case)), $case),)+
+                $crate::kunit::kunit_case_null(),
             ];
 
             $crate::kunit_unsafe_test_suite!($suite, CASES);

@@ -8,7 +8,7 @@
 use kernel::alloc::{Allocator, Vec};
 
 /// `pop` and `swap_remove` for the kernel's vectors.
-pub(crate) trait VecExt<T> {
+pub trait VecExt<T> {
     /// Removes and returns the last element.
     fn pop(&mut self) -> Option<T>;
     /// Removes the element at `index`, replacing it with the last one.

@@ -14,10 +14,11 @@
 //! must be owned by its `T::Ptr` (for example an `Arc` cloned in `open`).
 
 use super::bindings;
+use super::error;
 use super::fs::File;
 use super::helpers;
 use super::mm::VmaNew;
-pub(crate) use super::sysfs::AttributeBuffer;
+pub use super::sysfs::AttributeBuffer;
 use super::sysfs::Parent;
 use core::marker::{PhantomData, PhantomPinned};
 use core::mem::ManuallyDrop;
@@ -30,17 +31,17 @@ use kernel::types::{ForeignOwnable, Opaque};
 
 /// What `/dev/<name>` looks like.
 #[derive(Clone, Copy)]
-pub(crate) struct MiscDeviceOptions<'a> {
+pub struct MiscDeviceOptions<'a> {
     /// Copied at registration (up to 31 bytes).
-    pub(crate) name: &'a CStr,
+    pub name: &'a CStr,
     /// Permission bits of the device node (e.g. `0o600`).
-    pub(crate) mode: u16,
+    pub mode: u16,
 }
 
 /// The file operations of a misc device. `open` is required; the others
 /// default to what the VFS does without them.
 #[vtable]
-pub(crate) trait MiscDevice: Sized {
+pub trait MiscDevice: Sized {
     /// Per-open-file state, owned by `file->private_data`.
     type Ptr: ForeignOwnable + Send + Sync;
     /// Per-device state, visible to `open`.
@@ -50,6 +51,7 @@ pub(crate) trait MiscDevice: Sized {
     /// (`/sys/class/misc/<name>/<attribute>`), shown by `show_attribute`.
     const ATTRIBUTES: &'static [&'static CStr] = &[];
 
+    /// A file of the device is opened; returns its state.
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<Self::Ptr>;
 
     /// Writes the value of attribute `ATTRIBUTES[index]`.
@@ -61,10 +63,12 @@ pub(crate) trait MiscDevice: Sized {
         Err(EIO)
     }
 
+    /// The file is released (its last reference dropped).
     fn release(device: Self::Ptr, _file: &File) {
         drop(device);
     }
 
+    /// An ioctl on the file; `ENOTTY` unless implemented.
     fn ioctl(
         _device: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
         _file: &File,
@@ -74,6 +78,7 @@ pub(crate) trait MiscDevice: Sized {
         Err(ENOTTY)
     }
 
+    /// An `mmap` of the file; `ENODEV` unless implemented.
     fn mmap(
         _device: <Self::Ptr as ForeignOwnable>::Borrowed<'_>,
         _file: &File,
@@ -90,7 +95,7 @@ pub(crate) trait MiscDevice: Sized {
 /// `raw` is registered (its miscdevice is in the misc core) and its data
 /// pointer is the address of this (pinned) value, until `drop`.
 #[pin_data(PinnedDrop)]
-pub(crate) struct MiscDeviceRegistration<T: MiscDevice> {
+pub struct MiscDeviceRegistration<T: MiscDevice> {
     data: T::RegistrationData,
     raw: Arc<Raw>,
     #[pin]
@@ -107,7 +112,7 @@ unsafe impl<T: MiscDevice> Sync for MiscDeviceRegistration<T> {}
 
 impl<T: MiscDevice> MiscDeviceRegistration<T> {
     /// Registers `/dev/<opts.name>`; the node appears before this returns.
-    pub(crate) fn register(
+    pub fn register(
         opts: MiscDeviceOptions<'_>,
         data: T::RegistrationData,
     ) -> impl PinInit<Self, Error> {
@@ -125,7 +130,7 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
             data,
             // `data` is initialised above, before `open` or a sysfs read
             // can first run.
-            raw: helpers::register_with("a misc device", || {
+            raw: error::register_with("a misc device", || {
                 if T::ATTRIBUTES.len() > MAX_ATTRIBUTES || !name_fits {
                     return Err(EINVAL);
                 }
@@ -136,13 +141,14 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
         })
     }
 
-    pub(crate) fn data(&self) -> &T::RegistrationData {
+    /// What the device was registered with.
+    pub fn data(&self) -> &T::RegistrationData {
         &self.data
     }
 
     /// The device's sysfs directory (`/sys/class/misc/<name>/`), as a
     /// parent for directories that are removed before the registration.
-    pub(crate) fn as_parent(&self) -> Parent<'_> {
+    pub fn as_parent(&self) -> Parent<'_> {
         // SAFETY: `raw` is registered (invariant), so the misc core has
         // set `this_device`, which stays registered while `self` is
         // borrowed.
@@ -150,7 +156,7 @@ impl<T: MiscDevice> MiscDeviceRegistration<T> {
     }
 
     /// The minor number the misc core assigned.
-    pub(crate) fn minor(&self) -> i32 {
+    pub fn minor(&self) -> i32 {
         // SAFETY: `raw` is registered (invariant); the misc core wrote the
         // minor before registration returned and does not change it.
         unsafe { (*self.raw.misc.get()).minor }

@@ -11,9 +11,9 @@
 //! [`CacheMode`]).
 
 use super::helpers;
-use super::uapi::beluga;
 use core::marker::PhantomData;
 use core::ops::Deref;
+use cxlf_uapi::beluga;
 use kernel::bindings;
 use kernel::error::to_result;
 use kernel::ffi::{c_uint, c_void};
@@ -23,29 +23,29 @@ use kernel::sync::Arc;
 use kernel::types::{ForeignOwnable, Opaque};
 
 /// The integer type of VM flags.
-pub(crate) use bindings::vm_flags_t;
+pub use bindings::vm_flags_t;
 
 /// VM flag bits (upstream: `kernel::mm::virt::flags`), the ones in use.
-pub(crate) mod flags {
+pub mod flags {
     use super::vm_flags_t;
     use kernel::bindings;
 
     /// Mapping allows writes.
-    pub(crate) const WRITE: vm_flags_t = bindings::VM_WRITE as vm_flags_t;
+    pub const WRITE: vm_flags_t = bindings::VM_WRITE as vm_flags_t;
     /// Mapping is shared.
-    pub(crate) const SHARED: vm_flags_t = bindings::VM_SHARED as vm_flags_t;
+    pub const SHARED: vm_flags_t = bindings::VM_SHARED as vm_flags_t;
     /// Mapping may be updated to allow writes.
-    pub(crate) const MAYWRITE: vm_flags_t = bindings::VM_MAYWRITE as vm_flags_t;
+    pub const MAYWRITE: vm_flags_t = bindings::VM_MAYWRITE as vm_flags_t;
     /// Mapping may be shared (asked for with `MAP_SHARED`).
-    pub(crate) const MAYSHARE: vm_flags_t = bindings::VM_MAYSHARE as vm_flags_t;
+    pub const MAYSHARE: vm_flags_t = bindings::VM_MAYSHARE as vm_flags_t;
     /// Page frames without `struct page`.
-    pub(crate) const PFNMAP: vm_flags_t = bindings::VM_PFNMAP as vm_flags_t;
+    pub const PFNMAP: vm_flags_t = bindings::VM_PFNMAP as vm_flags_t;
     /// Cannot be expanded with `mremap()`.
-    pub(crate) const DONTEXPAND: vm_flags_t = bindings::VM_DONTEXPAND as vm_flags_t;
+    pub const DONTEXPAND: vm_flags_t = bindings::VM_DONTEXPAND as vm_flags_t;
     /// Not included in core dumps.
-    pub(crate) const DONTDUMP: vm_flags_t = bindings::VM_DONTDUMP as vm_flags_t;
+    pub const DONTDUMP: vm_flags_t = bindings::VM_DONTDUMP as vm_flags_t;
     /// Huge pages wanted (`MADV_HUGEPAGE`): faults ask `huge_fault` for PMDs.
-    pub(crate) const HUGEPAGE: vm_flags_t = bindings::VM_HUGEPAGE as vm_flags_t;
+    pub const HUGEPAGE: vm_flags_t = bindings::VM_HUGEPAGE as vm_flags_t;
 }
 
 /// A VMA the caller may read: it holds the mmap or the VMA read lock (or
@@ -56,7 +56,7 @@ pub(crate) mod flags {
 /// The VMA is valid, and its mmap or VMA read lock (or stronger) held, for
 /// as long as the reference is used.
 #[repr(transparent)]
-pub(crate) struct VmaRef {
+pub struct VmaRef {
     vma: Opaque<bindings::vm_area_struct>,
 }
 
@@ -65,49 +65,50 @@ impl VmaRef {
     ///
     /// `vma` must be valid for `'a`, and the mmap or VMA read lock (or
     /// stronger) held for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(vma: *const bindings::vm_area_struct) -> &'a VmaRef {
+    pub unsafe fn from_raw<'a>(vma: *const bindings::vm_area_struct) -> &'a VmaRef {
         // INVARIANT: the caller guarantees validity and the lock for `'a`.
         // SAFETY: `VmaRef` is a transparent wrapper of `vm_area_struct`,
         // and the caller guarantees that `vma` is valid for `'a`.
         unsafe { &*vma.cast() }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut bindings::vm_area_struct {
+    /// The raw `struct vm_area_struct`.
+    pub fn as_ptr(&self) -> *mut bindings::vm_area_struct {
         self.vma.get()
     }
 
     /// The VMA's flags (a combination of [`flags`]).
-    pub(crate) fn flags(&self) -> vm_flags_t {
+    pub fn flags(&self) -> vm_flags_t {
         // SAFETY: the VMA is valid and read-locked (invariant): writers of
         // `vm_flags` hold the write lock, so this read is not a data race.
         unsafe { (*self.as_ptr()).__bindgen_anon_2.vm_flags }
     }
 
     /// The (inclusive) start address.
-    pub(crate) fn start(&self) -> usize {
+    pub fn start(&self) -> usize {
         // SAFETY: as in `flags`: the bounds change only under the write lock.
         unsafe { (*self.as_ptr()).__bindgen_anon_1.__bindgen_anon_1.vm_start }
     }
 
     /// The (exclusive) end address.
-    pub(crate) fn end(&self) -> usize {
+    pub fn end(&self) -> usize {
         // SAFETY: as in `start`.
         unsafe { (*self.as_ptr()).__bindgen_anon_1.__bindgen_anon_1.vm_end }
     }
 
     /// Not upstream: `end() - start()`.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.end() - self.start()
     }
 
     /// Not upstream: the VMA's offset into the file, in pages.
-    pub(crate) fn pgoff(&self) -> usize {
+    pub fn pgoff(&self) -> usize {
         // SAFETY: as in `start`: `vm_pgoff` changes only with the bounds.
         unsafe { (*self.as_ptr()).vm_pgoff }
     }
 
     /// Not upstream: whether the mapping was asked for with `MAP_SHARED`.
-    pub(crate) fn is_shared(&self) -> bool {
+    pub fn is_shared(&self) -> bool {
         self.flags() & flags::MAYSHARE != 0
     }
 
@@ -128,7 +129,7 @@ impl VmaRef {
 /// `f_op->mmap` call, which holds the mmap write lock (as `mmap_region`
 /// does).
 #[repr(transparent)]
-pub(crate) struct VmaNew {
+pub struct VmaNew {
     vma: VmaRef,
 }
 
@@ -145,7 +146,7 @@ impl VmaNew {
     ///
     /// `vma` must be the VMA passed to `f_op->mmap`, being set up there
     /// for all of `'a`.
-    pub(crate) unsafe fn from_raw<'a>(vma: *mut bindings::vm_area_struct) -> &'a VmaNew {
+    pub unsafe fn from_raw<'a>(vma: *mut bindings::vm_area_struct) -> &'a VmaNew {
         // INVARIANT: the caller guarantees that `vma` is being set up by
         // `f_op->mmap` (under the mmap write lock) for `'a`.
         // SAFETY: `VmaNew` is a transparent wrapper of `VmaRef`, itself one
@@ -154,7 +155,7 @@ impl VmaNew {
     }
 
     /// Maps `page` at user address `address` (inside this VMA).
-    pub(crate) fn insert_page(&self, address: usize, page: &Page) -> Result {
+    pub fn insert_page(&self, address: usize, page: &Page) -> Result {
         if address < self.start() || address >= self.end() {
             return Err(EINVAL);
         }
@@ -171,7 +172,7 @@ impl VmaNew {
     /// and [`VmFault::insert_pfn_pmd`]; the VMA and every copy of it
     /// (split, fork) hold a reference to `mapping`. Read-only unless
     /// `writable` (then `mprotect` cannot add write access either).
-    pub(crate) fn set_pfn_mapping<T: PfnMapping>(
+    pub fn set_pfn_mapping<T: PfnMapping>(
         &self,
         mode: CacheMode,
         writable: bool,
@@ -190,11 +191,7 @@ impl VmaNew {
     /// every copy of it (split, fork) hold a reference to `mapping`.
     /// Read-only unless `writable` (then `mprotect` cannot add write
     /// access either).
-    pub(crate) fn set_devmap_mapping<T: PfnMapping>(
-        &self,
-        writable: bool,
-        mapping: Arc<T>,
-    ) -> Result {
+    pub fn set_devmap_mapping<T: PfnMapping>(&self, writable: bool, mapping: Arc<T>) -> Result {
         let set = flags::HUGEPAGE | flags::DONTEXPAND | flags::DONTDUMP;
         self.set_mapping(set, CacheMode::WriteBack, writable, mapping)
     }
@@ -252,15 +249,18 @@ impl VmaNew {
 /// never see these numbers.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CacheMode {
+pub enum CacheMode {
+    /// Cached (write-back), as ordinary memory.
     WriteBack = beluga::MAP_WRITE_BACK,
+    /// Uncached (uncached-minus).
     Uncached = beluga::MAP_UNCACHED,
+    /// Write-combining.
     WriteCombining = beluga::MAP_WRITE_COMBINING,
 }
 
 /// The fault handler of a [`VmaNew::set_pfn_mapping`] or
 /// [`VmaNew::set_devmap_mapping`] mapping.
-pub(crate) trait PfnMapping: Send + Sync + Sized + 'static {
+pub trait PfnMapping: Send + Sync + Sized + 'static {
     /// A fault at `fault.address()` of a page (`order == 0`) or of a whole
     /// PMD (`order == pmd_order()`); other orders should fall back.
     fn fault(&self, fault: &VmFault<'_>, order: u32) -> FaultResult;
@@ -268,22 +268,17 @@ pub(crate) trait PfnMapping: Send + Sync + Sized + 'static {
 
 /// The outcome of a fault (`vm_fault_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FaultResult(bindings::vm_fault_t);
+pub struct FaultResult(bindings::vm_fault_t);
 
 impl FaultResult {
     /// The access is not allowed: the process gets SIGBUS.
-    pub(crate) const SIGBUS: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_SIGBUS);
+    pub const SIGBUS: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_SIGBUS);
     /// Retry with a smaller page size.
-    pub(crate) const FALLBACK: FaultResult =
-        FaultResult(bindings::vm_fault_reason_VM_FAULT_FALLBACK);
-
-    pub(crate) fn is_mapped(self) -> bool {
-        self.0 == bindings::vm_fault_reason_VM_FAULT_NOPAGE
-    }
+    pub const FALLBACK: FaultResult = FaultResult(bindings::vm_fault_reason_VM_FAULT_FALLBACK);
 }
 
 /// The order of a PMD mapping (9 on x86-64: 2 MiB).
-pub(crate) const fn pmd_order() -> u32 {
+pub const fn pmd_order() -> u32 {
     bindings::PMD_ORDER
 }
 
@@ -294,14 +289,14 @@ pub(crate) const fn pmd_order() -> u32 {
 /// `raw` is the fault passed to a fault callback, valid for `'a`, on a VMA
 /// set up by `VmaNew::set_mapping`, whose mmap or VMA read lock the mm
 /// holds for `'a`.
-pub(crate) struct VmFault<'a> {
+pub struct VmFault<'a> {
     raw: *mut bindings::vm_fault,
     _p: PhantomData<&'a bindings::vm_fault>,
 }
 
 impl<'a> VmFault<'a> {
     /// The faulting VMA.
-    pub(crate) fn vma(&self) -> &'a VmaRef {
+    pub fn vma(&self) -> &'a VmaRef {
         // SAFETY: the fault is valid for `'a` (invariant); its `vma` is set
         // before the callback and is valid and read-locked for `'a`
         // (invariant).
@@ -309,37 +304,37 @@ impl<'a> VmFault<'a> {
     }
 
     /// The faulting user address.
-    pub(crate) fn address(&self) -> usize {
+    pub fn address(&self) -> usize {
         // SAFETY: valid fault (invariant); `address` is set before the
         // callback and constant during it.
         unsafe { (*self.raw).__bindgen_anon_1.address }
     }
 
     /// Whether the access that faulted is a write.
-    pub(crate) fn is_write(&self) -> bool {
+    pub fn is_write(&self) -> bool {
         // SAFETY: as in `address`.
         let flags = unsafe { (*self.raw).flags };
         flags & bindings::fault_flag_FAULT_FLAG_WRITE != 0
     }
 
     /// `self.vma().start()`.
-    pub(crate) fn vma_start(&self) -> usize {
+    pub fn vma_start(&self) -> usize {
         self.vma().start()
     }
 
     /// `self.vma().end()`.
-    pub(crate) fn vma_end(&self) -> usize {
+    pub fn vma_end(&self) -> usize {
         self.vma().end()
     }
 
     /// `self.vma().pgoff()`: the VMA's offset into the file, in pages.
-    pub(crate) fn vma_pgoff(&self) -> usize {
+    pub fn vma_pgoff(&self) -> usize {
         self.vma().pgoff()
     }
 
     /// Maps page frame `pfn` at the faulting page (of a
     /// [`VmaNew::set_pfn_mapping`] VMA).
-    pub(crate) fn insert_pfn(&self, pfn: usize) -> FaultResult {
+    pub fn insert_pfn(&self, pfn: usize) -> FaultResult {
         // SAFETY: valid fault on a VMA set up by `set_mapping` (invariant),
         // at an address inside it; the caller (the mapping's owner) vouches
         // that `pfn` is its memory.
@@ -350,13 +345,13 @@ impl<'a> VmFault<'a> {
 
     /// Maps the PMD-sized, PMD-aligned block at page frame `pfn` over the
     /// faulting PMD (of a [`VmaNew::set_pfn_mapping`] VMA).
-    pub(crate) fn insert_pfn_pmd(&self, pfn: usize) -> FaultResult {
+    pub fn insert_pfn_pmd(&self, pfn: usize) -> FaultResult {
         self.insert_pmd(pfn, false)
     }
 
     /// Maps the ZONE_DEVICE page `pfn` at the faulting page (a devmap
     /// entry: GUP finds the page).
-    pub(crate) fn insert_devmap(&self, pfn: usize) -> FaultResult {
+    pub fn insert_devmap(&self, pfn: usize) -> FaultResult {
         // SAFETY: computes a `pfn_t`; no preconditions.
         let pfn = unsafe { helpers::cxlf_pfn_to_pfn_t(pfn, true) };
         // SAFETY: valid fault on a VMA set up by `set_devmap_mapping`
@@ -369,7 +364,7 @@ impl<'a> VmFault<'a> {
 
     /// Maps the PMD-sized, PMD-aligned block of ZONE_DEVICE pages at `pfn`
     /// over the faulting PMD.
-    pub(crate) fn insert_devmap_pmd(&self, pfn: usize) -> FaultResult {
+    pub fn insert_devmap_pmd(&self, pfn: usize) -> FaultResult {
         self.insert_pmd(pfn, true)
     }
 

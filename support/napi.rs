@@ -25,7 +25,7 @@ use kernel::types::ForeignOwnable;
 use kernel::types::Opaque;
 
 /// What a NAPI context does when the stack polls it.
-pub(crate) trait Poll: Send + Sync + 'static {
+pub trait Poll: Send + Sync + 'static {
     /// Receives at most `budget` packets through `napi`; returns how
     /// many. Softirq context. When it returns less than `budget` it has
     /// called [`NapiPoll::complete_done`].
@@ -39,7 +39,7 @@ pub(crate) trait Poll: Send + Sync + 'static {
 /// `ctx.napi` is added to an interface with [`poll_callback::<T>`] as its
 /// poll, until `drop`; `ctx.data` is the foreign form of an `Arc<T>` this
 /// value owns; `enabled` says whether the context is enabled.
-pub(crate) struct Napi<T: Poll> {
+pub struct Napi<T: Poll> {
     ctx: KBox<Context>,
     enabled: AtomicBool,
     _t: core::marker::PhantomData<Arc<T>>,
@@ -79,7 +79,7 @@ impl Context {
 impl<T: Poll> Napi<T> {
     /// A disabled context on `dev` for `data`, whose frames arrive on
     /// RX queue `rx_queue` (process context).
-    pub(crate) fn add(dev: &Netdev<'_>, data: Arc<T>, rx_queue: u16) -> Result<Self> {
+    pub fn add(dev: &Netdev<'_>, data: Arc<T>, rx_queue: u16) -> Result<Self> {
         let mut ctx = KBox::new(
             Context {
                 napi: Opaque::uninit(),
@@ -110,14 +110,14 @@ impl<T: Poll> Napi<T> {
     }
 
     /// The poll's data.
-    pub(crate) fn data(&self) -> ArcBorrow<'_, T> {
+    pub fn data(&self) -> ArcBorrow<'_, T> {
         // SAFETY: `data` is a live `Arc<T>` while `self` is (invariant).
         unsafe { Arc::<T>::borrow(self.ctx.data) }
     }
 
     /// Records `irq` as the context's interrupt (what netlink's napi-get
     /// reports).
-    pub(crate) fn set_irq(&self, irq: u32) {
+    pub fn set_irq(&self, irq: u32) {
         let irq = c_int::try_from(irq).unwrap_or(-1);
         // SAFETY: the context is added (invariant); the field is only a
         // number the net core reports (`netif_napi_set_irq` stores it).
@@ -125,7 +125,7 @@ impl<T: Poll> Napi<T> {
     }
 
     /// Lets the context be scheduled (once; process context).
-    pub(crate) fn enable(&self) {
+    pub fn enable(&self) {
         if !self.enabled.swap(true, Ordering::AcqRel) {
             // SAFETY: added and disabled (invariant, `enabled` was false).
             unsafe { bindings::napi_enable(self.ctx.napi.get()) };
@@ -134,7 +134,7 @@ impl<T: Poll> Napi<T> {
 
     /// Waits for a running poll and keeps the context from being
     /// scheduled (process context; may sleep).
-    pub(crate) fn disable(&self) {
+    pub fn disable(&self) {
         if self.enabled.swap(false, Ordering::AcqRel) {
             // SAFETY: added and enabled (invariant, `enabled` was true).
             unsafe { bindings::napi_disable(self.ctx.napi.get()) };
@@ -142,7 +142,7 @@ impl<T: Poll> Napi<T> {
     }
 
     /// Schedules a poll (from any context).
-    pub(crate) fn schedule(&self) {
+    pub fn schedule(&self) {
         // SAFETY: the context is added (invariant).
         unsafe { schedule(self.ctx.napi.get()) };
     }
@@ -201,7 +201,7 @@ impl<T: Poll> irq::Handler for Napi<T> {
 /// # Invariants
 ///
 /// `raw` is the `napi` field of a live [`Context`], being polled.
-pub(crate) struct NapiPoll<'a> {
+pub struct NapiPoll<'a> {
     raw: *mut bindings::napi_struct,
     _life: core::marker::PhantomData<&'a ()>,
 }
@@ -210,12 +210,7 @@ impl NapiPoll<'_> {
     /// Hands the `len` bytes at `offset` of `mem` (a frame the device
     /// wrote) to the stack as a received Ethernet frame, through GRO.
     /// `ENOMEM` if no buffer.
-    pub(crate) fn receive(
-        &self,
-        mem: &(impl Coherent + ?Sized),
-        offset: usize,
-        len: u32,
-    ) -> Result {
+    pub fn receive(&self, mem: &(impl Coherent + ?Sized), offset: usize, len: u32) -> Result {
         let w = mem.window();
         let src = w.range(offset, len as usize)?;
         // SAFETY: `raw` is being polled (invariant), in softirq context.
@@ -241,20 +236,20 @@ impl NapiPoll<'_> {
 
     /// Ends the poll after `work` frames (fewer than the budget); false
     /// if the context must keep polling (busy polling owns it).
-    pub(crate) fn complete_done(&self, work: u32) -> bool {
+    pub fn complete_done(&self, work: u32) -> bool {
         let work = c_int::try_from(work).unwrap_or(c_int::MAX);
         // SAFETY: `raw` is being polled (invariant).
         unsafe { bindings::napi_complete_done(self.raw, work) }
     }
 
     /// Schedules another poll.
-    pub(crate) fn schedule(&self) {
+    pub fn schedule(&self) {
         // SAFETY: `raw` is an added context (invariant).
         unsafe { schedule(self.raw) };
     }
 
     /// The interface the context is on.
-    pub(crate) fn netdev(&self) -> Netdev<'_> {
+    pub fn netdev(&self) -> Netdev<'_> {
         // SAFETY: the interface outlives its contexts, and `self`.
         unsafe { Netdev::from_raw((*self.raw).dev) }
     }

@@ -8,7 +8,7 @@ use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
 
 /// Allocates a page and sets byte `i` to `fill(i)`.
-pub(crate) fn alloc_filled_page(fill: impl Fn(usize) -> u8) -> Result<Page> {
+pub fn alloc_filled_page(fill: impl Fn(usize) -> u8) -> Result<Page> {
     let page = Page::alloc_page(GFP_KERNEL)?;
     let mut chunk = [0u8; 64];
     for start in (0..PAGE_SIZE).step_by(chunk.len()) {

@@ -14,6 +14,7 @@
 //! PAT): user mappings of it can only be write-back.
 
 use super::bindings;
+use super::error;
 use super::helpers;
 use kernel::error::from_err_ptr;
 use kernel::ffi::{c_int, c_uint, c_ulong};
@@ -28,7 +29,7 @@ use kernel::types::Opaque;
 /// `pgmap` is a live pagemap created by `memremap_pages` over exactly that
 /// range, owned by this value (it stays at its address until `drop` has
 /// unmapped it); `vaddr` is its direct-map address.
-pub(crate) struct DevicePages {
+pub struct DevicePages {
     pgmap: KBox<Opaque<bindings::dev_pagemap>>,
     vaddr: *mut u8,
     start: u64,
@@ -44,12 +45,12 @@ unsafe impl Sync for DevicePages {}
 impl DevicePages {
     /// Creates the pages of `[start, start + len)` (claimed by the caller,
     /// not System RAM, page aligned) on NUMA node `nid`.
-    pub(crate) fn new(start: u64, len: u64, nid: i32) -> Result<DevicePages> {
+    pub fn new(start: u64, len: u64, nid: i32) -> Result<DevicePages> {
         let page = PAGE_SIZE as u64;
         if len == 0 || start % page != 0 || len % page != 0 || start.checked_add(len).is_none() {
             return Err(EINVAL);
         }
-        let (pgmap, vaddr) = helpers::register_with("device pages", || {
+        let (pgmap, vaddr) = error::register_with("device pages", || {
             let pgmap = KBox::new(Opaque::<bindings::dev_pagemap>::uninit(), GFP_KERNEL)?;
             let p = pgmap.get();
             // SAFETY: `p` is this function's own allocation, not shared
@@ -81,17 +82,12 @@ impl DevicePages {
         })
     }
 
-    /// The first page frame of the range.
-    pub(crate) fn first_pfn(&self) -> usize {
-        (self.start / PAGE_SIZE as u64) as usize
-    }
-
     /// Pages of `[offset, offset + len)` (bytes into the range) that
     /// someone holds a reference to: a GUP get or pin (O_DIRECT, io_uring,
     /// RDMA), or a kernel user. An idle `MEMORY_DEVICE_GENERIC` page has a
     /// count of one. Memory with such pages must not change owner. `None`
     /// outside the range. May sleep.
-    pub(crate) fn referenced(&self, offset: u64, len: u64) -> Option<u64> {
+    pub fn referenced(&self, offset: u64, len: u64) -> Option<u64> {
         let end = offset.checked_add(len)?;
         if end > self.len {
             return None;
@@ -118,7 +114,7 @@ impl DevicePages {
 
     /// Zeroes `[offset, offset + len)` (bytes into the range) and writes
     /// it back, so other hosts see zeros. May sleep.
-    pub(crate) fn clear(&self, offset: u64, len: u64) -> Result {
+    pub fn clear(&self, offset: u64, len: u64) -> Result {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => {}
             _ => return Err(EINVAL),
@@ -134,11 +130,12 @@ impl DevicePages {
     }
 
     /// The kernel's (direct-map, write-back) address of the range.
-    pub(crate) fn vaddr(&self) -> *mut u8 {
+    pub fn vaddr(&self) -> *mut u8 {
         self.vaddr
     }
 
-    pub(crate) fn len(&self) -> u64 {
+    /// Bytes of the pages.
+    pub fn len(&self) -> u64 {
         self.len
     }
 }

@@ -6,10 +6,9 @@
 //! with [`module_param_uint!`] (or [`module_param_string!`]), which defines
 //! `fn name()` in the calling module.
 
-// Not every module has parameters.
-#[allow(unused_macros)]
 /// Defines `fn $name() -> u32` returning the current value of the module
 /// parameter `$name` (declared in the module's `helpers.c`).
+#[macro_export]
 macro_rules! module_param_uint {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
@@ -24,14 +23,12 @@ macro_rules! module_param_uint {
         }
     };
 }
-#[allow(unused_imports)]
-pub(crate) use module_param_uint;
+pub use crate::module_param_uint;
 
-// Not every module has parameters.
-#[allow(unused_macros)]
 /// Defines `fn $name() -> &'static CStr` returning the module parameter
 /// `$name` (declared in the module's `helpers.c` with
 /// `CXLF_PARAM_STRING`).
+#[macro_export]
 macro_rules! module_param_string {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
@@ -49,5 +46,4 @@ macro_rules! module_param_string {
         }
     };
 }
-#[allow(unused_imports)]
-pub(crate) use module_param_string;
+pub use crate::module_param_string;

@@ -32,17 +32,20 @@ use kernel::str::CStr;
 ///
 /// `raw` is a live `struct pci_dev` bound (or being bound) to our driver
 /// for the lifetime `'a`.
-pub(crate) struct Device<'a> {
+pub struct Device<'a> {
     raw: *mut bindings::pci_dev,
     _life: PhantomData<&'a bindings::pci_dev>,
 }
 
 /// One BAR's place: CPU physical address and length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Resource {
-    pub(crate) start: u64,
-    pub(crate) len: u64,
-    pub(crate) mem: bool,
+pub struct Resource {
+    /// CPU physical address of the first byte.
+    pub start: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Memory space (not I/O ports).
+    pub mem: bool,
 }
 
 impl Device<'_> {
@@ -59,19 +62,21 @@ impl Device<'_> {
         }
     }
 
-    pub(crate) fn vendor_id(&self) -> u16 {
+    /// The vendor id (`PCI_VENDOR_ID_*`).
+    pub fn vendor_id(&self) -> u16 {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_pci_vendor(self.raw) }
     }
 
-    pub(crate) fn device_id(&self) -> u16 {
+    /// The device id.
+    pub fn device_id(&self) -> u16 {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_pci_device_id(self.raw) }
     }
 
     /// BAR `bar`'s place, `EINVAL` if it has none (no such BAR, empty,
     /// or unassigned).
-    pub(crate) fn resource(&self, bar: u32) -> Result<Resource> {
+    pub fn resource(&self, bar: u32) -> Result<Resource> {
         if bar >= bindings::PCI_STD_NUM_BARS {
             return Err(EINVAL);
         }
@@ -95,19 +100,19 @@ impl Device<'_> {
     }
 
     /// The generic device (for `dev_*` logging and DMA).
-    pub(crate) fn as_raw_device(&self) -> *mut bindings::device {
+    pub fn as_raw_device(&self) -> *mut bindings::device {
         // SAFETY: `raw` is live (invariant).
         unsafe { helpers::cxlf_pci_device(self.raw) }
     }
 
     /// A reference for DMA allocations ([`super::dma::CoherentAllocation`]).
-    pub(crate) fn dma_device(&self) -> super::dma::DmaDevice {
+    pub fn dma_device(&self) -> super::dma::DmaDevice {
         // SAFETY: `raw` is live (invariant), so is its generic device.
         unsafe { super::dma::DmaDevice::get(self.as_raw_device()) }
     }
 
     /// The device's name (its bus address, `0000:00:05.0`).
-    pub(crate) fn name(&self) -> &CStr {
+    pub fn name(&self) -> &CStr {
         let dev = self.as_raw_device();
         // SAFETY: a live, registered device (invariant) has a
         // NUL-terminated kobject name (what the static inline `dev_name`
@@ -117,20 +122,20 @@ impl Device<'_> {
 
     /// Enables the device's memory decoding (`pci_enable_device_mem`);
     /// disabled again when the value is dropped.
-    pub(crate) fn enable_device_mem(&self) -> Result<Enabled> {
+    pub fn enable_device_mem(&self) -> Result<Enabled> {
         // SAFETY: `raw` is live (invariant).
         to_result(unsafe { bindings::pci_enable_device_mem(self.raw) })?;
         Ok(Enabled(Held::get(self.raw)))
     }
 
     /// Lets the device master the bus (DMA, MSI-X writes).
-    pub(crate) fn set_master(&self) {
+    pub fn set_master(&self) {
         // SAFETY: `raw` is live (invariant).
         unsafe { bindings::pci_set_master(self.raw) };
     }
 
     /// Claims BAR `bar` for this driver (`/proc/iomem` shows `name`).
-    pub(crate) fn request_region(&self, bar: u32, name: &'static CStr) -> Result<Region> {
+    pub fn request_region(&self, bar: u32, name: &'static CStr) -> Result<Region> {
         let res = self.resource(bar)?;
         let bar = c_int::try_from(bar).map_err(|_| EINVAL)?;
         // SAFETY: `raw` is live (invariant); `name` is 'static, as the
@@ -146,7 +151,7 @@ impl Device<'_> {
 
     /// Exactly `n` MSI-X vectors; freed when the value is dropped (after
     /// every handler registered on them, by field order).
-    pub(crate) fn alloc_msix(&self, n: u32) -> Result<IrqVectors> {
+    pub fn alloc_msix(&self, n: u32) -> Result<IrqVectors> {
         // SAFETY: `raw` is live (invariant).
         let got =
             unsafe { bindings::pci_alloc_irq_vectors(self.raw, n, n, bindings::PCI_IRQ_MSIX) };
@@ -192,7 +197,7 @@ impl Drop for Held {
 }
 
 /// An enabled device; disabled on drop.
-pub(crate) struct Enabled(Held);
+pub struct Enabled(Held);
 
 impl Drop for Enabled {
     fn drop(&mut self) {
@@ -206,7 +211,7 @@ impl Drop for Enabled {
 /// # Invariants
 ///
 /// `bar` of `dev`, at `res`, was requested by this value.
-pub(crate) struct Region {
+pub struct Region {
     dev: Held,
     bar: c_int,
     res: Resource,
@@ -214,7 +219,7 @@ pub(crate) struct Region {
 
 impl Region {
     /// Where the claimed BAR is.
-    pub(crate) fn resource(&self) -> Resource {
+    pub fn resource(&self) -> Resource {
         self.res
     }
 }
@@ -232,7 +237,7 @@ impl Drop for Region {
 /// # Invariants
 ///
 /// `addr` maps `len` bytes of a BAR of `dev` until drop.
-pub(crate) struct IoMem {
+pub struct IoMem {
     dev: Held,
     addr: *mut c_void,
     len: usize,
@@ -245,7 +250,7 @@ unsafe impl Sync for IoMem {}
 
 impl IoMem {
     /// Maps BAR `bar` of `dev` (claim it with `request_region` first).
-    pub(crate) fn map(dev: &Device<'_>, bar: u32) -> Result<IoMem> {
+    pub fn map(dev: &Device<'_>, bar: u32) -> Result<IoMem> {
         let res = dev.resource(bar)?;
         let len = usize::try_from(res.len).map_err(|_| EINVAL)?;
         let bar = c_int::try_from(bar).map_err(|_| EINVAL)?;
@@ -271,13 +276,15 @@ impl IoMem {
         Ok(unsafe { self.addr.cast::<u8>().add(offset).cast() })
     }
 
-    pub(crate) fn read32(&self, offset: usize) -> Result<u32> {
+    /// Reads the 32-bit register at byte `offset`; `EINVAL` outside the BAR or unaligned.
+    pub fn read32(&self, offset: usize) -> Result<u32> {
         let at = self.at(offset)?;
         // SAFETY: an aligned register inside the mapping (checked).
         Ok(unsafe { bindings::ioread32(at) })
     }
 
-    pub(crate) fn write32(&self, offset: usize, value: u32) -> Result {
+    /// Writes the 32-bit register at byte `offset`; `EINVAL` outside the BAR or unaligned.
+    pub fn write32(&self, offset: usize, value: u32) -> Result {
         let at = self.at(offset)?;
         // SAFETY: an aligned register inside the mapping (checked).
         unsafe { bindings::iowrite32(value, at) };
@@ -294,18 +301,19 @@ impl Drop for IoMem {
 }
 
 /// MSI-X vectors of a device; freed on drop.
-pub(crate) struct IrqVectors {
+pub struct IrqVectors {
     dev: Held,
     n: u32,
 }
 
 impl IrqVectors {
-    pub(crate) fn len(&self) -> u32 {
+    /// How many vectors were allocated.
+    pub fn len(&self) -> u32 {
         self.n
     }
 
     /// The Linux IRQ number of vector `i`.
-    pub(crate) fn irq(&self, i: u32) -> Result<u32> {
+    pub fn irq(&self, i: u32) -> Result<u32> {
         if i >= self.n {
             return Err(EINVAL);
         }
@@ -327,14 +335,14 @@ impl Drop for IrqVectors {
 /// A PCI driver's C side: `struct pci_driver` and its id table (one id
 /// and the terminating zero entry), inside its [`Registration`].
 #[repr(C)]
-pub(crate) struct RawPciDriver {
+pub struct RawPciDriver {
     driver: bindings::pci_driver,
     ids: [bindings::pci_device_id; 2],
 }
 
 /// The PCI bus, for [`super::driver::Registration`]; a driver matches
 /// one vendor and device id (`Driver::IDS`), any subsystem.
-pub(crate) struct PciBus;
+pub struct PciBus;
 
 impl Bus for PciBus {
     type Raw = bindings::pci_dev;
@@ -423,16 +431,16 @@ unsafe extern "C" fn probe_callback<T: Driver<PciBus>>(
 }
 
 /// A registered PCI driver (`/sys/bus/pci/drivers/<module>`).
-pub(crate) type PciDriverRegistration<T> = Registration<PciBus, T>;
+pub type PciDriverRegistration<T> = Registration<PciBus, T>;
 
 /// A device's memory mapped write-back, accessed coherently.
-pub(crate) struct DeviceMem {
+pub struct DeviceMem {
     map: WbMap,
 }
 
 impl DeviceMem {
     /// Maps a memory BAR this driver has claimed.
-    pub(crate) fn map(region: &Region) -> Result<DeviceMem> {
+    pub fn map(region: &Region) -> Result<DeviceMem> {
         let res = region.resource();
         if !res.mem {
             return Err(EINVAL);

@@ -12,9 +12,11 @@ use kernel::task::Task;
 
 /// An event: `perf_event_attr::type` and `config` (`<linux/perf_event.h>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Event {
-    pub(crate) type_: u32,
-    pub(crate) config: u64,
+pub struct Event {
+    /// `perf_event_attr.type` (`PERF_TYPE_*`).
+    pub type_: u32,
+    /// `perf_event_attr.config`: the event of that type.
+    pub config: u64,
 }
 
 /// A counting event on a task.
@@ -23,7 +25,7 @@ pub(crate) struct Event {
 ///
 /// `event` is a live kernel counter created by `perf_event_create_kernel_counter`
 /// that this value alone releases.
-pub(crate) struct Counter {
+pub struct Counter {
     event: *mut bindings::perf_event,
 }
 
@@ -38,7 +40,7 @@ impl Counter {
     /// Starts counting `event` for `task`, in user mode. Process context.
     /// Fails with `ENOENT` or `EOPNOTSUPP` where no PMU provides the event
     /// (a hardware event under TCG), `ESRCH` if the task is exiting.
-    pub(crate) fn new(task: &Task, event: Event) -> Result<Counter> {
+    pub fn new(task: &Task, event: Event) -> Result<Counter> {
         let raw = core::ptr::from_ref(task).cast_mut().cast();
         // User mode only: kernel-mode events of another task are what
         // `perf_event_paranoid` keeps from unprivileged users, and a
@@ -69,7 +71,7 @@ impl Counter {
 
     /// Events counted so far (while the task ran). Process context: it may
     /// sleep, and asks the task's CPU if it is running.
-    pub(crate) fn read(&self) -> u64 {
+    pub fn read(&self) -> u64 {
         let (mut enabled, mut running) = (0, 0);
         // SAFETY: `event` is live (type invariant); process context is
         // this function's contract; the times are written to locals.

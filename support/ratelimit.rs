@@ -10,30 +10,34 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Messages allowed per interval, and the interval (the kernel's
 /// `DEFAULT_RATELIMIT_BURST` and `DEFAULT_RATELIMIT_INTERVAL`).
-pub(crate) const BURST: u32 = 10;
-pub(crate) const INTERVAL_NS: u64 = 5_000_000_000;
+pub const BURST: u32 = 10;
+/// Length of an interval, in nanoseconds.
+pub const INTERVAL_NS: u64 = 5_000_000_000;
 
 /// What a call site may do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
     /// Print, after saying how many were suppressed before (if any).
     Print {
+        /// Messages suppressed since the last printed one.
         suppressed: u32,
     },
+    /// Suppress this message.
     Suppress,
 }
 
 /// One call site's state. Races between CPUs can let a message or two
 /// more through in an interval, as the kernel's own trylock version can
 /// drop some; nothing worse.
-pub(crate) struct RateLimit {
+pub struct RateLimit {
     start_ns: AtomicU64,
     printed: AtomicU32,
     suppressed: AtomicU32,
 }
 
 impl RateLimit {
-    pub(crate) const fn new() -> RateLimit {
+    /// A limit with nothing printed yet.
+    pub const fn new() -> RateLimit {
         RateLimit {
             start_ns: AtomicU64::new(0),
             printed: AtomicU32::new(0),
@@ -42,12 +46,12 @@ impl RateLimit {
     }
 
     /// The verdict now (boot-time clock).
-    pub(crate) fn check(&self) -> Verdict {
+    pub fn check(&self) -> Verdict {
         self.check_at(super::time::boottime_ns())
     }
 
     /// The verdict at `now_ns`.
-    pub(crate) fn check_at(&self, now_ns: u64) -> Verdict {
+    pub fn check_at(&self, now_ns: u64) -> Verdict {
         let start = self.start_ns.load(Ordering::Acquire);
         let mut suppressed = 0;
         if start == 0 || now_ns.saturating_sub(start) >= INTERVAL_NS {
@@ -76,9 +80,9 @@ impl RateLimit {
 #[macro_export]
 macro_rules! pr_info_ratelimited {
     ($($arg:tt)+) => {{
-        static LIMIT: $crate::support::ratelimit::RateLimit =
-            $crate::support::ratelimit::RateLimit::new();
-        if let $crate::support::ratelimit::Verdict::Print { suppressed } = LIMIT.check() {
+        static LIMIT: $crate::ratelimit::RateLimit =
+            $crate::ratelimit::RateLimit::new();
+        if let $crate::ratelimit::Verdict::Print { suppressed } = LIMIT.check() {
             if suppressed > 0 {
                 kernel::pr_info!("{} messages like the next suppressed\n", suppressed);
             }

@@ -20,18 +20,23 @@ use kernel::str::CStr;
 
 /// The C types of `beluga_region.h`'s functions; the provider's
 /// definitions are checked against them (`export_beluga_regions!`).
-pub(crate) type GetFn = unsafe extern "C" fn(
+pub type GetFn = unsafe extern "C" fn(
     pool: *const c_char,
     name: *const c_char,
     size: u64,
     err: *mut c_int,
 ) -> *mut c_void;
-pub(crate) type PutFn = unsafe extern "C" fn(region: *mut c_void);
-pub(crate) type PhysFn = unsafe extern "C" fn(region: *const c_void) -> u64;
-pub(crate) type SizeFn = unsafe extern "C" fn(region: *const c_void) -> u64;
-pub(crate) type ReadFn =
+/// `beluga_region_put`'s type.
+pub type PutFn = unsafe extern "C" fn(region: *mut c_void);
+/// `beluga_region_phys`'s type.
+pub type PhysFn = unsafe extern "C" fn(region: *const c_void) -> u64;
+/// `beluga_region_size`'s type.
+pub type SizeFn = unsafe extern "C" fn(region: *const c_void) -> u64;
+/// `beluga_region_read`'s type.
+pub type ReadFn =
     unsafe extern "C" fn(region: *const c_void, offset: u64, buf: *mut c_void, len: usize) -> c_int;
-pub(crate) type WriteFn = unsafe extern "C" fn(
+/// `beluga_region_write`'s type.
+pub type WriteFn = unsafe extern "C" fn(
     region: *const c_void,
     offset: u64,
     buf: *const c_void,
@@ -139,7 +144,7 @@ unsafe fn put_names(names: &[&CStr]) {
 ///
 /// `raw` is a live handle from `api.get`, owned by this value.
 #[cfg(not(cxlf_region_provider))]
-pub(crate) struct Region {
+pub struct Region {
     raw: *mut c_void,
     /// Dropped after the handle is put (field order).
     api: Api,
@@ -158,7 +163,7 @@ impl Region {
     /// Creates or opens the shared object `name` of at least `size` bytes
     /// in pool `pool` (e.g. `beluga0.0`). `ENOENT` (logged) if beluga_dax
     /// is not loaded.
-    pub(crate) fn get(pool: &CStr, name: &CStr, size: u64) -> Result<Region> {
+    pub fn get(pool: &CStr, name: &CStr, size: u64) -> Result<Region> {
         let api = Api::find()?;
         let mut err: c_int = 0;
         // SAFETY: `api.get` is `beluga_region_get` (invariant of `Api`);
@@ -174,18 +179,19 @@ impl Region {
     }
 
     /// Physical address of the region.
-    pub(crate) fn phys(&self) -> u64 {
+    pub fn phys(&self) -> u64 {
         // SAFETY: `raw` is a live handle of `api` (invariant).
         unsafe { (self.api.phys)(self.raw) }
     }
 
-    pub(crate) fn size(&self) -> u64 {
+    /// Bytes in the region.
+    pub fn size(&self) -> u64 {
         // SAFETY: `raw` is a live handle of `api` (invariant).
         unsafe { (self.api.size)(self.raw) }
     }
 
     /// Reads `out.len()` bytes at `offset` (invalidating the lines first).
-    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result {
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result {
         // SAFETY: `raw` is a live handle of `api` (invariant); `out` is a
         // live `&mut` slice, valid for writes of its length, which is all
         // the provider writes.
@@ -195,7 +201,7 @@ impl Region {
     }
 
     /// Writes `data` at `offset` (then writes the lines back).
-    pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result {
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result {
         // SAFETY: `raw` is a live handle of `api` (invariant); `data` is a
         // live slice, valid for reads of its length, which is all the
         // provider reads.
@@ -216,7 +222,7 @@ impl Drop for Region {
 
 /// The provider side, compiled into beluga_dax only.
 #[cfg(cxlf_region_provider)]
-pub(crate) mod provider {
+pub mod provider {
     use super::*;
     use core::sync::atomic::{AtomicPtr, Ordering};
     use kernel::error::from_result;
@@ -224,16 +230,22 @@ pub(crate) mod provider {
     use kernel::types::ForeignOwnable;
 
     /// A region handed out through the C ABI.
-    pub(crate) trait SharedRegion: Send + Sync + 'static {
+    pub trait SharedRegion: Send + Sync + 'static {
+        /// Physical address of the region's first byte.
         fn phys(&self) -> u64;
+        /// Bytes in the region.
         fn size(&self) -> u64;
+        /// Reads `out.len()` bytes at `offset`.
         fn read(&self, offset: u64, out: &mut [u8]) -> Result;
+        /// Writes `data` at `offset`.
         fn write(&self, offset: u64, data: &[u8]) -> Result;
     }
 
     /// Finds or creates regions.
-    pub(crate) trait RegionSource: Send + Sync + 'static {
+    pub trait RegionSource: Send + Sync + 'static {
+        /// The regions it hands out.
         type Region: SharedRegion;
+        /// The region `name` of pool `pool`, created with `size` bytes if new.
         fn get(&self, pool: &CStr, name: &CStr, size: u64) -> Result<Arc<Self::Region>>;
     }
 
@@ -244,7 +256,7 @@ pub(crate) mod provider {
     ///
     /// `ptr` is null or an `Arc<T>` turned into a foreign pointer, owned
     /// by the cell.
-    pub(crate) struct SourceCell<T> {
+    pub struct SourceCell<T> {
         ptr: AtomicPtr<c_void>,
         _t: core::marker::PhantomData<Arc<T>>,
     }
@@ -254,7 +266,8 @@ pub(crate) mod provider {
     unsafe impl<T: Send + Sync> Sync for SourceCell<T> {}
 
     impl<T: RegionSource> SourceCell<T> {
-        pub(crate) const fn new() -> Self {
+        /// An empty cell.
+        pub const fn new() -> Self {
             // INVARIANT: null.
             SourceCell {
                 ptr: AtomicPtr::new(core::ptr::null_mut()),
@@ -262,12 +275,14 @@ pub(crate) mod provider {
             }
         }
 
-        pub(crate) fn install(&self, source: Arc<T>) {
+        /// Makes `source` the one the C functions use.
+        pub fn install(&self, source: Arc<T>) {
             // SAFETY: an `Arc<T>` given up by `into_foreign`, for the cell.
             unsafe { self.replace(source.into_foreign().cast_mut()) };
         }
 
-        pub(crate) fn remove(&self) {
+        /// Removes the source; the C functions fail from now on.
+        pub fn remove(&self) {
             // SAFETY: null.
             unsafe { self.replace(core::ptr::null_mut()) };
         }
@@ -311,7 +326,7 @@ pub(crate) mod provider {
     ///
     /// `pool` and `name` are NUL-terminated strings, `err` a valid
     /// out-parameter (the C contract of `beluga_region_get`).
-    pub(crate) unsafe fn get<T: RegionSource>(
+    pub unsafe fn get<T: RegionSource>(
         cell: &SourceCell<T>,
         pool: *const c_char,
         name: *const c_char,
@@ -339,7 +354,7 @@ pub(crate) mod provider {
     /// # Safety
     ///
     /// `region` came from `get::<T>` and is not used after this.
-    pub(crate) unsafe fn put<T: RegionSource>(region: *mut c_void) {
+    pub unsafe fn put<T: RegionSource>(region: *mut c_void) {
         // SAFETY: `region` is an `Arc<T::Region>` that `get::<T>` gave up
         // with `into_foreign`, put once (function contract).
         drop(unsafe { Arc::<T::Region>::from_foreign(region) });
@@ -348,7 +363,7 @@ pub(crate) mod provider {
     /// # Safety
     ///
     /// `region` came from `get::<T>` and has not been put.
-    pub(crate) unsafe fn with<T: RegionSource, R>(
+    pub unsafe fn with<T: RegionSource, R>(
         region: *const c_void,
         f: impl FnOnce(&T::Region) -> R,
     ) -> R {
@@ -361,7 +376,7 @@ pub(crate) mod provider {
     /// # Safety
     ///
     /// As for [`with`]; `buf` is valid for writes of `len` bytes.
-    pub(crate) unsafe fn read<T: RegionSource>(
+    pub unsafe fn read<T: RegionSource>(
         region: *const c_void,
         offset: u64,
         buf: *mut c_void,
@@ -380,7 +395,7 @@ pub(crate) mod provider {
     /// # Safety
     ///
     /// As for [`with`]; `buf` is valid for reads of `len` bytes.
-    pub(crate) unsafe fn write<T: RegionSource>(
+    pub unsafe fn write<T: RegionSource>(
         region: *const c_void,
         offset: u64,
         buf: *const c_void,
@@ -398,11 +413,12 @@ pub(crate) mod provider {
 
     /// Defines the C functions of `beluga_region.h` over `$cell`, a
     /// `static SourceCell<$source>`; the module's `helpers.c` exports them.
+    #[macro_export]
     macro_rules! export_beluga_regions {
         ($cell:path, $source:ty) => {
             mod beluga_region_exports {
                 use kernel::ffi::{c_char, c_int, c_void};
-                use $crate::support::region::{self, provider};
+                use $crate::region::{self, provider};
 
                 // Consumers call them through these types (they find them
                 // by name, so nothing else checks that the types agree).
@@ -476,5 +492,5 @@ pub(crate) mod provider {
             }
         };
     }
-    pub(crate) use export_beluga_regions;
+    pub use crate::export_beluga_regions;
 }

@@ -24,14 +24,14 @@ use kernel::str::CStr;
 ///
 /// `[start, start + len)` is requested from `iomem_resource` by this value
 /// and released on drop.
-pub(crate) struct ClaimedRange {
+pub struct ClaimedRange {
     start: u64,
     len: usize,
 }
 
 impl ClaimedRange {
     /// `EBUSY` if another driver holds any of the range.
-    pub(crate) fn claim(start: u64, len: usize, name: &'static CStr) -> Result<ClaimedRange> {
+    pub fn claim(start: u64, len: usize, name: &'static CStr) -> Result<ClaimedRange> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -55,11 +55,13 @@ impl ClaimedRange {
         Ok(ClaimedRange { start, len })
     }
 
-    pub(crate) fn start(&self) -> u64 {
+    /// Physical address of the first byte.
+    pub fn start(&self) -> u64 {
         self.start
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Bytes in the range.
+    pub fn len(&self) -> usize {
         self.len
     }
 }
@@ -88,7 +90,7 @@ impl Drop for ClaimedRange {
 ///
 /// `ptr` maps `len` bytes (`len > 0`) of physical `[start, start + len)`
 /// write-back, owned by this value (unmapped on drop).
-pub(crate) struct WbMap {
+pub struct WbMap {
     start: u64,
     len: usize,
     ptr: *mut u8,
@@ -102,7 +104,7 @@ unsafe impl Sync for WbMap {}
 
 impl WbMap {
     /// Maps `[start, start + len)`, which the caller has claimed.
-    pub(crate) fn map(start: u64, len: usize) -> Result<WbMap> {
+    pub fn map(start: u64, len: usize) -> Result<WbMap> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -124,33 +126,35 @@ impl WbMap {
         })
     }
 
-    pub(crate) fn start(&self) -> u64 {
+    /// Physical address of the first byte.
+    pub fn start(&self) -> u64 {
         self.start
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Bytes in the mapping.
+    pub fn len(&self) -> usize {
         self.len
     }
 
     /// The mapping as a [`Window`] for the coherent accessors.
-    pub(crate) fn window(&self) -> Window<'_> {
+    pub fn window(&self) -> Window<'_> {
         // SAFETY: `ptr` maps `len` bytes (invariant) for as long as `self`
         // lives, which the borrow bounds.
         unsafe { Window::new(self.ptr, self.len) }
     }
 
     /// The address of `count` bytes at `offset`, if inside the mapping.
-    pub(crate) fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
+    pub fn range(&self, offset: usize, count: usize) -> Result<*mut u8> {
         self.window().range(offset, count)
     }
 
     /// Copies `out.len()` bytes from `offset` (volatile).
-    pub(crate) fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
+    pub fn load_bytes(&self, offset: usize, out: &mut [u8]) -> Result {
         self.window().load_bytes(offset, out)
     }
 
     /// Copies `data` to `offset` (volatile).
-    pub(crate) fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
+    pub fn store_bytes(&self, offset: usize, data: &[u8]) -> Result {
         self.window().store_bytes(offset, data)
     }
 }
@@ -165,28 +169,30 @@ impl Drop for WbMap {
 
 /// Memory shared with other hosts, through a [`WbMap`]: reads invalidate
 /// first, writes write back after (no coherence across hosts).
-pub(crate) struct SharedMem {
+pub struct SharedMem {
     map: WbMap,
 }
 
 impl SharedMem {
     /// Maps `[start, start + len)`, which the caller has claimed.
-    pub(crate) fn map(start: u64, len: usize) -> Result<SharedMem> {
+    pub fn map(start: u64, len: usize) -> Result<SharedMem> {
         Ok(SharedMem {
             map: WbMap::map(start, len)?,
         })
     }
 
-    pub(crate) fn start(&self) -> u64 {
+    /// Physical address of the first byte.
+    pub fn start(&self) -> u64 {
         self.map.start()
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Bytes in the mapping.
+    pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// Reads `out.len()` bytes at `offset`, after invalidating those lines.
-    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) -> Result {
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result {
         let src = self.map.range(offset, out.len())?;
         // SAFETY: `[src, src + out.len())` is mapped (checked by `range`);
         // flushing has no other precondition, and the call fences before
@@ -196,7 +202,7 @@ impl SharedMem {
     }
 
     /// Writes `data` at `offset`, then writes the lines back and fences.
-    pub(crate) fn write(&self, offset: usize, data: &[u8]) -> Result {
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result {
         self.map.store_bytes(offset, data)?;
         let dst = self.map.range(offset, data.len())?;
         // SAFETY: `[dst, dst + data.len())` is mapped (checked by `range`);
@@ -216,10 +222,13 @@ impl SharedMem {
 /// the range, a `Reservation::WriteCombining` a write-combining reservation
 /// of `(start, len)`, each owned by this value. The enum is private, so
 /// only [`MemtypeReservation::new`] makes them.
-pub(crate) struct MemtypeReservation(Reservation);
+pub struct MemtypeReservation(Reservation);
 
 enum Reservation {
-    WriteBack(SharedMem),
+    /// The write-back mapping, held until the reservation is dropped.
+    WriteBack {
+        _mapping: SharedMem,
+    },
     Uncached(*mut c_void),
     WriteCombining(u64, u64),
 }
@@ -232,10 +241,12 @@ unsafe impl Sync for MemtypeReservation {}
 impl MemtypeReservation {
     /// Reserves `[start, start + len)` (claimed by the caller) for `mode`;
     /// `EBUSY` if the range is reserved with another type.
-    pub(crate) fn new(start: u64, len: usize, mode: super::mm::CacheMode) -> Result<Self> {
+    pub fn new(start: u64, len: usize, mode: super::mm::CacheMode) -> Result<Self> {
         use super::mm::CacheMode;
         let reservation = match mode {
-            CacheMode::WriteBack => Reservation::WriteBack(SharedMem::map(start, len)?),
+            CacheMode::WriteBack => Reservation::WriteBack {
+                _mapping: SharedMem::map(start, len)?,
+            },
             CacheMode::Uncached => {
                 // SAFETY: `ioremap` has no memory-safety preconditions: it
                 // maps the range (the caller's claim) uncached-minus, or
@@ -264,7 +275,7 @@ impl MemtypeReservation {
 impl Drop for MemtypeReservation {
     fn drop(&mut self) {
         match self.0 {
-            Reservation::WriteBack(_) => {}
+            Reservation::WriteBack { .. } => {}
             // SAFETY: the mapping is this value's own (invariant), unmapped
             // once, here.
             Reservation::Uncached(ptr) => unsafe { bindings::iounmap(ptr) },

@@ -18,11 +18,11 @@ use kernel::sync::lock::{Backend, Lock};
 
 /// A raw spinlock that disables interrupts while held; create one with
 /// [`new_raw_spinlock_irq!`](crate::new_raw_spinlock_irq).
-pub(crate) type RawSpinLockIrq<T> = Lock<T, RawSpinLockIrqBackend>;
+pub type RawSpinLockIrq<T> = Lock<T, RawSpinLockIrqBackend>;
 
 /// The [`Backend`] of [`RawSpinLockIrq`]: a `raw_spinlock_t`, locked with
 /// `raw_spin_lock_irqsave`; the guard keeps the saved interrupt flags.
-pub(crate) struct RawSpinLockIrqBackend;
+pub struct RawSpinLockIrqBackend;
 
 // SAFETY: `raw_spin_lock_irqsave` gives the caller exclusive ownership
 // until `raw_spin_unlock_irqrestore` with the flags it returned, and the
@@ -54,7 +54,7 @@ unsafe impl Backend for RawSpinLockIrqBackend {
 #[macro_export]
 macro_rules! new_raw_spinlock_irq {
     ($inner:expr $(, $name:literal)? $(,)?) => {
-        $crate::support::spinlock_irq::RawSpinLockIrq::new(
+        $crate::spinlock_irq::RawSpinLockIrq::new(
             $inner,
             ::kernel::optional_name!($($name)?),
             ::kernel::static_lock_class!(),

@@ -23,7 +23,7 @@ use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// What a directory's attributes show.
-pub(crate) trait Attributes: Send + Sync + Sized + 'static {
+pub trait Attributes: Send + Sync + Sized + 'static {
     /// The attribute file names.
     const NAMES: &'static [&'static CStr];
 
@@ -32,7 +32,7 @@ pub(crate) trait Attributes: Send + Sync + Sized + 'static {
 }
 
 /// A directory with no attributes (a parent for others).
-pub(crate) struct NoAttributes;
+pub struct NoAttributes;
 
 impl Attributes for NoAttributes {
     const NAMES: &'static [&'static CStr] = &[];
@@ -44,7 +44,7 @@ impl Attributes for NoAttributes {
 
 /// Where a directory is created: a kobject that outlives the borrow.
 #[derive(Clone, Copy)]
-pub(crate) struct Parent<'a> {
+pub struct Parent<'a> {
     kobj: *mut bindings::kobject,
     _owner: PhantomData<&'a ()>,
 }
@@ -54,7 +54,7 @@ impl Parent<'_> {
     ///
     /// `kobj` is a live, registered kobject for the lifetime of the
     /// `Parent`.
-    pub(crate) unsafe fn from_raw(kobj: *mut bindings::kobject) -> Self {
+    pub unsafe fn from_raw(kobj: *mut bindings::kobject) -> Self {
         Parent {
             kobj,
             _owner: PhantomData,
@@ -69,7 +69,7 @@ impl Parent<'_> {
 /// `raw.kobj` is a live directory (from `kobject_create_and_add`, this
 /// value's reference) whose files are `raw`'s attributes, which show
 /// `raw.data`; `raw` stays at its address until the directory is removed.
-pub(crate) struct Dir<T: Attributes> {
+pub struct Dir<T: Attributes> {
     raw: KBox<Raw<T>>,
 }
 
@@ -114,7 +114,7 @@ struct DirAttr {
 impl<T: Attributes> Dir<T> {
     /// Creates `<parent>/<name>/` with `T::NAMES` as its files. `name`
     /// may not hold a NUL; a `/` in it becomes `!` (kobject rule).
-    pub(crate) fn new(parent: Parent<'_>, name: &[u8], data: Arc<T>) -> Result<Self> {
+    pub fn new(parent: Parent<'_>, name: &[u8], data: Arc<T>) -> Result<Self> {
         let mut cname = [0u8; NAME_BYTES];
         if name.is_empty() || name.len() >= NAME_BYTES || name.contains(&0) {
             return Err(EINVAL);
@@ -192,7 +192,7 @@ impl<T: Attributes> Dir<T> {
     }
 
     /// A parent for directories inside this one (dropped before it).
-    pub(crate) fn as_parent(&self) -> Parent<'_> {
+    pub fn as_parent(&self) -> Parent<'_> {
         // SAFETY: the directory is live while `self` is borrowed
         // (invariant).
         unsafe { Parent::from_raw(self.raw.kobj) }
@@ -214,17 +214,19 @@ impl<T: Attributes> Drop for Dir<T> {
 }
 
 /// The page a sysfs `show` fills.
-pub(crate) struct AttributeBuffer<'a> {
+pub struct AttributeBuffer<'a> {
     buf: &'a mut [u8],
     len: usize,
 }
 
 impl<'a> AttributeBuffer<'a> {
-    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+    /// A buffer over `buf`, empty.
+    pub fn new(buf: &'a mut [u8]) -> Self {
         AttributeBuffer { buf, len: 0 }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
         self.len
     }
 }

@@ -13,18 +13,18 @@ use kernel::task::Task;
 use kernel::types::ARef;
 
 /// RCU read-side critical sections (upstream: `kernel::sync::rcu`, 6.13).
-pub(crate) mod rcu {
+pub mod rcu {
     use super::helpers;
     use core::marker::PhantomData;
 
     /// An RCU read-side critical section, ended on drop. Not `Send`: it
     /// ends in the task that began it.
-    pub(crate) struct Guard(PhantomData<*mut ()>);
+    pub struct Guard(PhantomData<*mut ()>);
 
     /// Begins an RCU read-side critical section (`rcu_read_lock`): what
     /// RCU protects stays alive until the [`Guard`] is dropped. Nothing
     /// may sleep meanwhile.
-    pub(crate) fn read_lock() -> Guard {
+    pub fn read_lock() -> Guard {
         // SAFETY: no preconditions; the guard ends the section.
         unsafe { helpers::cxlf_rcu_read_lock() };
         Guard(PhantomData)
@@ -45,14 +45,14 @@ fn raw(task: &Task) -> *mut bindings::task_struct {
 }
 
 /// The CPU this runs on (stable only where preemption is off).
-pub(crate) fn this_cpu() -> u32 {
+pub fn this_cpu() -> u32 {
     // SAFETY: no preconditions.
     unsafe { helpers::cxlf_this_cpu() }
 }
 
 /// How many CPU ids there can be (`nr_cpu_ids`): per-CPU arrays have
 /// this many entries.
-pub(crate) fn possible_cpus() -> usize {
+pub fn possible_cpus() -> usize {
     // SAFETY: the kernel sets `nr_cpu_ids` up before modules load and
     // never changes it afterwards.
     unsafe { bindings::nr_cpu_ids as usize }
@@ -63,7 +63,7 @@ pub(crate) fn possible_cpus() -> usize {
 /// signal arrives. Process context only. Returns whether a fatal signal
 /// is pending (the caller should stop waiting).
 #[must_use]
-pub(crate) fn sleep_until_killable(until_ns: u64, slack_ns: u64) -> bool {
+pub fn sleep_until_killable(until_ns: u64, slack_ns: u64) -> bool {
     // `ns_to_ktime`.
     let mut expires = until_ns as bindings::ktime_t;
     // SAFETY: process context (this function's contract, as for any
@@ -84,7 +84,7 @@ pub(crate) fn sleep_until_killable(until_ns: u64, slack_ns: u64) -> bool {
 }
 
 /// The thread with id `nr` in the caller's pid namespace.
-pub(crate) fn get_by_vpid(nr: i32) -> Option<ARef<Task>> {
+pub fn get_by_vpid(nr: i32) -> Option<ARef<Task>> {
     let _rcu = rcu::read_lock();
     // SAFETY: under RCU (held above), `find_vpid` returns a pid (or NULL,
     // which `pid_task` takes) that stays alive until the guard is
@@ -107,7 +107,7 @@ fn flags(task: &Task) -> u32 {
 }
 
 /// Whether `task` is a user thread that is not exiting.
-pub(crate) fn is_live_user(task: &Task) -> bool {
+pub fn is_live_user(task: &Task) -> bool {
     flags(task) & (bindings::PF_KTHREAD | bindings::PF_EXITING) == 0
 }
 
@@ -115,7 +115,7 @@ pub(crate) fn is_live_user(task: &Task) -> bool {
 /// what `CLOCK_THREAD_CPUTIME_ID` reports, less a slice in progress). Up
 /// to date for the task leaving the CPU in a `sched_switch` probe: the
 /// scheduler charges it before the tracepoint.
-pub(crate) fn exec_runtime_ns(task: &Task) -> u64 {
+pub fn exec_runtime_ns(task: &Task) -> u64 {
     // SAFETY: `task` is a live task, so its `se` field is valid to read;
     // the scheduler updates it under the runqueue lock, and a racing read
     // of an aligned u64 on a 64-bit machine is not torn (what `READ_ONCE`
@@ -125,7 +125,7 @@ pub(crate) fn exec_runtime_ns(task: &Task) -> u64 {
 
 /// Whether `task` is on a CPU now (`task_struct::on_cpu`: a snapshot,
 /// true from its switch-in to its switch-out).
-pub(crate) fn is_on_cpu(task: &Task) -> bool {
+pub fn is_on_cpu(task: &Task) -> bool {
     // SAFETY: `task` is a live task, so its `on_cpu` field is valid to
     // read; the scheduler writes it with `WRITE_ONCE`/release, and an
     // aligned int read is not torn.
@@ -133,28 +133,15 @@ pub(crate) fn is_on_cpu(task: &Task) -> bool {
 }
 
 /// Whether `task` has started to exit.
-pub(crate) fn is_exiting(task: &Task) -> bool {
+pub fn is_exiting(task: &Task) -> bool {
     flags(task) & bindings::PF_EXITING != 0
-}
-
-/// Thread id and process id of `task` in the caller's pid namespace (0
-/// where it is not visible): `task_pid_vnr`, `task_tgid_vnr`.
-pub(crate) fn vpid_tgid(task: &Task) -> (i32, i32) {
-    let ns = core::ptr::null_mut();
-    // SAFETY: `task` is a live task; a NULL namespace is the caller's.
-    unsafe {
-        (
-            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_PID, ns),
-            bindings::__task_pid_nr_ns(raw(task), bindings::pid_type_PIDTYPE_TGID, ns),
-        )
-    }
 }
 
 /// Whether the caller may change `task`'s nice value: setpriority(2)'s
 /// rule (`set_one_prio`), the caller's effective uid is `task`'s real or
 /// effective uid, or the caller has `CAP_SYS_NICE` over `task`'s user
 /// namespace.
-pub(crate) fn may_renice(task: &Task) -> bool {
+pub fn may_renice(task: &Task) -> bool {
     let current = kernel::current!();
     // `current_cred()`: the caller's subjective credentials, which only
     // the caller itself replaces.
@@ -176,7 +163,7 @@ pub(crate) fn may_renice(task: &Task) -> bool {
 
 /// Calls `f` for each thread of `task`'s thread group under
 /// `rcu_read_lock` (`f` must not sleep), until it returns `false`.
-pub(crate) fn for_each_thread<F: FnMut(&Task) -> bool>(task: &Task, mut f: F) {
+pub fn for_each_thread<F: FnMut(&Task) -> bool>(task: &Task, mut f: F) {
     let _rcu = rcu::read_lock();
     // `for_each_thread`: the group's RCU list of threads, from its first.
     // SAFETY: `task` is live; RCU is held (above).

@@ -23,7 +23,7 @@ use kernel::task::Task;
 
 /// How the task is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Notify {
+pub enum Notify {
     /// On its next return to user space.
     Resume,
     /// As for a signal: interruptible sleeps end and the task runs the work
@@ -32,31 +32,33 @@ pub(crate) enum Notify {
 }
 
 /// Work a task runs on itself.
-pub(crate) trait TaskWork: Send + Sized + 'static {
+pub trait TaskWork: Send + Sized + 'static {
+    /// Runs in the task the work was queued on.
     fn run(self);
 }
 
 /// Queued items of one owner, so that it can wait for them before its
 /// code goes away.
-pub(crate) struct Pending {
+pub struct Pending {
     count: AtomicUsize,
 }
 
 impl Pending {
-    pub(crate) fn new() -> Pending {
+    /// No work pending.
+    pub fn new() -> Pending {
         Pending {
             count: AtomicUsize::new(0),
         }
     }
 
     /// Items queued and not yet run.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }
 
     /// Waits (sleeping 1 ms at a time) until every queued item has run,
     /// logging every 10 s while it waits.
-    pub(crate) fn wait_idle(&self, what: &str) {
+    pub fn wait_idle(&self, what: &str) {
         let mut waited_ms = 0u32;
         while self.count() != 0 {
             // Not interruptible: what is queued runs module code.
@@ -87,7 +89,7 @@ struct Node<T> {
 /// An item and the memory its queueing needs, allocated ahead so that it
 /// can be queued where allocating is not allowed (interrupts off, the
 /// scheduler's tracepoints).
-pub(crate) struct TaskWorkBox<T: TaskWork> {
+pub struct TaskWorkBox<T: TaskWork> {
     node: KBox<Node<T>>,
 }
 
@@ -99,7 +101,7 @@ unsafe impl<T: TaskWork> Send for TaskWorkBox<T> {}
 impl<T: TaskWork> TaskWorkBox<T> {
     /// Allocates the item's node (`flags`: `GFP_ATOMIC` where sleeping is
     /// not allowed); `pending` will count it while it is queued.
-    pub(crate) fn new(item: T, pending: &Arc<Pending>, flags: Flags) -> Result<Self> {
+    pub fn new(item: T, pending: &Arc<Pending>, flags: Flags) -> Result<Self> {
         let node = KBox::new(
             Node {
                 head: bindings::callback_head {
@@ -117,7 +119,7 @@ impl<T: TaskWork> TaskWorkBox<T> {
     /// Queues the item for `task` to run (see [`Notify`]) without
     /// allocating. Gives the item back with `ESRCH` if the task is exiting
     /// past the point of running task work.
-    pub(crate) fn queue(self, task: &Task, notify: Notify) -> Result<(), (Error, Self)> {
+    pub fn queue(self, task: &Task, notify: Notify) -> Result<(), (Error, Self)> {
         self.node.pending.count.fetch_add(1, Ordering::AcqRel);
         let raw = KBox::into_raw(self.node);
         let mode = match notify {
@@ -150,7 +152,7 @@ impl<T: TaskWork> TaskWorkBox<T> {
 /// the task is exiting past the point of running task work (the item is
 /// then dropped), or `ENOMEM`. `flags` is the allocation's: `GFP_ATOMIC`
 /// from interrupt context.
-pub(crate) fn add<T: TaskWork>(
+pub fn add<T: TaskWork>(
     task: &Task,
     item: T,
     notify: Notify,

@@ -11,13 +11,13 @@ use kernel::prelude::*;
 
 /// Nanoseconds since boot, counting time suspended: a monotonic clock
 /// that also advances while a VM is paused, which lease expiry relies on.
-pub(crate) fn boottime_ns() -> u64 {
+pub fn boottime_ns() -> u64 {
     // SAFETY: the helper reads the clock; it has no preconditions.
     unsafe { helpers::cxlf_ktime_boottime_ns() }
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the hrtimers' clock).
-pub(crate) fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     // SAFETY: the helper reads the clock; it has no preconditions.
     unsafe { helpers::cxlf_ktime_ns() }
 }
@@ -31,7 +31,7 @@ fn interrupted() -> Result {
 }
 
 /// Sleeps about `ms` milliseconds; `ERESTARTSYS` if a signal arrives.
-pub(crate) fn sleep_ms_interruptible(ms: u32) -> Result {
+pub fn sleep_ms_interruptible(ms: u32) -> Result {
     // SAFETY: `msleep_interruptible` has no memory-safety preconditions;
     // callers are in process context (see the module documentation).
     unsafe { bindings::msleep_interruptible(ms) };
@@ -48,7 +48,7 @@ fn latest_us(us: u32) -> u32 {
 
 /// Sleeps `us` to `us` + 25% microseconds (hrtimer based); `ERESTARTSYS`
 /// if a signal arrives.
-pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
+pub fn sleep_us_interruptible(us: u32) -> Result {
     // SAFETY: as in `sleep_ms_interruptible`.
     unsafe {
         bindings::usleep_range_state(us as _, latest_us(us) as _, bindings::TASK_INTERRUPTIBLE)
@@ -57,14 +57,14 @@ pub(crate) fn sleep_us_interruptible(us: u32) -> Result {
 }
 
 /// Sleeps about `ms` milliseconds; signals do not wake it.
-pub(crate) fn sleep_ms(ms: u32) {
+pub fn sleep_ms(ms: u32) {
     // SAFETY: as in `sleep_ms_interruptible`.
     unsafe { bindings::msleep(ms) };
 }
 
 /// Sleeps `us` to `us` + 25% microseconds (hrtimer based); signals do
 /// not wake it.
-pub(crate) fn sleep_us(us: u32) {
+pub fn sleep_us(us: u32) {
     // SAFETY: as in `sleep_ms_interruptible`.
     unsafe {
         bindings::usleep_range_state(us as _, latest_us(us) as _, bindings::TASK_UNINTERRUPTIBLE)
@@ -72,7 +72,7 @@ pub(crate) fn sleep_us(us: u32) {
 }
 
 /// Fills `buf` from the kernel's random number generator.
-pub(crate) fn random_bytes(buf: &mut [u8]) {
+pub fn random_bytes(buf: &mut [u8]) {
     // SAFETY: `buf` is a live `&mut` slice, valid for writes of its length;
     // `get_random_bytes` writes no more.
     unsafe { bindings::get_random_bytes(buf.as_mut_ptr().cast(), buf.len()) };

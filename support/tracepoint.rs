@@ -13,6 +13,7 @@
 //! that anyone holds while waking a task.
 
 use super::bindings;
+use super::error;
 use super::helpers;
 use core::marker::PhantomData;
 use kernel::c_str;
@@ -25,7 +26,7 @@ use kernel::types::ForeignOwnable;
 
 /// What a module does on the scheduler's events. Each method has an empty
 /// default.
-pub(crate) trait SchedProbes: Send + Sync {
+pub trait SchedProbes: Send + Sync {
     /// `prev` leaves the CPU, `next` comes on it (`preempt`: `prev` was
     /// preempted rather than blocking).
     fn switch(&self, _preempt: bool, _prev: &Task, _next: &Task) {}
@@ -172,7 +173,7 @@ fn find(name: &CStr) -> Result<*mut bindings::tracepoint> {
 /// Each `tps[i]` is the tracepoint `points::<T>()[i]` names, with that
 /// probe registered on it and `data` as its data; `data` is an `Arc<T>`
 /// given up by `into_foreign`, owned by this value.
-pub(crate) struct SchedRegistration<T: SchedProbes + 'static> {
+pub struct SchedRegistration<T: SchedProbes + 'static> {
     tps: [*mut bindings::tracepoint; 3],
     data: *const c_void,
     _t: PhantomData<Arc<T>>,
@@ -186,11 +187,11 @@ unsafe impl<T: SchedProbes> Sync for SchedRegistration<T> {}
 
 impl<T: SchedProbes + 'static> SchedRegistration<T> {
     /// Attaches `probes` to the three tracepoints (all or none).
-    pub(crate) fn register(probes: Arc<T>) -> Result<Self> {
+    pub fn register(probes: Arc<T>) -> Result<Self> {
         let data = probes.into_foreign();
         let mut tps = [core::ptr::null_mut(); 3];
         for (i, (name, probe)) in points::<T>().into_iter().enumerate() {
-            let registered = helpers::register_with("scheduler tracepoint probe", || {
+            let registered = error::register_with("scheduler tracepoint probe", || {
                 let tp = find(name)?;
                 // SAFETY: `tp` is a live tracepoint of the kernel's;
                 // `probe` has the signature of that tracepoint; `data`

@@ -1,33 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The user-space ABI (`uapi/src/`), compiled into the module from the same
-//! files the tools use: one definition of every ioctl number and structure.
-//! No upstream counterpart: the ABI is the project's own.
+//! The user-space ABI: the `uapi` crate (`uapi/src/`, `cxlf_uapi` in the
+//! kernel build, whose own crate is `uapi`), built into the
+//! module from the same files the tools use (one definition of every ioctl
+//! number and structure), and the copies of its structures to and from
+//! user memory. No upstream counterpart: the ABI is the project's own.
 
-// The ABI files declare `pub` items for the tools; inside a module crate
-// they are reachable only through this module.
-#[allow(unreachable_pub)]
-#[path = "../uapi/src/beluga.rs"]
-pub(crate) mod beluga;
-#[allow(unreachable_pub)]
-#[path = "../uapi/src/ioctl.rs"]
-pub(crate) mod ioctl;
-#[allow(unreachable_pub)]
-#[path = "../uapi/src/mchannel.rs"]
-pub(crate) mod mchannel;
-#[allow(unreachable_pub)]
-#[path = "../uapi/src/selftest.rs"]
-pub(crate) mod selftest;
+use core::mem::{size_of, MaybeUninit};
+use kernel::error::Result;
+use kernel::uaccess::{UserSliceReader, UserSliceWriter};
 
-/// Marks ABI structures as plain bytes for `UserSlice` copies.
+pub use cxlf_uapi::{beluga, ioctl, mchannel, selftest};
+
+/// An ABI structure that is plain bytes, copied to and from user memory
+/// with [`ReadAbi::read_abi`] and [`WriteAbi::write_abi`]. (The kernel's
+/// `FromBytes`/`AsBytes` cannot be implemented here for another crate's
+/// types.)
+///
+/// # Safety
+///
+/// Every byte pattern is a valid value of the type, and it has no padding
+/// (every byte of a value is initialised).
+pub unsafe trait Plain: Sized {}
+
+/// Marks ABI structures as [`Plain`].
 macro_rules! plain_bytes {
     ($($t:ty),* $(,)?) => {$(
         // SAFETY: `#[repr(C)]` with only integer and integer-array fields
         // and no padding (the ABI file asserts the sizes), so every byte
         // pattern is a valid value and every byte is initialised.
-        unsafe impl kernel::types::FromBytes for $t {}
-        // SAFETY: as above.
-        unsafe impl kernel::types::AsBytes for $t {}
+        unsafe impl Plain for $t {}
     )*};
 }
 
@@ -47,3 +49,44 @@ plain_bytes!(
     mchannel::CongestionArgs,
     mchannel::ChannelStat,
 );
+
+/// Reads ABI structures from user memory.
+pub trait ReadAbi {
+    /// Reads a `T`, as `UserSliceReader::read` does for `FromBytes` types.
+    fn read_abi<T: Plain>(&mut self) -> Result<T>;
+}
+
+impl ReadAbi for UserSliceReader {
+    fn read_abi<T: Plain>(&mut self) -> Result<T> {
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: `out` is valid for writing `size_of::<T>()` bytes, and a
+        // `MaybeUninit<u8>` may hold any of them.
+        let bytes = unsafe {
+            core::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<MaybeUninit<u8>>(),
+                size_of::<T>(),
+            )
+        };
+        self.read_raw(bytes)?;
+        // SAFETY: `read_raw` succeeded, so every byte of `out` is
+        // initialised, and every byte pattern is a `T` (`Plain`).
+        Ok(unsafe { out.assume_init() })
+    }
+}
+
+/// Writes ABI structures to user memory.
+pub trait WriteAbi {
+    /// Writes `value`, as `UserSliceWriter::write` does for `AsBytes` types.
+    fn write_abi<T: Plain>(&mut self, value: &T) -> Result;
+}
+
+impl WriteAbi for UserSliceWriter {
+    fn write_abi<T: Plain>(&mut self, value: &T) -> Result {
+        // SAFETY: `value` is valid for reading `size_of::<T>()` bytes, all
+        // of them initialised (`Plain`: no padding), for the borrow.
+        let bytes = unsafe {
+            core::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>())
+        };
+        self.write_slice(bytes)
+    }
+}

@@ -6,6 +6,7 @@
 //! choosing the delay until the next, until the [`Periodic`] is dropped.
 
 use super::bindings;
+use super::error;
 use super::helpers;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::c_str;
@@ -16,7 +17,8 @@ use kernel::sync::Arc;
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
-pub(crate) trait PeriodicWork: Send + Sync {
+/// Work run every period by [`Periodic`].
+pub trait PeriodicWork: Send + Sync {
     /// One run; returns the milliseconds until the next.
     fn run(&self) -> u32;
 }
@@ -31,7 +33,7 @@ pub(crate) trait PeriodicWork: Send + Sync {
 /// `stopping` is set) until `drop` cancels it; `inner` stays at its
 /// address until then. `inner.wq` is the system's high-priority queue, or
 /// (`own_wq`) a queue this value allocated and destroys.
-pub(crate) struct Periodic<T: PeriodicWork + 'static> {
+pub struct Periodic<T: PeriodicWork + 'static> {
     inner: KBox<Inner<T>>,
 }
 
@@ -54,23 +56,19 @@ unsafe impl<T: PeriodicWork> Sync for Periodic<T> {}
 impl<T: PeriodicWork + 'static> Periodic<T> {
     /// Runs `item.run()` in `first_ms`, then as often as it asks, on the
     /// system's high-priority workqueue.
-    pub(crate) fn start(item: Arc<T>, first_ms: u32) -> Result<Self> {
+    pub fn start(item: Arc<T>, first_ms: u32) -> Result<Self> {
         Self::start_on(item, first_ms, None)
     }
 
     /// As [`Periodic::start`], on an ordered high-priority workqueue of
     /// its own named `name` (destroyed on drop), for runs that may sleep
     /// long enough to hold up a shared worker.
-    pub(crate) fn start_own_queue(
-        item: Arc<T>,
-        first_ms: u32,
-        name: &'static CStr,
-    ) -> Result<Self> {
+    pub fn start_own_queue(item: Arc<T>, first_ms: u32, name: &'static CStr) -> Result<Self> {
         Self::start_on(item, first_ms, Some(name))
     }
 
     fn start_on(item: Arc<T>, first_ms: u32, name: Option<&'static CStr>) -> Result<Self> {
-        helpers::register_with("periodic work", || {
+        error::register_with("periodic work", || {
             let mut inner = KBox::new(
                 Inner {
                     dwork: Opaque::uninit(),

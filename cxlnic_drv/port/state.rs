@@ -77,7 +77,7 @@ pub(super) struct TxSlot {
 impl TxSlot {
     fn new() -> impl PinInit<TxSlot> {
         pin_init!(TxSlot {
-            queue <- crate::new_raw_spinlock_irq!(None, "cxlnic:txq"),
+            queue <- crate::support::new_raw_spinlock_irq!(None, "cxlnic:txq"),
         })
     }
 
@@ -165,7 +165,7 @@ impl Port {
                 settings <- new_mutex!(settings, "cxlnic:settings"),
                 watch <- new_mutex!(None, "cxlnic:watch"),
                 up <- new_mutex!(None, "cxlnic:up"),
-                lanes <- crate::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
+                lanes <- crate::support::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
                 txq <- pin_init_array_from_fn(|_| TxSlot::new()),
                 retired: Counters::default(),
                 held <- new_mutex!(KVec::new(), "cxlnic:held"),

@@ -112,7 +112,7 @@ impl Watch {
         port.resets.count(why);
         port.pace.note(now);
         port.timed_out.store(0, Ordering::Relaxed);
-        crate::pr_info_ratelimited!(
+        crate::support::pr_info_ratelimited!(
             "{}: queue {}: {}: restarting the rings of every queue pair\n",
             dev.name(),
             q,

@@ -50,7 +50,7 @@ impl Queue {
             // The queue should have stopped after the post that filled
             // the ring: a bug, counted and logged.
             bump(&self.counters.tx_busy, 1);
-            crate::pr_info_ratelimited!(
+            crate::support::pr_info_ratelimited!(
                 "{}: queue {}: TX ring full with the queue awake: NETDEV_TX_BUSY (a driver bug)\n",
                 dev.name(),
                 self.rings.index

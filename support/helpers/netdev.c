@@ -139,12 +139,6 @@ void cxlf_netdev_txq_wake(struct net_device *dev, u16 q)
 	netif_tx_wake_queue(netdev_get_tx_queue(dev, q));
 }
 
-/* In C: static inlines. The caller checks `q`. */
-bool cxlf_netdev_txq_stopped(struct net_device *dev, u16 q)
-{
-	return netif_tx_queue_stopped(netdev_get_tx_queue(dev, q));
-}
-
 /* In C: netdev_xmit_more() is a macro over per-CPU softnet data. */
 bool cxlf_netdev_xmit_more(void)
 {

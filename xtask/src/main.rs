@@ -7,6 +7,7 @@ mod dkms;
 mod guest;
 mod kernel;
 mod ktap;
+mod linkcheck;
 mod lint;
 mod modules;
 mod nicmodel;
@@ -40,7 +41,8 @@ enum Cmd {
         #[arg(long)]
         print_dir: bool,
     },
-    /// Build the modules against the cached kernel (also with CLIPPY=1).
+    /// Build the modules against the cached kernel (also with CLIPPY=1),
+    /// then check what each links (`nm -u`, `xtask/src/linkcheck.rs`).
     Build {
         #[arg(long)]
         clippy: bool,
@@ -102,7 +104,8 @@ fn main() -> Result<()> {
         Cmd::Build { clippy } => {
             setup::setup()?;
             let tree = kernel::ensure(flavor)?;
-            modules::build(&tree, clippy)
+            modules::build(&tree, clippy)?;
+            linkcheck::check()
         }
         Cmd::Vm {
             mode,

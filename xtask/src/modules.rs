@@ -165,11 +165,17 @@ pub fn ko_path(module: &Module) -> PathBuf {
         .join(format!("{}.ko", module.name))
 }
 
-/// The crate root of every module (rustfmt follows their `mod`s).
+/// The support crate's root, built into the modules (not a workspace
+/// member, so `cargo fmt` does not see it).
+pub const SUPPORT_ROOT: &str = "support/lib.rs";
+
+/// The crate root of every module and of the support crate (rustfmt
+/// follows their `mod`s).
 pub fn crate_roots() -> Vec<PathBuf> {
     all()
         .iter()
         .map(|m| repo_root().join(&m.crate_root))
+        .chain([repo_root().join(SUPPORT_ROOT)])
         .collect()
 }
 

@@ -455,6 +455,13 @@ pub fn test(opts: TestOptions) -> Result<()> {
         tally.check("modules build with CLIPPY=1, no warnings", clippy.is_ok());
         let plain = modules::build(&tree, false);
         tally.check("modules build, no warnings", plain.is_ok());
+        if plain.is_ok() {
+            let linked = crate::linkcheck::check();
+            if let Err(err) = &linked {
+                eprintln!("    {err:#}");
+            }
+            tally.check("modules link only their subsystems (nm -u)", linked.is_ok());
+        }
         Ok(plain.is_ok())
     })?;
     phases.time("dkms", || {

@@ -2,11 +2,14 @@
 
 //! cxlfabric kernel support layer.
 //!
-//! Every module compiles this directory in with
-//! `#[path = "../support/mod.rs"] mod support;`. It holds the project's
-//! `unsafe` code: safe wrappers over the raw 6.12 bindings, shaped like their
-//! upstream (6.13-6.15) counterparts, so that moving to a newer kernel means
-//! deleting a wrapper and switching the `use` lines.
+//! A crate of its own (`cxlf_support`), built into every module that uses
+//! it, once per module, with that module's parts (`--cfg
+//! cxlf_support="<part>"`, `scripts/cxlfabric.mk`); a module root says
+//! `use cxlf_support as support;`. It holds the project's `unsafe` code:
+//! safe wrappers over the raw 6.12 bindings, shaped like their upstream
+//! (6.13-6.15) counterparts, so that moving to a newer kernel means
+//! deleting a wrapper and switching the `use` lines. Layout and rules:
+//! `Documentation/cxlfabric/support.rst`.
 //!
 //! | wrapper          | upstream counterpart                                     |
 //! |------------------|----------------------------------------------------------|
@@ -51,66 +54,87 @@
 //! helpers in `helpers/<part>.c`, each saying why it is C, and a module
 //! links only the parts its Kbuild names (`cxlf_support`).
 
-// Each module uses a subset of the layer; the rest is not dead code.
-#![allow(dead_code)]
+// A wrapper has what modules call and no more: an `is_empty` or a
+// `Default` that nothing uses would be dead API (these lints fire on `pub`
+// items, which every wrapper's are now that the layer is a crate).
+#![allow(clippy::len_without_is_empty, clippy::new_without_default)]
 
-pub(crate) mod bindings;
+/// The module this copy of the crate is built into (`CXLF_MODNAME`), as
+/// `module!` names it: the prefix of the kernel's `pr_*!` messages
+/// printed from here.
+const __LOG_PREFIX: &[u8] = concat!(env!("CXLF_MODNAME"), "\0").as_bytes();
+
+/// The module this copy of the crate is built into, as `module!` defines
+/// it for the module's own crate: what registrations name as their owner.
+// SAFETY: `__this_module` is the `struct module` that modpost defines in
+// every module's `.mod.c`; it lives as long as the module's code.
+#[cfg(any(cxlf_support = "driver", cxlf_support = "miscdevice"))]
+static THIS_MODULE: kernel::ThisModule = unsafe {
+    // Only its address is taken; `module!` declares it the same way.
+    #[allow(improper_ctypes)]
+    extern "C" {
+        static __this_module: kernel::types::Opaque<kernel::bindings::module>;
+    }
+    kernel::ThisModule::from_ptr(__this_module.get())
+};
+
+mod bindings;
 #[cfg(cxlf_support = "coherent")]
-pub(crate) mod coherent;
+pub mod coherent;
 #[cfg(cxlf_support = "cred")]
-pub(crate) mod cred;
+pub mod cred;
 #[cfg(cxlf_support = "dax")]
-pub(crate) mod dax;
+pub mod dax;
 #[cfg(cxlf_support = "dma")]
-pub(crate) mod dma;
+pub mod dma;
 #[cfg(cxlf_support = "driver")]
-pub(crate) mod driver;
-pub(crate) mod error;
+pub mod driver;
+pub mod error;
 #[cfg(cxlf_support = "fs")]
-pub(crate) mod fs;
+pub mod fs;
 mod helpers;
 #[cfg(cxlf_support = "hrtimer")]
-pub(crate) mod hrtimer;
+pub mod hrtimer;
 #[cfg(cxlf_support = "irq")]
-pub(crate) mod irq;
+pub mod irq;
 #[cfg(cxlf_support = "kunit")]
-pub(crate) mod kunit;
-pub(crate) mod kvec;
+pub mod kunit;
+pub mod kvec;
 #[cfg(cxlf_support = "miscdevice")]
-pub(crate) mod miscdevice;
+pub mod miscdevice;
 #[cfg(cxlf_support = "mm")]
-pub(crate) mod mm;
+pub mod mm;
 #[cfg(cxlf_support = "napi")]
-pub(crate) mod napi;
+pub mod napi;
 #[cfg(cxlf_support = "netdev")]
-pub(crate) mod netdev;
+pub mod netdev;
 #[cfg(cxlf_support = "page")]
-pub(crate) mod page;
+pub mod page;
 #[cfg(cxlf_support = "pagemap")]
-pub(crate) mod pagemap;
-pub(crate) mod params;
+pub mod pagemap;
+pub mod params;
 #[cfg(cxlf_support = "pci")]
-pub(crate) mod pci;
+pub mod pci;
 #[cfg(cxlf_support = "perf")]
-pub(crate) mod perf;
+pub mod perf;
 #[cfg(cxlf_support = "ratelimit")]
-pub(crate) mod ratelimit;
+pub mod ratelimit;
 #[cfg(cxlf_support = "region")]
-pub(crate) mod region;
+pub mod region;
 #[cfg(cxlf_support = "sharedmem")]
-pub(crate) mod sharedmem;
+pub mod sharedmem;
 #[cfg(cxlf_support = "spinlock_irq")]
-pub(crate) mod spinlock_irq;
+pub mod spinlock_irq;
 #[cfg(cxlf_support = "sysfs")]
-pub(crate) mod sysfs;
+pub mod sysfs;
 #[cfg(cxlf_support = "task")]
-pub(crate) mod task;
+pub mod task;
 #[cfg(cxlf_support = "task_work")]
-pub(crate) mod task_work;
+pub mod task_work;
 #[cfg(cxlf_support = "time")]
-pub(crate) mod time;
+pub mod time;
 #[cfg(cxlf_support = "tracepoint")]
-pub(crate) mod tracepoint;
-pub(crate) mod uapi;
+pub mod tracepoint;
+pub mod uapi;
 #[cfg(cxlf_support = "workqueue")]
-pub(crate) mod workqueue;
+pub mod workqueue;
