@@ -1,0 +1,343 @@
+//! The source's end of a pair: its buffers, the `ref_queue` it
+//! produces and the return ring it consumes.
+
+use crate::alloc::{BufState, TxBuffers};
+use crate::counters::{add, bump, Counters, Fault};
+use crate::layout::{
+    DstLine, Geometry, RefEntry, SrcLine, BUF_BYTES, FRAGS_MAX, FRAME_MAX, FRAME_MIN, LINE,
+    REF_BY_VALUE, REF_CSUM_PARTIAL,
+};
+use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
+use crate::refq::{distance, Producer, RefQueue};
+use crate::retring::{seq_of, ReturnRing};
+use crate::validate::value_slot_of;
+
+use super::frame::{Frame, TxError};
+use super::session::{dst_line_at, held_at, src_line_at, Session};
+
+/// The source's end of pair (me, peer).
+pub struct SrcEnd {
+    geom: Geometry,
+    me: u32,
+    peer: u32,
+    pair: u32,
+    epoch: u32,
+    state: Session,
+    acked_dst_epoch: u32,
+    start: u32,
+    ring: Producer,
+    queue: RefQueue,
+    ret_head: u32,
+    rets: ReturnRing,
+    bufs: TxBuffers,
+    /// What happened.
+    pub counters: Counters,
+}
+
+impl SrcEnd {
+    /// Host `me`'s end towards `peer` in epoch `epoch` (from [`join`](super::join));
+    /// `None` for a pair not in `geom` or epoch 0. Call
+    /// [`SrcEnd::start`] next.
+    pub fn new(geom: Geometry, me: u32, peer: u32, epoch: u32) -> Option<SrcEnd> {
+        let pair = geom.pair(me, peer)?;
+        if epoch == 0 {
+            return None;
+        }
+        Some(SrcEnd {
+            geom,
+            me,
+            peer,
+            pair,
+            epoch,
+            state: Session::Syncing,
+            acked_dst_epoch: 0,
+            start: 0,
+            ring: Producer::new(geom.ref_slots(), 0),
+            queue: RefQueue::new(geom, pair),
+            ret_head: 0,
+            rets: ReturnRing::new(geom, pair),
+            // Held from our earlier lives, for all we know.
+            bufs: TxBuffers::new(geom.bufs(), BufState::Unknown),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Sessions start both rings at `pos` (tests start near the wrap).
+    pub fn set_start(&mut self, pos: u32) {
+        self.start = pos;
+    }
+
+    /// Publishes our line (a fresh join: no destination epoch yet).
+    pub fn start<M: PoolMem + ?Sized>(&mut self, m: &M) -> Result<(), OutOfBounds> {
+        self.ring = Producer::new(self.geom.ref_slots(), self.start);
+        self.ret_head = self.start;
+        self.publish(m)
+    }
+
+    /// The session's state.
+    pub fn session(&self) -> Session {
+        self.state
+    }
+    /// The pair index.
+    pub fn pair(&self) -> u32 {
+        self.pair
+    }
+    /// Our epoch.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+    /// The buffers' bookkeeping.
+    pub fn buffers(&self) -> &TxBuffers {
+        &self.bufs
+    }
+    /// Free `ref_queue` slots.
+    pub fn space(&self) -> u32 {
+        self.ring.space()
+    }
+
+    /// Writes back our line: epoch, acknowledged destination epoch, tail
+    /// and return head.
+    pub fn publish<M: PoolMem + ?Sized>(&self, m: &M) -> Result<(), OutOfBounds> {
+        let l = SrcLine {
+            src_epoch: self.epoch,
+            ack_dst_epoch: self.acked_dst_epoch,
+            tail: self.ring.tail,
+            ret_head: self.ret_head,
+        };
+        publish(m, src_line_at(&self.geom, self.pair)?, &l.encode())
+    }
+
+    fn reset<M: PoolMem + ?Sized>(&mut self, m: &M, dst_epoch: u32) -> Result<(), OutOfBounds> {
+        self.bufs.suspect_all();
+        self.ring = Producer::new(self.geom.ref_slots(), self.start);
+        self.ret_head = self.start;
+        self.acked_dst_epoch = dst_epoch;
+        self.state = Session::Syncing;
+        bump(&mut self.counters.resets);
+        self.publish(m)
+    }
+
+    /// Reads the destination's line and acts on it: a new destination
+    /// epoch resets the session, an acknowledgement brings it up, and up,
+    /// the head frees queue slots and returned buffers come back.
+    pub fn poll<M: PoolMem + ?Sized>(&mut self, m: &M) -> Session {
+        if self.poll_inner(m).is_err() {
+            self.counters.count(Fault::Access);
+        }
+        self.state
+    }
+
+    fn poll_inner<M: PoolMem + ?Sized>(&mut self, m: &M) -> Result<(), OutOfBounds> {
+        let b: [u8; LINE as usize] = fetch(m, dst_line_at(&self.geom, self.pair)?)?;
+        let Some(d) = DstLine::decode(&b) else {
+            return Ok(());
+        };
+        if d.dst_epoch == 0 {
+            return Ok(());
+        }
+        if d.dst_epoch != self.acked_dst_epoch {
+            return self.reset(m, d.dst_epoch);
+        }
+        match self.state {
+            Session::Down => Ok(()),
+            Session::Syncing => {
+                if d.ack_src_epoch != self.epoch {
+                    return Ok(());
+                }
+                if d.head != self.ring.tail {
+                    self.counters.count(Fault::Desync);
+                    return Ok(());
+                }
+                let held: [u8; LINE as usize] = fetch(m, held_at(&self.geom, self.pair)?)?;
+                self.bufs.resolve(&held);
+                self.state = Session::Up;
+                // The destination gives back what it released at once.
+                self.take_returns(m, d.ret_tail)
+            }
+            Session::Up => {
+                if d.ack_src_epoch != self.epoch {
+                    self.counters.count(Fault::Desync);
+                    return Ok(());
+                }
+                if let Err(f) = self.ring.consumed(d.head) {
+                    self.counters.count(f);
+                }
+                self.take_returns(m, d.ret_tail)
+            }
+        }
+    }
+
+    fn take_returns<M: PoolMem + ?Sized>(&mut self, m: &M, tail: u32) -> Result<(), OutOfBounds> {
+        let n = distance(self.ret_head, tail);
+        if n == 0 {
+            return Ok(());
+        }
+        if n > self.rets.slots() {
+            self.counters.count(Fault::Head);
+            return Ok(());
+        }
+        for _ in 0..n {
+            let pos = self.ret_head;
+            let e = self.rets.get(m, pos)?;
+            let r = if e.seq != seq_of(pos) {
+                Err(Fault::Seq)
+            } else {
+                self.bufs.returned(e.buffer, e.epoch, self.epoch)
+            };
+            match r {
+                Ok(()) => bump(&mut self.counters.returned),
+                Err(f) => self.counters.count(f),
+            }
+            self.ret_head = pos.wrapping_add(1);
+        }
+        self.publish(m)
+    }
+
+    /// The destination's lease expired: every buffer is ours again and
+    /// nothing is sent until it rejoins with a new epoch.
+    pub fn peer_dead(&mut self) {
+        add(
+            &mut self.counters.reclaimed,
+            u64::from(self.bufs.reclaim_all()),
+        );
+        self.state = Session::Down;
+    }
+
+    /// Reserves the next frame of `len` bytes: buffers (or by-value slots)
+    /// and their offsets, to be filled, written back and then
+    /// [`SrcEnd::commit`]ted (or [`SrcEnd::abort`]ed) before the next.
+    pub fn reserve(&mut self, len: u32, by_value: bool) -> Result<Frame, TxError> {
+        if self.state != Session::Up {
+            return Err(TxError::NotUp);
+        }
+        if !(FRAME_MIN..=FRAME_MAX).contains(&len) {
+            return Err(TxError::Len);
+        }
+        if by_value && !self.geom.by_value() {
+            return Err(TxError::NoValueSlots);
+        }
+        let n = len.div_ceil(BUF_BYTES as u32);
+        if self.ring.space() < n {
+            bump(&mut self.counters.ring_full);
+            return Err(TxError::RingFull);
+        }
+        let mut f = Frame {
+            n: 0,
+            bufs: [0; FRAGS_MAX as usize],
+            offs: [0; FRAGS_MAX as usize],
+            lens: [0; FRAGS_MAX as usize],
+            len,
+            by_value,
+            csum: None,
+            pos: self.ring.tail,
+            epoch: self.epoch,
+        };
+        let mut left = len;
+        for i in 0..n {
+            let pos = self.ring.tail.wrapping_add(i);
+            let got = if by_value {
+                let slot = value_slot_of(&self.geom, pos);
+                u16::try_from(slot)
+                    .ok()
+                    .zip(self.geom.value_slot(self.pair, slot))
+            } else {
+                self.bufs
+                    .take()
+                    .and_then(|b| Some(b).zip(self.geom.buffer(self.pair, u32::from(b))))
+            };
+            let Some((b, off)) = got else {
+                self.abort(&f);
+                bump(&mut self.counters.no_buffer);
+                return Err(TxError::NoBuffer);
+            };
+            let part = left.min(BUF_BYTES as u32);
+            left = left.saturating_sub(part);
+            let k = i as usize;
+            if let (Some(bb), Some(o), Some(l)) =
+                (f.bufs.get_mut(k), f.offs.get_mut(k), f.lens.get_mut(k))
+            {
+                *bb = b;
+                *o = off;
+                *l = u16::try_from(part).unwrap_or(0);
+            }
+            f.n = f.n.saturating_add(1);
+        }
+        Ok(f)
+    }
+
+    /// Gives a reserved frame's buffers back unsent.
+    pub fn abort(&mut self, f: &Frame) {
+        if !f.by_value {
+            for (b, _, _) in f.parts() {
+                self.bufs.untake(b);
+            }
+        }
+    }
+
+    /// Queues a reserved frame whose payload is written back: writes and
+    /// writes back its entries (`csum`: the checksum hints, if partial).
+    /// [`SrcEnd::publish`] makes them visible.
+    pub fn commit<M: PoolMem + ?Sized>(
+        &mut self,
+        m: &M,
+        f: &Frame,
+        csum: Option<(u16, u16)>,
+    ) -> Result<(), TxError> {
+        if f.pos != self.ring.tail || f.epoch != self.epoch || self.state != Session::Up {
+            self.abort(f);
+            return Err(TxError::Stale);
+        }
+        let mut flags = if f.by_value { REF_BY_VALUE } else { 0 };
+        if csum.is_some() {
+            flags |= REF_CSUM_PARTIAL;
+        }
+        let (cs, co) = csum.unwrap_or((0, 0));
+        for (i, (b, _, l)) in f.parts().enumerate() {
+            let e = RefEntry {
+                seq: f.pos.wrapping_add(i as u32),
+                epoch: self.epoch,
+                dst: u8::try_from(self.peer).unwrap_or(u8::MAX),
+                src: u8::try_from(self.me).unwrap_or(u8::MAX),
+                frag: u8::try_from(i).unwrap_or(u8::MAX),
+                frags: f.n,
+                flags,
+                buffer: b,
+                len: l,
+                frame_len: u16::try_from(f.len).unwrap_or(0),
+                csum_start: cs,
+                csum_offset: co,
+            };
+            self.queue.put(m, &e)?;
+        }
+        self.ring.tail = self.ring.tail.wrapping_add(u32::from(f.n));
+        bump(&mut self.counters.frames);
+        add(&mut self.counters.bytes, u64::from(f.len));
+        Ok(())
+    }
+
+    /// Reserves, copies `payload` in (written back), commits and
+    /// publishes: one frame.
+    pub fn send<M: PoolMem + ?Sized>(
+        &mut self,
+        m: &M,
+        payload: &[u8],
+        by_value: bool,
+        csum: Option<(u16, u16)>,
+    ) -> Result<Frame, TxError> {
+        let len = u32::try_from(payload.len()).map_err(|_| TxError::Len)?;
+        let f = self.reserve(len, by_value)?;
+        let mut at = 0usize;
+        for (_, off, l) in f.parts() {
+            let end = at.saturating_add(usize::from(l));
+            let part = payload.get(at..end).unwrap_or(&[]);
+            if let Err(e) = publish(m, off, part) {
+                self.abort(&f);
+                return Err(e.into());
+            }
+            at = end;
+        }
+        self.commit(m, &f, csum)?;
+        self.publish(m)?;
+        Ok(f)
+    }
+}
