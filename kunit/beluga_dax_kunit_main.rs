@@ -2,7 +2,7 @@
 
 //! KUnit suites of the beluga_dax pool core, run in the kernel on the same
 //! source and the same test bodies as the host tests: every case of
-//! `beluga_dax/pool/src/selftests.rs`, one KUnit case each, in the suites
+//! `beluga_dax/pool/src/cases.rs`, one KUnit case each, in the suites
 //! its `suites!` lists (the host runs the same list as `#[test]`s).
 
 use kernel::prelude::*;
@@ -14,7 +14,7 @@ mod support;
 mod shared_cases;
 
 // The core's shared cases (built with `--cfg cxlf_kunit`).
-use beluga_pool::selftests;
+use beluga_pool::cases;
 
 module! {
     type: BelugaDaxKunit,

@@ -2,7 +2,7 @@
 
 //! KUnit suites of the cxlnic_drv ring core, run in the kernel on the same
 //! source and the same test bodies as the host tests: every case of
-//! `cxlnic_drv/ring/src/selftests.rs`, one KUnit case each, in the suites
+//! `cxlnic_drv/ring/src/cases.rs`, one KUnit case each, in the suites
 //! its `suites!` lists (the host runs the same list as `#[test]`s).
 
 use kernel::prelude::*;
@@ -14,7 +14,7 @@ mod support;
 mod shared_cases;
 
 // The core's shared cases (built with `--cfg cxlf_kunit`).
-use cxlnic_ring::selftests;
+use cxlnic_ring::cases;
 
 module! {
     type: CxlnicRingKunit,

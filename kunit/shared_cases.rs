@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The KUnit side of the cores' shared test bodies (`selftests.rs` of
+//! The KUnit side of the cores' shared test bodies (`cases.rs` of
 //! beluga's pool and of mchannel's control core): each case of a
-//! `selftests::suites!` list becomes a KUnit case. A KUnit module declares
-//! `outcome`, `selftests` and this module at its root, then calls
-//! `selftests::suites!(shared_kunit_suite)`.
+//! `cases::suites!` list becomes a KUnit case. A KUnit module declares
+//! `outcome`, `cases` and this module at its root, then calls
+//! `cases::suites!(shared_kunit_suite)`.
 
 use kernel::prelude::*;
 
@@ -22,14 +22,14 @@ pub(crate) fn report(result: cxlf_common::outcome::Outcome) -> Result {
 }
 
 /// One KUnit suite of shared cases; a `case(pool)` gets a zeroed buffer of
-/// `selftests::POOL_BYTES`.
+/// `cases::POOL_BYTES`.
 #[macro_export]
 macro_rules! shared_kunit_suite {
     ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {
         $(
             fn $case() -> Result {
-                $(let mut $pool = KVVec::from_elem(0u8, selftests::POOL_BYTES, GFP_KERNEL)?;)?
-                $crate::shared_cases::report(selftests::$case($(&mut $pool)?))
+                $(let mut $pool = KVVec::from_elem(0u8, cases::POOL_BYTES, GFP_KERNEL)?;)?
+                $crate::shared_cases::report(cases::$case($(&mut $pool)?))
             }
         )+
         kunit_tests!($suite, [$($case),+]);

@@ -16,7 +16,6 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 
 const _: () = assert!(shared::NAME_BYTES == abi::NAME_BYTES);
-const _: () = assert!(shared::SLOTS_PER_HOST == crate::fabric::MAX_COMPONENTS);
 /// `shared::REGION_NAME`, NUL-terminated for the region API.
 const REGION: &CStr = c_str!("mchannel.fabric.v1");
 const _: () = {

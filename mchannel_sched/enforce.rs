@@ -19,10 +19,12 @@
 //! and the only locks they take are the thread table's raw spinlocks
 //! (`threads.rs`): they behave alike on every preemption model, PREEMPT_RT
 //! included (where a `spinlock_t` and the allocator may sleep). The park
-//! item they queue ([`Park`](crate::threads::Park)) runs in process context.
+//! item they queue ([`Park`](crate::park::Park)) runs in process context.
 
+use crate::attached::Attached;
 use crate::control::thread::OnCpu;
 use crate::impl_has_hr_timer;
+use crate::park::{bump, Shared, Spare};
 use crate::support::hrtimer::{
     ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerMode, HrTimerRestart,
 };
@@ -30,7 +32,6 @@ use crate::support::task;
 use crate::support::task_work::Notify;
 use crate::support::time::monotonic_ns;
 use crate::support::tracepoint::SchedProbes;
-use crate::threads::{bump, Attached, Shared};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
@@ -77,7 +78,13 @@ impl HrTimerCallback for CpuTimer {
 
 impl CpuTimer {
     /// What the timer does for `me`, on this CPU, when `check` says so.
-    fn budget_fired(&self, me: &Task, a: &mut Attached, check: OnCpu, now: u64) -> HrTimerRestart {
+    fn budget_fired(
+        &self,
+        me: &Task,
+        a: &mut Attached<Spare>,
+        check: OnCpu,
+        now: u64,
+    ) -> HrTimerRestart {
         let shared = &self.shared;
         match check {
             OnCpu::Budget(ns) => {
@@ -106,7 +113,7 @@ impl CpuTimer {
 }
 
 /// Queues `a`'s park item on `me` (the thread running here).
-fn queue_park(shared: &Shared, me: &Task, a: &mut Attached) {
+fn queue_park(shared: &Shared, me: &Task, a: &mut Attached<Spare>) {
     match a.take_park() {
         Some(item) => match item.queue(me, Notify::Signal) {
             Ok(()) => bump(&shared.counters.parks),
@@ -202,7 +209,7 @@ impl SchedProbes for Enforcer {
         // The child takes its slot's park item: nothing is allocated here.
         // A child counts against its parent's user's quota too: past it,
         // the child is not attached (a fork miss).
-        match self.shared.threads.insert(child, || attached) {
+        match self.shared.threads.insert(child, attached) {
             Ok(()) => bump(&self.shared.counters.forks),
             Err(_) => bump(&self.shared.counters.fork_misses),
         }

@@ -27,6 +27,8 @@ use kernel::sync::Arc;
 
 /// Limits on what user space may create.
 pub(crate) const MAX_COMPONENTS: usize = 64;
+// Each component has one slot per host in shared memory (`cross.rs`).
+const _: () = assert!(crate::control::shared::SLOTS_PER_HOST == MAX_COMPONENTS);
 pub(crate) const MAX_CHANNELS: usize = 256;
 /// Levels of a hierarchy: tenant, application, channel.
 pub(crate) const MAX_DEPTH: usize = 3;
@@ -331,14 +333,17 @@ impl Fabric {
 
     /// Reads the perf meter's counters into their threads' counts (and
     /// makes and drops counters), before a [`Fabric::step`].
-    pub(crate) fn collect_counters(&mut self, threads: &Threads) {
-        self.perf.collect(threads, &self.channels);
+    pub(crate) fn collect_counters<I>(&mut self, threads: &Threads<I>) {
+        let channels = &self.channels;
+        let event_of = |id: u32| channels.get(id as usize)?.as_ref()?.meter.event;
+        let any_event = channels.iter().flatten().any(|c| c.meter.event.is_some());
+        self.perf.collect(threads, event_of, any_event);
     }
 
     /// One control period: fold each channel's closed windows into its
     /// estimator, update every component's load, capacity and share, and
     /// give each thread its channel's budget and window.
-    pub(crate) fn step(&mut self, threads: &Threads, now_ns: u64) -> Result {
+    pub(crate) fn step<I>(&mut self, threads: &Threads<I>, now_ns: u64) -> Result {
         let wall = now_ns.saturating_sub(self.last_ns);
         if wall == 0 {
             return Ok(());

@@ -28,13 +28,19 @@ macro_rules! refuse {
     }};
 }
 
+mod attached;
 mod chardev;
 // The control core, a crate of its own (`core/`), under its short name.
 use mchannel_core as control;
 mod cross;
 mod enforce;
 mod fabric;
+mod ioctl_checks;
+mod ioctl_fabric;
+mod ioctl_rights;
+mod ioctl_threads;
 mod meter;
+mod park;
 mod sysfs;
 mod threads;
 
@@ -42,11 +48,11 @@ use chardev::{Device, MchannelFile};
 use core::sync::atomic::Ordering;
 use enforce::Enforcer;
 use kernel::sync::Arc;
+use park::Shared;
 use support::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use support::params::{module_param_string, module_param_uint};
 use support::tracepoint::SchedRegistration;
 use support::workqueue::{Periodic, PeriodicWork};
-use threads::Shared;
 
 module! {
     type: MchannelSched,

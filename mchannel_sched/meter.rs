@@ -16,7 +16,6 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::control::meter::Meter;
-use crate::fabric::Channel;
 use crate::pr_info_ratelimited;
 use crate::support::cred;
 use crate::support::kvec::VecExt;
@@ -143,20 +142,22 @@ pub(crate) struct PerfCounters {
     pub(crate) misses: u64,
 }
 
-/// Channel `id`'s perf event, if its meter is perf.
-fn event_of(channels: &KVec<Option<Channel>>, id: u32) -> Option<Event> {
-    channels.get(id as usize)?.as_ref()?.meter.event
-}
-
 impl PerfCounters {
     /// Once per control period, before the threads' counts are gathered:
     /// adds what each counter counted since the last period to its
     /// thread's `counted`, drops the counters of threads that left, and
-    /// creates the missing ones. Process context.
-    pub(crate) fn collect(&mut self, threads: &Threads, channels: &KVec<Option<Channel>>) {
-        self.read_all(threads, channels);
-        if channels.iter().flatten().any(|c| c.meter.event.is_some()) {
-            if let Err(e) = self.create_missing(threads, channels) {
+    /// creates the missing ones (if `any_event`: some channel's meter is
+    /// perf). `event_of` gives channel `id`'s perf event, if its meter is
+    /// perf. Process context.
+    pub(crate) fn collect<I>(
+        &mut self,
+        threads: &Threads<I>,
+        event_of: impl Fn(u32) -> Option<Event>,
+        any_event: bool,
+    ) {
+        self.read_all(threads, &event_of);
+        if any_event {
+            if let Err(e) = self.create_missing(threads, &event_of) {
                 pr_info_ratelimited!(
                     "mchannel: perf counters not created: error {}\n",
                     e.to_errno()
@@ -165,10 +166,10 @@ impl PerfCounters {
         }
     }
 
-    fn read_all(&mut self, threads: &Threads, channels: &KVec<Option<Channel>>) {
+    fn read_all<I>(&mut self, threads: &Threads<I>, event_of: &impl Fn(u32) -> Option<Event>) {
         let mut i = 0;
         while let Some(m) = self.list.get_mut(i) {
-            let wanted = event_of(channels, m.channel) == Some(m.event);
+            let wanted = event_of(m.channel) == Some(m.event);
             let still = wanted && threads.with(&m.task, |a| a.channel() == m.channel) == Some(true);
             if !still {
                 // Its thread left, or its channel changed meter: if it is
@@ -193,14 +194,18 @@ impl PerfCounters {
         }
     }
 
-    fn create_missing(&mut self, threads: &Threads, channels: &KVec<Option<Channel>>) -> Result {
+    fn create_missing<I>(
+        &mut self,
+        threads: &Threads<I>,
+        event_of: &impl Fn(u32) -> Option<Event>,
+    ) -> Result {
         // Room for every thread now attached, allocated before any lock;
         // one attached meanwhile waits for the next period.
         let room = threads.live().saturating_add(16);
         let mut missing = KVec::with_capacity(room, GFP_KERNEL)?;
         threads.for_each(|a| {
             if !a.has_counter() && missing.len() < room {
-                if let Some(event) = event_of(channels, a.channel()) {
+                if let Some(event) = event_of(a.channel()) {
                     let _ = missing.push((a.task().clone(), a.channel(), event), GFP_NOWAIT);
                 }
             }

@@ -1,5 +1,5 @@
 //! What a shared test case returns, and the checks that build it: one
-//! file for every core's `selftests.rs` (beluga's pool, mchannel's control
+//! file for every core's `cases.rs` (beluga's pool, mchannel's control
 //! core, cxlnic's rings), compiled into the host crates and the KUnit modules alike. No
 //! `std`, no allocation, no panic: a failed check returns `Err(Failure)`
 //! with the file, the line and the text of the check.
@@ -152,10 +152,10 @@ impl<T> OkOrFail<T> for Option<T> {
 }
 
 /// The host side of a core's shared cases: each case of a
-/// `selftests::suites!` list becomes a `#[test]` (a `case(pool)` gets a
+/// `cases::suites!` list becomes a `#[test]` (a `case(pool)` gets a
 /// zeroed buffer of `POOL_BYTES`). Invoked as `super::suites!(host_tests)`
 /// from a `#[cfg(test)] mod host` (with `extern crate std`) inside
-/// `selftests.rs`; the KUnit side is `kunit/shared_cases.rs`.
+/// `cases.rs`; the KUnit side is `kunit/shared_cases.rs`.
 #[macro_export]
 macro_rules! host_tests {
     ($suite:ident, [$($case:ident $(($pool:ident))?),+ $(,)?]) => {

@@ -32,4 +32,4 @@ pub mod objects;
 pub mod sections;
 // The shared test cases: host tests and the KUnit module only.
 #[cfg(any(test, cxlf_kunit))]
-pub mod selftests;
+pub mod cases;

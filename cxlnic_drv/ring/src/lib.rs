@@ -37,4 +37,4 @@ pub mod plan;
 pub mod queue;
 // The shared test cases: host tests and the KUnit module only.
 #[cfg(any(test, cxlf_kunit))]
-pub mod selftests;
+pub mod cases;

@@ -141,7 +141,7 @@ pub fn exp_neg(num: u64, den: u64) -> Q32 {
 }
 
 // Against f64 (host only: the kernel has no floating point); the integer
-// cases are in `selftests.rs`.
+// cases are in `cases.rs`.
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -1,12 +1,15 @@
 //! The MemChannel control core (NSDI '26, §4.3-4.5): rate and demand
 //! estimation (Eq. 3), per-component fair share (Eq. 4) and capacity
 //! adaptation (Eq. 6, Algorithm 1 with its errata fixed), hierarchical
-//! sharing (HCSFQ) and the run window of a thread (Eq. 5/7).
+//! sharing (HCSFQ) and the run window of a thread (Eq. 5/7); and the
+//! bookkeeping of the module's attached threads: the lock-free table
+//! (`table`), its per-user quota (`quota`), what a slot holds (`seat`) and
+//! what a thread's children inherit (`member`).
 //!
 //! Plain `no_std` Rust, no dependencies, no floating point: `mchannel_sched`
-//! compiles these files in (`mchannel_sched/core.rs`), the fabric simulator
-//! links this crate, and the host tests run here. Files refer to each other
-//! only as `super::<file>` so that both ways of building see one tree.
+//! and its KUnit module link this crate (built for the kernel by
+//! `scripts/cxlfabric.mk`), so does the fabric simulator, and the host tests
+//! run here. Files refer to each other as `super::<file>`.
 //!
 //! Units and precision (see `fixed`): times in nanoseconds, rates in bytes
 //! per second, both `u64`; fractions (smoothing and load factors) in Q32.
@@ -32,11 +35,15 @@ pub mod component;
 pub mod congestion;
 pub mod estimator;
 pub mod fixed;
+pub mod member;
 pub mod meter;
+pub mod quota;
+pub mod seat;
 // The shared test cases: host tests and the KUnit module only.
 #[cfg(any(test, cxlf_kunit))]
-pub mod selftests;
+pub mod cases;
 pub mod shared;
+pub mod table;
 pub mod thread;
 pub mod tree;
 pub mod window;

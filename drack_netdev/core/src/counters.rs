@@ -1,0 +1,146 @@
+//! What went wrong, counted: every rejected entry, return or control
+//! word is one [`Fault`], and each end keeps [`Counters`] of them next to
+//! its traffic counts. The module shows them (ethtool statistics).
+
+/// Why something read from the pool was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A ref entry whose CRC or reserved word does not check.
+    Crc,
+    /// A ref entry for another destination.
+    Dst,
+    /// A ref entry from another source than its queue's.
+    Src,
+    /// A ref entry or return of a wrong epoch.
+    Epoch,
+    /// A ref entry or return whose sequence is not its position.
+    Seq,
+    /// A buffer or slot index out of the pair's range.
+    Index,
+    /// A length out of range, or lengths that do not add up.
+    Len,
+    /// Frame fields (`frag`, `frags`, flags) inconsistent or unknown.
+    Frag,
+    /// A buffer that is already lent (or twice in one frame).
+    Lent,
+    /// A tail more than a ring ahead of the head.
+    Tail,
+    /// A head or return tail that is not between what we hold and what we
+    /// published.
+    Head,
+    /// A returned buffer that is not out (double return, or never sent).
+    Return,
+    /// A peer's control line inconsistent with the session.
+    Desync,
+    /// The pool refused an access (a layout or geometry bug).
+    Access,
+}
+
+/// An end's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames sent (source) or received (destination).
+    pub frames: u64,
+    /// Bytes of those frames.
+    pub bytes: u64,
+    /// Frames received by value (copied out of a slot).
+    pub by_value: u64,
+    /// Frames received by reference and lent to the stack.
+    pub lent: u64,
+    /// Frames received by reference but copied: the lend cap was reached
+    /// or the module asked for a copy.
+    pub copied: u64,
+    /// Buffers given back (destination) or taken back (source).
+    pub returned: u64,
+    /// Sends refused: no free buffer.
+    pub no_buffer: u64,
+    /// Sends refused: the `ref_queue` is full.
+    pub ring_full: u64,
+    /// Sessions (re)started with the peer.
+    pub resets: u64,
+    /// Buffers reclaimed without a return (peer dead or rejoined).
+    pub reclaimed: u64,
+    /// Rejected entries, by [`Fault`]: CRC.
+    pub crc: u64,
+    /// ... wrong destination.
+    pub dst: u64,
+    /// ... wrong source.
+    pub src: u64,
+    /// ... wrong epoch.
+    pub epoch: u64,
+    /// ... wrong sequence.
+    pub seq: u64,
+    /// ... index out of range.
+    pub index: u64,
+    /// ... length.
+    pub len: u64,
+    /// ... frame fields.
+    pub frag: u64,
+    /// ... buffer already lent.
+    pub dup_lent: u64,
+    /// ... tail out of range.
+    pub tail: u64,
+    /// ... head out of range.
+    pub head: u64,
+    /// ... bad return.
+    pub bad_return: u64,
+    /// ... control lines out of step.
+    pub desync: u64,
+    /// ... pool access refused.
+    pub access: u64,
+}
+
+impl Counters {
+    /// Counts `fault`.
+    pub fn count(&mut self, fault: Fault) {
+        let c = match fault {
+            Fault::Crc => &mut self.crc,
+            Fault::Dst => &mut self.dst,
+            Fault::Src => &mut self.src,
+            Fault::Epoch => &mut self.epoch,
+            Fault::Seq => &mut self.seq,
+            Fault::Index => &mut self.index,
+            Fault::Len => &mut self.len,
+            Fault::Frag => &mut self.frag,
+            Fault::Lent => &mut self.dup_lent,
+            Fault::Tail => &mut self.tail,
+            Fault::Head => &mut self.head,
+            Fault::Return => &mut self.bad_return,
+            Fault::Desync => &mut self.desync,
+            Fault::Access => &mut self.access,
+        };
+        *c = c.saturating_add(1);
+    }
+
+    /// All faults counted.
+    pub fn faults(&self) -> u64 {
+        [
+            self.crc,
+            self.dst,
+            self.src,
+            self.epoch,
+            self.seq,
+            self.index,
+            self.len,
+            self.frag,
+            self.dup_lent,
+            self.tail,
+            self.head,
+            self.bad_return,
+            self.desync,
+            self.access,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b))
+    }
+}
+
+/// Adds one to `c`, saturating.
+pub(crate) fn bump(c: &mut u64) {
+    *c = c.saturating_add(1);
+}
+
+/// Adds `n` to `c`, saturating.
+pub(crate) fn add(c: &mut u64, n: u64) {
+    *c = c.saturating_add(n);
+}

@@ -1,0 +1,284 @@
+//! The `ref_queue` and return ring protocol of both ends over the
+//! non-coherent two-host model: random interleavings of the two hosts,
+//! random cache evictions, rings starting just before the `u32` wrap,
+//! frames from 14 bytes to 9018 (three buffers), by reference and by
+//! value, lent, copied and released in random order. Every frame arrives
+//! once, in order, intact; at the end every buffer is back with its
+//! source and no line was written by both hosts. Then the same with
+//! hosts dying and rejoining.
+
+mod common;
+
+use std::collections::{HashSet, VecDeque};
+
+use common::{backing, connect, dst, number_of, payload, read_frame, src, world};
+use drack_core::alloc::BufState;
+use drack_core::layout::{Geometry, FRAME_MAX, FRAME_MIN};
+use drack_core::mem::PoolMem;
+use drack_core::peer::{DstEnd, Session, SrcEnd, TxError};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// The source sends a frame of this length (by value if asked).
+    Send(u32, bool),
+    /// The source polls the destination's line.
+    SrcPoll,
+    /// The destination polls the source's line.
+    DstPoll,
+    /// The destination takes a frame: lends it if asked (and the cap
+    /// allows), else copies it.
+    Recv(bool),
+    /// The stack lets go of the k-th lent buffer.
+    Release(usize),
+    /// The destination publishes its line.
+    DstPublish,
+    /// A cache evicts a line (a dirty one is written back early).
+    Evict(usize, usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let len = prop_oneof![
+        FRAME_MIN..200u32,
+        1400..1600u32,
+        4000..4200u32,
+        8100..=FRAME_MAX
+    ];
+    prop_oneof![
+        4 => (len, any::<bool>()).prop_map(|(l, v)| Op::Send(l, v)),
+        2 => Just(Op::SrcPoll),
+        2 => Just(Op::DstPoll),
+        4 => any::<bool>().prop_map(Op::Recv),
+        2 => any::<usize>().prop_map(Op::Release),
+        1 => Just(Op::DstPublish),
+        2 => (0..2usize, any::<usize>()).prop_map(|(h, l)| Op::Evict(h, l)),
+    ]
+}
+
+fn geometry() -> impl Strategy<Value = Geometry> {
+    (
+        prop_oneof![Just(4u32), Just(8), Just(16)],
+        prop_oneof![Just(4u32), Just(8), Just(32)],
+    )
+        .prop_map(|(slots, bufs)| Geometry::new(2, slots, bufs, true).unwrap())
+}
+
+/// The destination side's test state: what it holds, what it expects.
+struct Rx {
+    lent: Vec<u16>,
+    /// Sent in the current session, in order.
+    sent: VecDeque<u32>,
+    /// Sent in an earlier session: may arrive (once) or be lost.
+    old: HashSet<u32>,
+    seen: HashSet<u32>,
+}
+
+impl Rx {
+    /// Takes one frame if there is one; checks it is the next expected.
+    fn take(&mut self, model: &drack_core::model::Model<'_>, d: &mut DstEnd, lend: bool) -> bool {
+        let b = model.host(1);
+        let Some(f) = d.recv(&b) else {
+            return false;
+        };
+        let p = read_frame(&b, &f);
+        assert_eq!(p.len() as u32, f.len);
+        let n = number_of(&p).expect("an intact payload");
+        assert!(self.seen.insert(n), "frame {n} twice");
+        if self.sent.front() == Some(&n) {
+            self.sent.pop_front();
+        } else {
+            assert!(self.old.remove(&n), "frame {n} out of order");
+        }
+        if !f.by_value && lend && d.lend(&f) {
+            self.lent.extend(f.parts().map(|(b, _, _)| b));
+        } else {
+            d.copied(&b, &f);
+        }
+        assert!(d.lends().lent() <= d.lends().cap());
+        true
+    }
+}
+
+fn step(
+    model: &drack_core::model::Model<'_>,
+    s: &mut SrcEnd,
+    d: &mut DstEnd,
+    rx: &mut Rx,
+    next: &mut u32,
+    op: &Op,
+) {
+    let (a, b) = (model.host(0), model.host(1));
+    match *op {
+        Op::Send(len, by_value) => {
+            match s.send(&a, &payload(*next, len as usize), by_value, None) {
+                Ok(_) => {
+                    rx.sent.push_back(*next);
+                    *next += 1;
+                }
+                Err(TxError::NoBuffer | TxError::RingFull | TxError::NotUp) => {}
+                Err(e) => panic!("send: {e:?}"),
+            }
+        }
+        Op::SrcPoll => {
+            s.poll(&a);
+        }
+        Op::DstPoll => {
+            d.poll(&b);
+        }
+        Op::Recv(lend) => {
+            rx.take(model, d, lend);
+        }
+        Op::Release(k) => {
+            if !rx.lent.is_empty() {
+                let buf = rx.lent.swap_remove(k % rx.lent.len());
+                assert!(d.release(&b, buf));
+            }
+        }
+        Op::DstPublish => d.publish(&b).unwrap(),
+        Op::Evict(h, line) => {
+            let lines = model.host(0).len() as usize / 64;
+            model.evict(h, line % lines);
+        }
+    }
+}
+
+/// Everything in flight arrives, everything lent is let go, every buffer
+/// goes home.
+fn drain(
+    model: &drack_core::model::Model<'_>,
+    s: &mut SrcEnd,
+    d: &mut DstEnd,
+    rx: &mut Rx,
+    bufs: u32,
+) {
+    let b = model.host(1);
+    for _ in 0..64 {
+        s.poll(&model.host(0));
+        d.poll(&b);
+        while rx.take(model, d, true) {}
+        for buf in rx.lent.drain(..) {
+            assert!(d.release(&b, buf));
+        }
+        d.publish(&b).unwrap();
+        if rx.sent.is_empty() && s.buffers().count(BufState::Free) == bufs {
+            break;
+        }
+    }
+    s.poll(&model.host(0));
+    assert!(rx.sent.is_empty(), "lost {:?}", rx.sent);
+    assert_eq!(s.buffers().count(BufState::Free), bufs, "a buffer leaked");
+    assert_eq!((d.lends().lent(), d.lends().released()), (0, 0));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn frames_arrive_once_in_order_and_buffers_come_home(
+        geom in geometry(),
+        start in (u32::MAX - 40)..=u32::MAX,
+        cap in 1u32..40,
+        ops in prop::collection::vec(op(), 1..300),
+    ) {
+        let mut buf = backing(&geom);
+        let model = world(&mut buf, &geom);
+        let mut s = src(&model, &geom, start);
+        let mut d = dst(&model, &geom, cap);
+        connect(&model, &mut s, &mut d);
+        let mut rx = Rx { lent: Vec::new(), sent: VecDeque::new(), old: HashSet::new(), seen: HashSet::new() };
+        let mut next = 0u32;
+        for op in &ops {
+            step(&model, &mut s, &mut d, &mut rx, &mut next, op);
+        }
+        drain(&model, &mut s, &mut d, &mut rx, geom.bufs());
+        prop_assert_eq!(s.counters.faults(), 0);
+        prop_assert_eq!(d.counters.faults(), 0);
+        prop_assert_eq!(d.counters.frames, u64::from(next));
+        prop_assert_eq!(s.counters.returned, d.counters.returned);
+        prop_assert_eq!(model.conflicts(), 0);
+        prop_assert_eq!(model.dirty_invalidates(), 0);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Life {
+    /// Traffic as above.
+    Op(Op),
+    /// The source crashes and rejoins (new epoch); the destination may
+    /// have seen its lease expire first.
+    SrcRejoin(bool),
+    /// The destination crashes (its stack let go of everything when its
+    /// module went) and rejoins; the source may have seen its lease expire.
+    DstRejoin(bool),
+}
+
+fn life() -> impl Strategy<Value = Life> {
+    prop_oneof![
+        30 => op().prop_map(Life::Op),
+        1 => any::<bool>().prop_map(Life::SrcRejoin),
+        1 => any::<bool>().prop_map(Life::DstRejoin),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn deaths_and_rejoins_lose_frames_of_old_sessions_only_and_leak_nothing(
+        geom in geometry(),
+        start in (u32::MAX - 40)..=u32::MAX,
+        cap in 1u32..40,
+        lives in prop::collection::vec(life(), 1..400),
+    ) {
+        let mut buf = backing(&geom);
+        let model = world(&mut buf, &geom);
+        let mut s = src(&model, &geom, start);
+        let mut d = dst(&model, &geom, cap);
+        connect(&model, &mut s, &mut d);
+        let mut rx = Rx { lent: Vec::new(), sent: VecDeque::new(), old: HashSet::new(), seen: HashSet::new() };
+        let mut next = 0u32;
+        let mut resets = (s.counters.resets, d.counters.resets);
+        for l in &lives {
+            match l {
+                Life::Op(op) => step(&model, &mut s, &mut d, &mut rx, &mut next, op),
+                Life::SrcRejoin(seen_dead) => {
+                    if *seen_dead {
+                        d.peer_dead();
+                        prop_assert_eq!(d.session(), Session::Down);
+                    }
+                    s = src(&model, &geom, start.wrapping_add(next));
+                }
+                Life::DstRejoin(seen_dead) => {
+                    if *seen_dead {
+                        s.peer_dead();
+                        prop_assert_eq!(s.buffers().count(BufState::Free), geom.bufs());
+                    }
+                    // Its module went only once its stack let go.
+                    rx.lent.clear();
+                    d = dst(&model, &geom, cap);
+                }
+            }
+            // A new session drops what the old one had in flight.
+            if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_))
+                || resets != (s.counters.resets, d.counters.resets)
+            {
+                rx.old.extend(rx.sent.drain(..));
+                resets = (s.counters.resets, d.counters.resets);
+            }
+        }
+        for _ in 0..4 {
+            s.poll(&model.host(0));
+            d.poll(&model.host(1));
+        }
+        prop_assert_eq!((s.session(), d.session()), (Session::Up, Session::Up));
+        if resets != (s.counters.resets, d.counters.resets) {
+            rx.old.extend(rx.sent.drain(..));
+        }
+        drain(&model, &mut s, &mut d, &mut rx, geom.bufs());
+        prop_assert_eq!(s.counters.faults(), 0);
+        prop_assert_eq!(d.counters.faults(), 0);
+        prop_assert_eq!(model.conflicts(), 0);
+        prop_assert_eq!(model.dirty_invalidates(), 0);
+        prop_assert_eq!(rx.seen.len() + rx.old.len(), next as usize);
+    }
+}
