@@ -18,9 +18,7 @@ use super::fixed::{div_u128, exp_neg, mul_div, Q32};
 use super::meter::Meter;
 use super::outcome::Outcome;
 use super::tree::{self, Node, TreeError, ROOT};
-use super::window::{
-    default_min_run_ns, exact_run_ns, path_share, stagger_phase, Budget, RunWindow, WEIGHT_MAX,
-};
+use super::window::{default_min_run_ns, exact_run_ns, path_share, Budget, RunWindow, WEIGHT_MAX};
 
 /// The shared cases, by KUnit suite: calls `$m!(suite, [case, ...])` once
 /// per suite.
@@ -60,6 +58,8 @@ macro_rules! suites {
                 a_short_park_stretches_the_window,
                 the_path_share_is_the_least_alpha,
                 staggered_phases_are_evenly_spaced,
+                channels_are_placed_by_their_bottleneck,
+                ranks_give_a_channels_threads_distinct_phases,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
             ]
@@ -565,78 +565,12 @@ pub fn two_tenants_split_first_then_their_channels() -> Outcome {
 }
 
 // The thread cases, and those of the attached-thread bookkeeping.
+mod stagger;
 mod table;
 mod thread;
+pub use stagger::*;
 pub use table::*;
 pub use thread::*;
-
-pub fn staggered_phases_are_evenly_spaced() -> Outcome {
-    const Q: u32 = 1 << 30;
-    // Thread 0 of each channel: the channels evenly spaced.
-    for (i, want) in [0, Q, 2 * Q, 3 * Q].into_iter().enumerate() {
-        check_eq!(stagger_phase(i as u64, 4, 0), want);
-    }
-    check_eq!(stagger_phase(5, 4, 0), Q, "modulo the channels");
-    check_eq!(stagger_phase(1, 3, 0), 1_431_655_765);
-    check_eq!(stagger_phase(2, 3, 0), 2_863_311_530);
-    check_eq!(stagger_phase(7, 0, 0), 0);
-    check_eq!(stagger_phase(7, 1, 0), 0);
-    check_eq!(stagger_phase(u64::MAX - 1, u64::MAX, 0), u32::MAX);
-    // A channel's threads: frac(rank phi) past the channel's start
-    // (0.618, 0.236, 0.854, 0.472 of the window), modulo the window.
-    let golden = [
-        2_654_435_769u32,
-        1_013_904_242,
-        3_668_340_012,
-        2_027_808_485,
-    ];
-    for (rank, g) in (1u64..).zip(golden) {
-        check_eq!(stagger_phase(0, 1, rank), g);
-        check_eq!(stagger_phase(3, 4, rank), g.wrapping_add(3 * Q));
-    }
-    // Spaced by 2^32 / n (floor) for any n, increasing with the channel.
-    for n in [2u64, 5, 7, 1024, 1 << 31] {
-        let (a, b) = (stagger_phase(0, n, 0), stagger_phase(1, n, 0));
-        check!(u64::from(b - a) == (1u64 << 32) / n, "n = {}", n);
-        check!(
-            stagger_phase(n - 1, n, 0) > stagger_phase(n - 2, n, 0),
-            "n = {}",
-            n
-        );
-    }
-    Ok(())
-}
-
-pub fn a_new_phase_moves_the_next_window_onto_it() -> Outcome {
-    // A thread attached at 0 (phase 0) runs 50 us of every 100; moved to
-    // slot 1 of 4 (25 us past multiples of 100 us), the window at 100 us
-    // runs on to 225 us with 5/4 of the budget, then 100 us windows again.
-    let mut s = RunState::new(0, 100 * US, 50 * US);
-    s.set_phase(stagger_phase(1, 4, 0));
-    s.switch_in(0);
-    check_eq!(s.check(0), OnCpu::Budget(50 * US));
-    check_eq!(s.window_end_ns(), 100 * US, "the current window stays");
-    s.switch_out(50 * US);
-    s.switch_in(100 * US);
-    check_eq!(s.window_end_ns(), 225 * US);
-    check_eq!(s.budget_ns(), 62_500);
-    s.switch_out(100 * US + 62_500);
-    s.switch_in(225 * US);
-    check_eq!(s.window_end_ns(), 325 * US);
-    check_eq!(s.budget_ns(), 50 * US);
-    // The same phase again: the windows stay.
-    s.set_phase(stagger_phase(5, 4, 0));
-    s.switch_out(275 * US);
-    s.switch_in(325 * US);
-    check_eq!(s.window_end_ns(), 425 * US);
-    // A new length starts on the grid too: 200 us windows at 50 us past
-    // multiples of 200 us (the window at 425 us runs on to 650 us).
-    s.set_window(200 * US);
-    s.switch_out(375 * US);
-    s.switch_in(425 * US);
-    check_eq!(s.window_end_ns(), 650 * US);
-    Ok(())
-}
 
 #[cfg(test)]
 mod host {

@@ -190,6 +190,39 @@ pub fn stagger_phase(channel: u64, channels: u64, rank: u64) -> u32 {
     base.wrapping_add(spread)
 }
 
+/// The component a channel's windows are staggered on, given the
+/// configured capacities of the components on its path in path order: the
+/// index of the least (the first of equal ones; `None` for an empty path).
+///
+/// The configured capacity, not the measured share: a channel's place
+/// must not move with every control period's alphas, only when channels
+/// come and go.
+pub fn bottleneck(capacities: impl IntoIterator<Item = u64>) -> Option<usize> {
+    let mut least: Option<(usize, u64)> = None;
+    for (i, c) in capacities.into_iter().enumerate() {
+        if least.map_or(true, |(_, l)| c < l) {
+            least = Some((i, c));
+        }
+    }
+    least.map(|(i, _)| i)
+}
+
+/// Where channel `i` is staggered, given each channel's key (its
+/// bottleneck component while it has threads, else `None`): its place
+/// among the channels with the same key, in order, and how many have it
+/// (`stagger_phase`'s `channel` and `channels`). `(0, 1)` for a channel
+/// without a key (or `i` out of range). Quadratic in the channels: for
+/// when one joins or leaves, not for every period.
+pub fn place(keys: &[Option<u32>], i: usize) -> (u64, u64) {
+    let Some(&Some(key)) = keys.get(i) else {
+        return (0, 1);
+    };
+    let same = |k: &&Option<u32>| **k == Some(key);
+    let before = keys.iter().take(i).filter(same).count();
+    let all = keys.iter().filter(same).count();
+    (before as u64, all as u64)
+}
+
 /// 2^64 / phi, odd: `k * GOLDEN_64`, top 32 bits, is `frac(k / phi)`
 /// (= `frac(k phi)`) in 32 bits.
 const GOLDEN_64: u64 = 0x9E37_79B9_7F4A_7C15;
