@@ -73,7 +73,8 @@ use mchannel_core::estimator::Estimator;
 use mchannel_core::fixed::{exp_neg, mul_div, Q32};
 use mchannel_core::tree::{self, Node};
 use mchannel_core::window::{
-    default_min_run_ns, path_share, stagger_phase, Budget, RunWindow as CoreWindow, WEIGHT_MAX,
+    default_min_run_ns, path_share, place, stagger_phase, Budget, RunWindow as CoreWindow,
+    WEIGHT_MAX,
 };
 use serde::{Deserialize, Serialize};
 
@@ -582,20 +583,19 @@ impl Controller for MemChannel {
 
 /// Sets every joined thread's phase (`thread_of`: channel and phase per
 /// requester) to the core's `stagger_phase`: its channel's place among
-/// the joined channels (all of them share the experiments' bottleneck)
-/// and its rank in its channel. Threads of channels not yet joined keep
-/// theirs.
+/// the joined channels (the core's `place`; all of them share the
+/// experiments' bottleneck) and its rank in its channel. Threads of
+/// channels not yet joined keep theirs.
 fn stagger(thread_of: &mut [Option<(usize, u32)>], chans: &[Chan]) {
-    let mut place = Vec::with_capacity(chans.len());
-    let mut joined = 0u64;
-    for c in chans {
-        place.push(joined);
-        joined += u64::from(c.joined);
-    }
+    // The module's keys (`mchannel_sched/stagger.rs`): one bottleneck,
+    // component 0, for every joined channel.
+    let keys: Vec<Option<u32>> = chans.iter().map(|c| c.joined.then_some(0)).collect();
+    let places: Vec<(u64, u64)> = (0..chans.len()).map(|c| place(&keys, c)).collect();
     let mut ranks = vec![0u64; chans.len()];
     for (c, phase) in thread_of.iter_mut().flatten() {
         if chans[*c].joined {
-            *phase = stagger_phase(place[*c], joined, ranks[*c]);
+            let (at, n) = places[*c];
+            *phase = stagger_phase(at, n, ranks[*c]);
             ranks[*c] += 1;
         }
     }
