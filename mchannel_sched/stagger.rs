@@ -45,7 +45,10 @@ impl Places {
     ) -> Result {
         let mut keys = KVec::with_capacity(channels.len(), GFP_KERNEL)?;
         for ch in channels.iter() {
-            keys.push(ch.as_ref().and_then(|c| c.stagger_key(components)), GFP_KERNEL)?;
+            keys.push(
+                ch.as_ref().and_then(|c| c.stagger_key(components)),
+                GFP_KERNEL,
+            )?;
         }
         if keys.iter().eq(self.keys.iter()) {
             return Ok(());
