@@ -21,6 +21,9 @@ pub(crate) struct Attached<I> {
     /// Its channel, whether its forks follow, and its user's quota.
     member: Membership,
     run: RunState,
+    /// Its rank among its channel's threads (`stagger.rs`): given by the
+    /// control loop in the first period it is attached, then kept.
+    rank: Option<u64>,
     /// A park item is queued (the timer queues at most one).
     queued: bool,
     /// The next park item, allocated ahead (the timer cannot allocate).
@@ -66,6 +69,7 @@ impl<I> Attached<I> {
             task: task.into(),
             member,
             run,
+            rank: None,
             queued: false,
             spare: None,
             parked: false,
@@ -105,6 +109,11 @@ impl<I> Attached<I> {
     /// Its run window.
     pub(crate) fn run(&mut self) -> &mut RunState {
         &mut self.run
+    }
+
+    /// Its rank among its channel's threads, from `next` if it has none.
+    pub(crate) fn rank_or(&mut self, next: impl FnOnce() -> u64) -> u64 {
+        *self.rank.get_or_insert_with(next)
     }
 
     /// It comes on a CPU at `now`, having run `exec_ns` by the scheduler's

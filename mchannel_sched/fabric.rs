@@ -16,6 +16,7 @@ use crate::control::tree::{self, Node};
 use crate::control::window::{default_min_run_ns, path_share, Budget, RunWindow};
 use crate::cross::{CrossHost, PeerSlots};
 use crate::meter::{ChannelMeter, PerfCounters};
+use crate::stagger::Places;
 use crate::support::kvec::VecExt;
 use crate::support::pr_info_ratelimited;
 use crate::support::sysfs::Dir;
@@ -84,6 +85,11 @@ pub(crate) struct Channel {
     pub(crate) max_overrun_ns: u64,
     /// Attached threads at the last control period.
     pub(crate) threads: u64,
+    /// Ranks handed out to its threads (`stagger.rs`).
+    pub(crate) next_rank: u64,
+    /// Its place among the channels sharing its bottleneck, and their
+    /// number (`stagger.rs`).
+    pub(crate) place: (u64, u64),
     pub(crate) attrs: Arc<ChannelAttrs>,
     pub(crate) dir: Option<Dir<ChannelAttrs>>,
 }
@@ -180,6 +186,8 @@ pub(crate) struct Fabric {
     last_ns: u64,
     /// Other hosts' view of the components, when the fabric is shared.
     cross: Option<CrossHost>,
+    /// The channels' places among those sharing a bottleneck.
+    places: Places,
     sysfs: Option<Root>,
 }
 
@@ -191,6 +199,7 @@ impl Fabric {
             perf: PerfCounters::default(),
             last_ns: now_ns,
             cross: None,
+            places: Places::new(),
             sysfs: None,
         }
     }
@@ -411,15 +420,19 @@ impl Fabric {
             );
         }
         self.update_budgets();
-        let channels = &self.channels;
+        if let Err(e) = self.places.update(&mut self.channels, &self.components) {
+            pr_warn!("control step: places kept: error {}\n", e.to_errno());
+        }
+        let channels = &mut self.channels;
         threads.update_each(|a| {
-            let Some(Some(ch)) = channels.get(a.channel() as usize) else {
+            let Some(Some(ch)) = channels.get_mut(a.channel() as usize) else {
                 return false;
             };
             let (t_r, t_w) = a.run().next_ns();
             let b = ch.budget();
             a.run().set_window(b.t_w_ns);
             a.run().set_budget(b.t_r_ns);
+            ch.stagger(a);
             // A parked thread sleeps off its debt at the old budget: with
             // a larger one, or shorter windows, it may run sooner, and
             // wakes to recount.

@@ -57,6 +57,8 @@ fn new_channel(
         granted_ns: 0,
         max_overrun_ns: 0,
         threads: 0,
+        next_rank: 0,
+        place: (0, 1),
         attrs: ChannelAttrs::new()?,
         dir: None,
     })

@@ -40,6 +40,7 @@ mod ioctl_rights;
 mod ioctl_threads;
 mod meter;
 mod park;
+mod stagger;
 mod sysfs;
 mod threads;
 

@@ -57,6 +57,9 @@ macro_rules! suites {
                 a_short_run_skips_windows_instead,
                 a_short_park_stretches_the_window,
                 the_path_share_is_the_least_alpha,
+                staggered_phases_are_evenly_spaced,
+                channels_are_placed_by_their_bottleneck,
+                ranks_give_a_channels_threads_distinct_phases,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
             ]
@@ -71,6 +74,7 @@ macro_rules! suites {
                 time_the_scheduler_charged_counts_against_the_budget,
                 the_enforcements_own_time_is_exempt,
                 skipped_windows_keep_the_share,
+                a_new_phase_moves_the_next_window_onto_it,
             ]
         );
         $m!(
@@ -561,8 +565,10 @@ pub fn two_tenants_split_first_then_their_channels() -> Outcome {
 }
 
 // The thread cases, and those of the attached-thread bookkeeping.
+mod stagger;
 mod table;
 mod thread;
+pub use stagger::*;
 pub use table::*;
 pub use thread::*;
 

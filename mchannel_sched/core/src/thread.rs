@@ -119,6 +119,9 @@ pub struct RunState {
     /// Where windows of a new length start: at this fraction (of 2^32) of
     /// the length, past multiples of it.
     phase: u32,
+    /// The next window moves onto the grid of `phase` even at the same
+    /// length (set by [`RunState::set_phase`]).
+    realign: bool,
 }
 
 impl RunState {
@@ -142,6 +145,7 @@ impl RunState {
             // Golden-ratio hashing: attaches microseconds apart land far
             // apart.
             phase: (now_ns.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32,
+            realign: false,
         }
     }
 
@@ -189,6 +193,19 @@ impl RunState {
         if t_w_ns > 0 {
             self.next_t_w_ns = t_w_ns;
             self.next_t_r_ns = self.next_t_r_ns.min(t_w_ns);
+        }
+    }
+
+    /// Sets where windows start: at `phase` (a fraction of 2^32, as
+    /// `window::stagger_phase` gives) of their length past multiples of
+    /// it. The next window that starts moves onto that grid (running on,
+    /// with its budget in proportion, up to the grid's next start), and
+    /// windows of a new length start on it. The same phase again changes
+    /// nothing.
+    pub fn set_phase(&mut self, phase: u32) {
+        if phase != self.phase {
+            self.phase = phase;
+            self.realign = true;
         }
     }
 
@@ -244,7 +261,8 @@ impl RunState {
         };
         // A new length: on to this thread's grid of it (`phase`).
         let (mut t_w, mut t_r) = (self.next_t_w_ns, self.next_t_r_ns);
-        if t_w != self.t_w_ns {
+        if t_w != self.t_w_ns || self.realign {
+            self.realign = false;
             let grid = (u128::from(self.phase).saturating_mul(u128::from(t_w)) >> 32) as u64;
             let into = start
                 .checked_rem(t_w)

@@ -154,6 +154,79 @@ impl RunWindow {
     }
 }
 
+/// Where the run windows of thread `rank` of channel `channel` of
+/// `channels` start, as a fraction (of 2^32) of the window's length:
+/// `channel / channels + frac(rank phi)`, modulo 1 (phi the golden ratio;
+/// `channel` is taken modulo `channels`; no channels, or one, is 0).
+///
+/// Each thread runs at the start of its window, so the threads that share
+/// a bottleneck should not start their windows together. The channels
+/// that share it are spaced evenly, by `T_W / channels`, which overlaps
+/// their runs the least (pacing); a channel's threads, which get the same
+/// budget and come and go, are spread from their channel's start by the
+/// golden-ratio sequence, which spaces any number of them without knowing
+/// it. Phases from attach times, or the golden-ratio sequence over all
+/// threads, overlap the same way in every window: four single-thread
+/// channels on one link at 0, 0.24, 0.62, 0.85 all run for 11 us of every
+/// 100 (a queue the link's marks answer) and leave one running for 18
+/// (94.8 % of the link, against 99.6 % spaced evenly). Spacing every
+/// thread evenly instead (the channels' threads interleaved) packs a
+/// lone channel's threads so tightly that it runs below its capacity
+/// estimate, which a later join then cuts (the link at 48-85 % for 20
+/// periods after it). `Documentation/cxlfabric/cxlsim.rst`, "Many
+/// threads on one link".
+///
+/// The phase does not depend on the budget: a new T_R does not move a
+/// window; a channel joining or leaving moves the others'.
+pub fn stagger_phase(channel: u64, channels: u64, rank: u64) -> u32 {
+    // frac(rank phi) in 32 bits: golden-ratio hashing.
+    let spread = (rank.wrapping_mul(GOLDEN_64) >> 32) as u32;
+    if channels <= 1 {
+        return spread;
+    }
+    // < 2^32: `channel % channels < channels`.
+    let at = channel.checked_rem(channels).unwrap_or(0);
+    let base = u32::try_from(mul_div(at, 1 << 32, channels)).unwrap_or(u32::MAX);
+    base.wrapping_add(spread)
+}
+
+/// The component a channel's windows are staggered on, given the
+/// configured capacities of the components on its path in path order: the
+/// index of the least (the first of equal ones; `None` for an empty path).
+///
+/// The configured capacity, not the measured share: a channel's place
+/// must not move with every control period's alphas, only when channels
+/// come and go.
+pub fn bottleneck(capacities: impl IntoIterator<Item = u64>) -> Option<usize> {
+    let mut least: Option<(usize, u64)> = None;
+    for (i, c) in capacities.into_iter().enumerate() {
+        if least.map_or(true, |(_, l)| c < l) {
+            least = Some((i, c));
+        }
+    }
+    least.map(|(i, _)| i)
+}
+
+/// Where channel `i` is staggered, given each channel's key (its
+/// bottleneck component while it has threads, else `None`): its place
+/// among the channels with the same key, in order, and how many have it
+/// (`stagger_phase`'s `channel` and `channels`). `(0, 1)` for a channel
+/// without a key (or `i` out of range). Quadratic in the channels: for
+/// when one joins or leaves, not for every period.
+pub fn place(keys: &[Option<u32>], i: usize) -> (u64, u64) {
+    let Some(&Some(key)) = keys.get(i) else {
+        return (0, 1);
+    };
+    let same = |k: &&Option<u32>| **k == Some(key);
+    let before = keys.iter().take(i).filter(same).count();
+    let all = keys.iter().filter(same).count();
+    (before as u64, all as u64)
+}
+
+/// 2^64 / phi, odd: `k * GOLDEN_64`, top 32 bits, is `frac(k / phi)`
+/// (= `frac(k phi)`) in 32 bits.
+const GOLDEN_64: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// Eq. 7 as written, rounded down: with no measured demand the thread runs
 /// the whole window (it has not been seen to use the fabric).
 pub fn exact_run_ns(t_w_ns: u64, weight: u32, alpha: u64, demand: u64) -> u64 {

@@ -30,10 +30,12 @@
 //!    next period on (`threads.update_each`). Each thread's windows have
 //!    their own phase (a thread's windows start when it is attached, and
 //!    windows of a new length at a fraction of it drawn from that time:
-//!    the core's `RunState`), here the thread's index times the golden
-//!    ratio, as a fraction of the window's length: windows are spread and
-//!    not aligned, and threads that run in one window of every `m` run in
-//!    different ones.
+//!    the core's `RunState`), here the core's `stagger_phase`, set again
+//!    when a channel joins: the joined channels evenly spaced over the
+//!    window (all together: the experiments share one bottleneck), each
+//!    channel's threads at golden-ratio offsets from its start, so that
+//!    runs overlap as little as they can, and threads that run in one
+//!    window of every `m` run in different ones.
 //!
 //! The congestion signal (a config field, [`Signal`]): `Queue` (default)
 //! is the share of the messages offered to the component's links in the
@@ -71,7 +73,8 @@ use mchannel_core::estimator::Estimator;
 use mchannel_core::fixed::{exp_neg, mul_div, Q32};
 use mchannel_core::tree::{self, Node};
 use mchannel_core::window::{
-    default_min_run_ns, path_share, Budget, RunWindow as CoreWindow, WEIGHT_MAX,
+    default_min_run_ns, path_share, place, stagger_phase, Budget, RunWindow as CoreWindow,
+    WEIGHT_MAX,
 };
 use serde::{Deserialize, Serialize};
 
@@ -355,7 +358,6 @@ impl MemChannel {
         }
         let mut thread_of = vec![None; requesters];
         let mut chans = Vec::new();
-        let mut k = 0u64;
         for (ci, c) in channels.into_iter().enumerate() {
             if !(1..=WEIGHT_MAX).contains(&c.weight) {
                 bail!("memchannel channel {}: weight 1..={WEIGHT_MAX}", c.name);
@@ -365,12 +367,8 @@ impl MemChannel {
             }
             for &t in &c.threads {
                 match thread_of.get_mut(t) {
-                    Some(slot @ None) => {
-                        // Golden-ratio phases: spread for any count.
-                        let phase = (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
-                        *slot = Some((ci, phase));
-                        k += 1;
-                    }
+                    // The phase is set below, once every thread is known.
+                    Some(slot @ None) => *slot = Some((ci, 0)),
                     _ => bail!("memchannel channel {}: thread {t} bad or taken", c.name),
                 }
             }
@@ -387,6 +385,7 @@ impl MemChannel {
                 spec: c,
             });
         }
+        stagger(&mut thread_of, &chans);
         Ok(MemChannel {
             params,
             chans,
@@ -548,15 +547,20 @@ impl Controller for MemChannel {
         }
         // 3. Budgets (update_budgets), then joins.
         let join_now = now / PS_PER_NS;
+        let mut joins = false;
         for ch in &mut self.chans {
             if !ch.joined {
                 ch.joined = ch.spec.join_ns <= join_now;
+                joins |= ch.joined;
                 continue;
             }
             ch.alpha = path_share(ch.alphas.iter().copied());
             ch.budget = ch
                 .window
                 .budget(ch.spec.weight, ch.alpha, ch.estimator.demand());
+        }
+        if joins {
+            stagger(&mut self.thread_of, &self.chans);
         }
         self.records.push(PeriodRecord {
             t_ns: join_now,
@@ -574,5 +578,25 @@ impl Controller for MemChannel {
         self.last_ps = now;
         // 4. Windows.
         self.apply(windows);
+    }
+}
+
+/// Sets every joined thread's phase (`thread_of`: channel and phase per
+/// requester) to the core's `stagger_phase`: its channel's place among
+/// the joined channels (the core's `place`; all of them share the
+/// experiments' bottleneck) and its rank in its channel. Threads of
+/// channels not yet joined keep theirs.
+fn stagger(thread_of: &mut [Option<(usize, u32)>], chans: &[Chan]) {
+    // The module's keys (`mchannel_sched/stagger.rs`): one bottleneck,
+    // component 0, for every joined channel.
+    let keys: Vec<Option<u32>> = chans.iter().map(|c| c.joined.then_some(0)).collect();
+    let places: Vec<(u64, u64)> = (0..chans.len()).map(|c| place(&keys, c)).collect();
+    let mut ranks = vec![0u64; chans.len()];
+    for (c, phase) in thread_of.iter_mut().flatten() {
+        if chans[*c].joined {
+            let (at, n) = places[*c];
+            *phase = stagger_phase(at, n, ranks[*c]);
+            ranks[*c] += 1;
+        }
     }
 }

@@ -81,7 +81,7 @@ fn utilization_under_overload_with_control() {
 }
 
 /// Issue #25: from one thread to 1024 on one bottleneck, in channels of
-/// one thread (1, 3, 7, 16, 160, 1024) and of four (160, 1024), the link
+/// one thread (1, 3, 4, 7, 16, 160, 1024) and of four (160, 1024), the link
 /// carries at least 96 % of its bandwidth and the channels share it with
 /// Jain's index at least 0.99. Either check can fail: without control the
 /// channels get bandwidth in proportion to their requests in flight (Jain
@@ -89,9 +89,10 @@ fn utilization_under_overload_with_control() {
 /// message finding 8 or more in the queue) 160 threads held the link at
 /// 78-85 % and 1024 at 55-56 %; with the averaged, burst-scaled mark but
 /// without the standing-queue gate, 3 and 16 single-thread channels held
-/// it at 92.2 % and 92.9 % (4 at 89.3 %). Four single-thread channels
-/// still miss the goal (94.8 %): they are held at 94 % here. With the
-/// core's `Model` signal the link is held near the model's knee (90 %).
+/// it at 92.2 % and 92.9 % (4 at 89.3 %); with the gate but windows at
+/// golden-ratio phases instead of the core's evenly spaced
+/// `stagger_phase`, 4 at 94.8 %. With the core's `Model` signal the link
+/// is held near the model's knee (90 %).
 /// The runs go in parallel: about 10 s on two cores.
 #[test]
 fn utilization_and_fairness_up_to_1024_threads() {
@@ -102,14 +103,13 @@ fn utilization_and_fairness_up_to_1024_threads() {
     items.push(((7, 1), SignalVariant::Queue, false));
     items.push(((40, 4), SignalVariant::QueueInstant, true));
     items.push(((40, 4), SignalVariant::Model, true));
-    items.push((mcexp::SCALE_GAP, SignalVariant::Queue, true));
     let pts = mcexp::utilization_runs(&items, mcexp::SCALE_SIZE, 1, 0).unwrap();
     for p in &pts {
         eprintln!("{p:?}");
     }
     let n = mcexp::SCALE_TESTED.len();
     let (queue, rest) = pts.split_at(n);
-    let (without, instant, model, gap) = (&rest[0], &rest[1], &rest[2], &rest[3]);
+    let (without, instant, model) = (&rest[0], &rest[1], &rest[2]);
     let mut bad = Vec::new();
     for p in queue {
         if p.utilization < 0.96 || p.jain < 0.99 {
@@ -120,10 +120,6 @@ fn utilization_and_fairness_up_to_1024_threads() {
         }
     }
     assert!(bad.is_empty(), "below 96 % or 0.99: {bad:?}");
-    assert!(
-        gap.utilization >= mcexp::SCALE_GAP_UTILIZATION && gap.jain >= 0.99,
-        "4 x 1: {gap:?}"
-    );
     assert!(without.jain < 0.99, "without control: {without:?}");
     assert!(instant.utilization < 0.96, "instantaneous: {instant:?}");
     assert!(
@@ -135,7 +131,10 @@ fn utilization_and_fairness_up_to_1024_threads() {
 #[test]
 fn channels_reconverge_after_each_join() {
     let tr = mcexp::convergence(3, 20, true, 0.15, 1).unwrap();
-    eprintln!("{:?}", tr.converge_periods);
+    eprintln!(
+        "{:?} {:?} {:?}",
+        tr.converge_periods, tr.min_utilization, tr.util_recover_periods
+    );
     for (j, c) in tr.converge_periods.iter().enumerate() {
         let p = c.unwrap_or_else(|| panic!("join {j}: not within 15% in the interval"));
         assert!(p <= 12, "join {j}: {p} periods");

@@ -6,8 +6,7 @@
 use super::{
     convergence, fairness_sweep, isolation_sweep, overload_apps, run_apps, scale_points,
     utilization_runs, Contention, ConvergenceTrace, FairnessPoint, IsolationPoint, McParams,
-    McSize, Signal, SignalVariant, UtilizationPoint, SCALE_GAP, SCALE_GBPS, SCALE_SIZE,
-    SCALE_TESTED,
+    McSize, Signal, SignalVariant, UtilizationPoint, SCALE_GBPS, SCALE_SIZE, SCALE_TESTED,
 };
 use crate::experiments::par_map;
 use crate::output;
@@ -555,8 +554,7 @@ fn print_scale_bench_lines(util: &[UtilizationPoint], points: &[(u32, u32)]) {
         (SignalVariant::QueueInstant, true, "instantaneous"),
         (SignalVariant::Queue, false, "without"),
     ] {
-        let reported = SCALE_TESTED.iter().chain([&SCALE_GAP]);
-        for &(n, per) in reported.filter(|p| points.contains(p)) {
+        for &(n, per) in SCALE_TESTED.iter().filter(|p| points.contains(p)) {
             if let Some(p) = scale_point(util, n, per, sig, c) {
                 println!(
                     "BENCH {}",
