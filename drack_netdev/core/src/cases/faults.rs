@@ -1,0 +1,382 @@
+//! Shared cases of suite `drack_core_faults`: hostile entries and lines,
+//! bad returns, a destination's death and a source's rejoin.
+
+use super::super::alloc::BufState;
+use super::super::layout::{RefEntry, SrcLine, REF_BY_VALUE, SRC_LINE_AT};
+use super::super::lend::Lend;
+use super::super::mem::{publish, PoolMem};
+use super::super::model::Model;
+use super::super::outcome::Outcome;
+use super::super::peer::{join, DstEnd, Session, SrcEnd, TxError};
+use super::super::refq::RefQueue;
+use super::super::retring::ReturnRing;
+use super::{connect, geom, payload, payload_is, up};
+
+/// The pair (0, 1).
+fn p01() -> u32 {
+    geom().pair(0, 1).unwrap_or(u32::MAX)
+}
+
+/// Writes a forged entry at `pos` as the source would (its cache, written
+/// back).
+fn forge<M: PoolMem>(m: &M, pos: u32, e: &RefEntry) -> Outcome {
+    let at = ok!(RefQueue::new(geom(), p01()).at(pos));
+    ok!(publish(m, at, &e.encode()));
+    Ok(())
+}
+
+/// Publishes a forged source line.
+fn forge_line<M: PoolMem>(m: &M, l: &SrcLine) -> Outcome {
+    let at = ok!(geom().ctl(p01())) + SRC_LINE_AT;
+    ok!(publish(m, at, &l.encode()));
+    Ok(())
+}
+
+pub fn hostile_entries_are_dropped_and_counted(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (s, mut d) = connect(&model, 8)?;
+    let good = RefEntry {
+        seq: 0,
+        epoch: s.epoch(),
+        dst: 1,
+        src: 0,
+        frag: 0,
+        frags: 1,
+        flags: 0,
+        buffer: 0,
+        len: 100,
+        frame_len: 100,
+        csum_start: 0,
+        csum_offset: 0,
+    };
+    // Each field at an extreme, with a valid CRC: one fault each.
+    let bad = [
+        RefEntry {
+            seq: u32::MAX,
+            ..good
+        },
+        RefEntry {
+            epoch: u32::MAX,
+            ..good
+        },
+        RefEntry {
+            dst: u8::MAX,
+            ..good
+        },
+        RefEntry {
+            src: u8::MAX,
+            ..good
+        },
+        RefEntry {
+            frags: u8::MAX,
+            frag: 0,
+            ..good
+        },
+        RefEntry {
+            frag: u8::MAX,
+            ..good
+        },
+        RefEntry {
+            flags: u16::MAX,
+            ..good
+        },
+        RefEntry {
+            buffer: u16::MAX,
+            ..good
+        },
+        RefEntry {
+            len: u16::MAX,
+            frame_len: u16::MAX,
+            ..good
+        },
+        RefEntry { len: 0, ..good },
+        RefEntry {
+            frame_len: 99,
+            ..good
+        },
+        RefEntry {
+            flags: REF_BY_VALUE,
+            buffer: 5,
+            ..good
+        },
+    ];
+    for (i, e) in bad.iter().enumerate().take(8) {
+        let seq = if i == 0 { e.seq } else { i as u32 };
+        forge(&a, i as u32, &RefEntry { seq, ..*e })?;
+    }
+    forge_line(
+        &a,
+        &SrcLine {
+            src_epoch: s.epoch(),
+            ack_dst_epoch: 1,
+            tail: 8,
+            ret_head: 0,
+        },
+    )?;
+    d.poll(&b);
+    check!(d.recv(&b).is_none(), "nothing valid in the first 8");
+    check_eq!(d.counters.faults(), 8);
+    check_eq!(
+        (
+            d.counters.seq,
+            d.counters.epoch,
+            d.counters.dst,
+            d.counters.src,
+            d.counters.frag
+        ),
+        (1, 1, 1, 1, 3)
+    );
+    check_eq!((d.counters.index, d.counters.len), (1, 0));
+    // The rest, then a garbage tail.
+    for (i, e) in bad.iter().enumerate().skip(8) {
+        forge(
+            &a,
+            i as u32,
+            &RefEntry {
+                seq: i as u32,
+                ..*e
+            },
+        )?;
+    }
+    forge_line(
+        &a,
+        &SrcLine {
+            src_epoch: s.epoch(),
+            ack_dst_epoch: 1,
+            tail: 12,
+            ret_head: 0,
+        },
+    )?;
+    d.poll(&b);
+    check!(d.recv(&b).is_none());
+    check_eq!((d.counters.len, d.counters.index), (3, 2));
+    forge_line(
+        &a,
+        &SrcLine {
+            src_epoch: s.epoch(),
+            ack_dst_epoch: 1,
+            tail: 12 + 9,
+            ret_head: 0,
+        },
+    )?;
+    d.poll(&b);
+    check!(d.recv(&b).is_none());
+    check_eq!(d.counters.tail, 1, "a tail a ring ahead");
+    // A torn entry: CRC.
+    forge(&a, 12, &RefEntry { seq: 12, ..good })?;
+    let at = ok!(RefQueue::new(geom(), p01()).at(12));
+    ok!(publish(&a, at + 16, &[0xff]));
+    forge_line(
+        &a,
+        &SrcLine {
+            src_epoch: s.epoch(),
+            ack_dst_epoch: 1,
+            tail: 13,
+            ret_head: 0,
+        },
+    )?;
+    d.poll(&b);
+    check!(d.recv(&b).is_none());
+    check_eq!(d.counters.crc, 1);
+    check_eq!(d.lends().lent(), 0);
+    // The source's buffers of intact, rejected entries of its session go
+    // back, once per rejection while not held: buffer 0, in each batch (a
+    // source that sent it once refuses the second return).
+    ok!(d.publish(&b));
+    check_eq!(d.counters.returned, 2);
+    check_eq!((d.lends().released(), d.lends().lent()), (0, 0));
+    check_eq!(model.conflicts(), 0);
+    Ok(())
+}
+
+pub fn a_reference_to_a_lent_buffer_is_dropped(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let mut buf = [0u8; 64];
+    let n = payload(0, 64, &mut buf);
+    let sent = ok!(s.send(&a, &buf[..n], false, None));
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(d.lend(&f));
+    // The source (hostile) refers to the same buffer again.
+    let e = RefEntry {
+        seq: 1,
+        epoch: s.epoch(),
+        dst: 1,
+        src: 0,
+        frag: 0,
+        frags: 1,
+        flags: 0,
+        buffer: sent.bufs[0],
+        len: 64,
+        frame_len: 64,
+        csum_start: 0,
+        csum_offset: 0,
+    };
+    forge(&a, 1, &e)?;
+    // Two entries of one frame naming one buffer.
+    forge(
+        &a,
+        2,
+        &RefEntry {
+            seq: 2,
+            frags: 2,
+            len: 4096,
+            frame_len: 4196,
+            buffer: 3,
+            ..e
+        },
+    )?;
+    forge(
+        &a,
+        3,
+        &RefEntry {
+            seq: 3,
+            frag: 1,
+            frags: 2,
+            len: 100,
+            frame_len: 4196,
+            buffer: 3,
+            ..e
+        },
+    )?;
+    forge_line(
+        &a,
+        &SrcLine {
+            src_epoch: s.epoch(),
+            ack_dst_epoch: 1,
+            tail: 4,
+            ret_head: 0,
+        },
+    )?;
+    d.poll(&b);
+    check!(d.recv(&b).is_none());
+    check_eq!(d.counters.dup_lent, 2);
+    check_eq!(d.lends().lent(), 1);
+    check_eq!(d.lends().get(sent.bufs[0]), Some(Lend::Lent { old: false }));
+    Ok(())
+}
+
+pub fn bad_returns_are_refused(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let mut buf = [0u8; 64];
+    let n = payload(0, 64, &mut buf);
+    let sent = ok!(s.send(&a, &buf[..n], false, None));
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(d.lend(&f));
+    // The destination (hostile) returns the lent buffer twice, a free one,
+    // one out of range, one of another epoch and one with a stale sequence.
+    let r = ReturnRing::new(geom(), p01());
+    let ep = s.epoch();
+    ok!(r.put(&b, 0, sent.bufs[0], ep));
+    ok!(r.put(&b, 1, sent.bufs[0], ep));
+    ok!(r.put(&b, 2, sent.bufs[0] + 1, ep));
+    ok!(r.put(&b, 3, u16::MAX, ep));
+    ok!(r.put(&b, 4, sent.bufs[0], ep + 1));
+    let dl = super::super::layout::DstLine {
+        dst_epoch: 1,
+        ack_src_epoch: ep,
+        head: 1,
+        ret_tail: 6,
+    };
+    let at = ok!(geom().ctl(p01())) + super::super::layout::DST_LINE_AT;
+    ok!(publish(&b, at, &dl.encode()));
+    s.poll(&a);
+    check_eq!(s.counters.returned, 1);
+    check_eq!(
+        (s.counters.bad_return, s.counters.index, s.counters.seq),
+        (3, 1, 1)
+    );
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    // A return tail more than a ring ahead changes nothing.
+    let dl = super::super::layout::DstLine {
+        ret_tail: 6 + 9,
+        ..dl
+    };
+    ok!(publish(&b, at, &dl.encode()));
+    s.poll(&a);
+    check_eq!(s.counters.head, 1);
+    Ok(())
+}
+
+pub fn a_dead_destination_gives_every_buffer_back(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let mut buf = [0u8; 64];
+    for k in 0..5 {
+        let n = payload(k, 64, &mut buf);
+        ok!(s.send(&a, &buf[..n], false, None));
+    }
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(d.lend(&f));
+    check_eq!(s.buffers().count(BufState::Out), 5);
+    // Its lease expired (beluga says so): everything is ours again.
+    s.peer_dead();
+    check_eq!((s.session(), s.counters.reclaimed), (Session::Down, 5));
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    check_eq!(s.reserve(64, false), Err(TxError::NotUp));
+    // The zombie's return changes nothing.
+    check!(d.release(&b, f.bufs[0]));
+    ok!(d.publish(&b));
+    s.poll(&a);
+    check_eq!((s.session(), s.counters.returned), (Session::Down, 0));
+    // It rejoins with a new epoch and nothing held.
+    let g = geom();
+    let mut d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
+    ok!(d.start(&b));
+    up(&model, &mut s, &mut d)?;
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    let n = payload(7, 64, &mut buf);
+    ok!(s.send(&a, &buf[..n], false, None));
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(ok!(payload_is(&b, &f, 7)));
+    check_eq!(d.counters.faults(), 0);
+    Ok(())
+}
+
+pub fn a_rejoining_source_waits_for_what_the_destination_holds(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let mut buf = [0u8; 64];
+    for k in 0..3 {
+        let n = payload(k, 64, &mut buf);
+        ok!(s.send(&a, &buf[..n], false, None));
+    }
+    d.poll(&b);
+    let held = ok!(d.recv(&b));
+    check!(d.lend(&held));
+    let copied = ok!(d.recv(&b));
+    check!(d.recv(&b).is_some(), "left in the queue");
+    let old = s.epoch();
+    // The source crashes and rejoins, without a reload of the destination.
+    d.peer_dead();
+    d.copied(&b, &copied);
+    check_eq!(d.lends().released(), 1, "kept until the next session");
+    let g = geom();
+    let mut s = ok!(SrcEnd::new(g, 0, 1, ok!(join(&a, &g, 0))));
+    check!(s.epoch() != old);
+    ok!(s.start(&a));
+    check_eq!(s.buffers().count(BufState::Unknown), 8);
+    up(&model, &mut s, &mut d)?;
+    // What the destination still held is reserved; the rest is free, the
+    // copied frame's buffer already came back.
+    s.poll(&a);
+    check_eq!(s.buffers().state(held.bufs[0]), Some(BufState::Reserved));
+    check_eq!(s.buffers().count(BufState::Free), 7);
+    check!(d.release(&b, held.bufs[0]));
+    ok!(d.publish(&b));
+    s.poll(&a);
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    check_eq!(s.counters.faults(), 0);
+    check_eq!(model.conflicts(), 0);
+    Ok(())
+}
