@@ -80,12 +80,11 @@ targets += cxlf_bindings.rs
 # The user ABI (`uapi/`), a crate of the tools too, which the support
 # crate re-exports (`support::uapi`), named `cxlf_uapi` here (the kernel
 # has a `uapi` crate of its own): built once per directory that uses
-# the support crate, like the crates below. `-Amissing_docs`: many of its
-# constants and fields are named for the C ABI they mirror and say no more.
+# the support crate, like the crates below.
 $(obj)/cxlf_uapi.o: $(src)/../uapi/src/lib.rs FORCE
 	+$(call if_changed_rule,rustc_o_rs)
 RUSTFLAGS_cxlf_uapi.o += --emit=metadata=$(obj)/libcxlf_uapi.rmeta \
-	-Aunused_attributes -Aclippy::duplicated_attributes -Amissing_docs
+	-Aunused_attributes -Aclippy::duplicated_attributes
 targets += cxlf_uapi.o
 
 # `-Aunused_attributes -Aclippy::duplicated_attributes`: the kernel adds
