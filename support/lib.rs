@@ -11,39 +11,46 @@
 //! deleting a wrapper and switching the `use` lines. Layout and rules:
 //! `Documentation/cxlfabric/support.rst`.
 //!
-//! | wrapper          | upstream counterpart                                     |
-//! |------------------|----------------------------------------------------------|
-//! | [`kunit`]        | `kernel::kunit` (`#[kunit_tests]`, 6.15)                 |
-//! | [`kvec`]         | `Vec::pop` (6.14); `swap_remove`: none                   |
-//! | [`miscdevice`]   | `kernel::miscdevice` (6.13)                              |
-//! | [`fs`]           | `kernel::fs::File` (6.13), `ARef<Inode>`                 |
-//! | [`mm`]           | `mm::virt::{VmaRef, VmaNew}` (6.16); faults: none        |
-//! | [`driver`]       | `kernel::driver::Registration` (6.13)                    |
-//! | [`dax`]          | none; a [`driver`] bus like `kernel::platform`           |
-//! | [`pci`]          | `kernel::pci` (6.14-6.17): driver, BARs, MSI-X vectors   |
-//! | [`irq`]          | `kernel::irq::Registration` (6.17), `Arc` handlers      |
-//! | [`netdev`]       | none (2023 RFC `kernel::net::Device`): Ethernet devices |
-//! | [`coherent`]     | `io::mem::IoMem` (6.16) maps uncached; WB atomics: none  |
-//! | [`dma`]          | `kernel::dma::CoherentAllocation` (6.14)                 |
-//! | [`napi`]         | none (2023 RFC): NAPI contexts, GRO receive              |
-//! | [`pagemap`]      | none: ZONE_DEVICE pages (device-dax's)                   |
-//! | [`sharedmem`]    | `io::mem::ExclusiveIoMem` (6.16); accessors: none        |
-//! | [`cred`]         | `kernel::cred`, `Task::current` (6.13)                   |
-//! | [`time`]         | `kernel::time`, `kernel::delay`                          |
-//! | [`hrtimer`]      | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
-//! | [`tracepoint`]   | none: probes on the scheduler's tracepoints              |
-//! | [`sysfs`]        | none: kobject directories of read-only attributes        |
-//! | [`task_work`]    | none: `task_work_add` with a count for unload            |
-//! | [`perf`]         | none: counting perf events on a task                     |
-//! | [`spinlock_irq`] | `SpinLockIrq` (6.17); a raw spinlock here                |
-//! | [`task`]         | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
-//! | [`error`]        | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`, ...)   |
-//! | [`ratelimit`]    | none (C's `pr_*_ratelimited` are macros)                 |
-//! | [`workqueue`]    | `kernel::workqueue` delayed work (6.16)                  |
-//! | [`params`]       | `module!` parameters (6.15)                              |
-//! | [`region`]       | none: beluga_dax's C region ABI                          |
-//! | [`page`]         | none                                                     |
-//! | [`uapi`]         | none: the project's ABI                                  |
+//! Three parts, by what a file mirrors: `upstream/` (a wrapper shaped like
+//! an upstream abstraction, deleted when the kernel has it),
+//! `abstractions/` (generic, no upstream counterpart yet: kept) and what
+//! belongs to one module's ABI ([`region`], beluga_dax's; [`uapi`], the
+//! tools'). Modules name every wrapper at the crate root
+//! (`support::miscdevice`), whichever part holds it.
+//!
+//! | wrapper          | part           | upstream counterpart                                     |
+//! |------------------|----------------|----------------------------------------------------------|
+//! | [`kunit`]        | `upstream`     | `kernel::kunit` (`#[kunit_tests]`, 6.15)                 |
+//! | [`kvec`]         | `upstream`     | `Vec::pop` (6.14); `swap_remove`: none                   |
+//! | [`miscdevice`]   | `upstream`     | `kernel::miscdevice` (6.13)                              |
+//! | [`fs`]           | `upstream`     | `kernel::fs::File` (6.13), `ARef<Inode>`                 |
+//! | [`mm`]           | `upstream`     | `mm::virt::{VmaRef, VmaNew}` (6.16); faults: none        |
+//! | [`driver`]       | `upstream`     | `kernel::driver::Registration` (6.13)                    |
+//! | [`pci`]          | `upstream`     | `kernel::pci` (6.14-6.17): driver, BARs, MSI-X vectors   |
+//! | [`irq`]          | `upstream`     | `kernel::irq::Registration` (6.17), `Arc` handlers      |
+//! | [`dma`]          | `upstream`     | `kernel::dma::CoherentAllocation` (6.14)                 |
+//! | [`cred`]         | `upstream`     | `kernel::cred`, `Task::current` (6.13)                   |
+//! | [`time`]         | `upstream`     | `kernel::time`, `kernel::delay`                          |
+//! | [`hrtimer`]      | `upstream`     | `kernel::time::hrtimer` (6.15), `Arc` pointers only      |
+//! | [`spinlock_irq`] | `upstream`     | `SpinLockIrq` (6.17); a raw spinlock here                |
+//! | [`task`]         | `upstream`     | `Task::tgid_nr_ns` etc. (6.13-6.15); thread walk: none   |
+//! | [`error`]        | `upstream`     | `kernel::error::code` (`ETIMEDOUT`, `EOPNOTSUPP`, ...)   |
+//! | [`workqueue`]    | `upstream`     | `kernel::workqueue` delayed work (6.16)                  |
+//! | [`params`]       | `upstream`     | `module!` parameters (6.15)                              |
+//! | [`dax`]          | `abstractions` | none; a [`driver`] bus like `kernel::platform`           |
+//! | [`netdev`]       | `abstractions` | none (2023 RFC `kernel::net::Device`): Ethernet devices |
+//! | [`napi`]         | `abstractions` | none (2023 RFC): NAPI contexts, GRO receive              |
+//! | [`coherent`]     | `abstractions` | none: `io::mem::IoMem` (6.16) maps uncached, no atomics  |
+//! | [`sharedmem`]    | `abstractions` | none: `io::mem::ExclusiveIoMem` (6.16) maps uncached     |
+//! | [`pagemap`]      | `abstractions` | none: ZONE_DEVICE pages (device-dax's)                   |
+//! | [`tracepoint`]   | `abstractions` | none: probes on the scheduler's tracepoints              |
+//! | [`sysfs`]        | `abstractions` | none: kobject directories of read-only attributes        |
+//! | [`task_work`]    | `abstractions` | none: `task_work_add` with a count for unload            |
+//! | [`perf`]         | `abstractions` | none: counting perf events on a task                     |
+//! | [`ratelimit`]    | `abstractions` | none (C's `pr_*_ratelimited` are macros)                 |
+//! | [`page`]         | `abstractions` | none                                                     |
+//! | [`region`]       | module ABI     | none: beluga_dax's C region ABI                          |
+//! | [`uapi`]         | module ABI     | none: the project's ABI                                  |
 //!
 //! Whatever 6.12's bindings give Rust (exported functions, constants,
 //! plain struct fields, the kernel's Rust helpers) is used directly, and
@@ -78,63 +85,72 @@ static THIS_MODULE: kernel::ThisModule = unsafe {
     kernel::ThisModule::from_ptr(__this_module.get())
 };
 
+mod abstractions;
 mod bindings;
-#[cfg(cxlf_support = "coherent")]
-pub mod coherent;
-#[cfg(cxlf_support = "cred")]
-pub mod cred;
-#[cfg(cxlf_support = "dax")]
-pub mod dax;
-#[cfg(cxlf_support = "dma")]
-pub mod dma;
-#[cfg(cxlf_support = "driver")]
-pub mod driver;
-pub mod error;
-#[cfg(cxlf_support = "fs")]
-pub mod fs;
 mod helpers;
+mod upstream;
+
+// Module-facing paths: every wrapper at the crate root, under its part's
+// cfg, so moving one between parts (or deleting it for the kernel's) does
+// not change what a module writes.
+#[cfg(cxlf_support = "cred")]
+pub use upstream::cred;
+#[cfg(cxlf_support = "dma")]
+pub use upstream::dma;
+#[cfg(cxlf_support = "driver")]
+pub use upstream::driver;
+pub use upstream::error;
+#[cfg(cxlf_support = "fs")]
+pub use upstream::fs;
 #[cfg(cxlf_support = "hrtimer")]
-pub mod hrtimer;
+pub use upstream::hrtimer;
 #[cfg(cxlf_support = "irq")]
-pub mod irq;
+pub use upstream::irq;
 #[cfg(cxlf_support = "kunit")]
-pub mod kunit;
-pub mod kvec;
+pub use upstream::kunit;
+pub use upstream::kvec;
 #[cfg(cxlf_support = "miscdevice")]
-pub mod miscdevice;
+pub use upstream::miscdevice;
 #[cfg(cxlf_support = "mm")]
-pub mod mm;
-#[cfg(cxlf_support = "napi")]
-pub mod napi;
-#[cfg(cxlf_support = "netdev")]
-pub mod netdev;
-#[cfg(cxlf_support = "page")]
-pub mod page;
-#[cfg(cxlf_support = "pagemap")]
-pub mod pagemap;
-pub mod params;
+pub use upstream::mm;
+pub use upstream::params;
 #[cfg(cxlf_support = "pci")]
-pub mod pci;
+pub use upstream::pci;
+#[cfg(cxlf_support = "spinlock_irq")]
+pub use upstream::spinlock_irq;
+#[cfg(cxlf_support = "task")]
+pub use upstream::task;
+#[cfg(cxlf_support = "time")]
+pub use upstream::time;
+#[cfg(cxlf_support = "workqueue")]
+pub use upstream::workqueue;
+
+#[cfg(cxlf_support = "coherent")]
+pub use abstractions::coherent;
+#[cfg(cxlf_support = "dax")]
+pub use abstractions::dax;
+#[cfg(cxlf_support = "napi")]
+pub use abstractions::napi;
+#[cfg(cxlf_support = "netdev")]
+pub use abstractions::netdev;
+#[cfg(cxlf_support = "page")]
+pub use abstractions::page;
+#[cfg(cxlf_support = "pagemap")]
+pub use abstractions::pagemap;
 #[cfg(cxlf_support = "perf")]
-pub mod perf;
+pub use abstractions::perf;
 #[cfg(cxlf_support = "ratelimit")]
-pub mod ratelimit;
+pub use abstractions::ratelimit;
+#[cfg(cxlf_support = "sharedmem")]
+pub use abstractions::sharedmem;
+#[cfg(cxlf_support = "sysfs")]
+pub use abstractions::sysfs;
+#[cfg(cxlf_support = "task_work")]
+pub use abstractions::task_work;
+#[cfg(cxlf_support = "tracepoint")]
+pub use abstractions::tracepoint;
+
+// Module-owned ABI.
 #[cfg(cxlf_support = "region")]
 pub mod region;
-#[cfg(cxlf_support = "sharedmem")]
-pub mod sharedmem;
-#[cfg(cxlf_support = "spinlock_irq")]
-pub mod spinlock_irq;
-#[cfg(cxlf_support = "sysfs")]
-pub mod sysfs;
-#[cfg(cxlf_support = "task")]
-pub mod task;
-#[cfg(cxlf_support = "task_work")]
-pub mod task_work;
-#[cfg(cxlf_support = "time")]
-pub mod time;
-#[cfg(cxlf_support = "tracepoint")]
-pub mod tracepoint;
 pub mod uapi;
-#[cfg(cxlf_support = "workqueue")]
-pub mod workqueue;
