@@ -13,7 +13,20 @@
 //! (`modinfo -F depends` lists none), loads without it, and holds it loaded
 //! only while it holds a region. Without beluga_dax, [`Region::get`] fails
 //! with `ENOENT` and a log line saying so.
+//!
+//! Two ways in: [`Region::read`] and [`Region::write`] take beluga_dax's
+//! lock and flush for the caller (process context only); [`Region::access`]
+//! opens a non-sleeping access section ([`Access`]: NAPI, transmit, under
+//! spinlocks) in which the region stays mapped and not revoked, with
+//! bounds-checked reads and writes, explicit write-back and invalidation
+//! of line ranges, and the region's pages ([`SharedPage`]). The section is
+//! an RCU read-side section: readers cost nothing and never sleep, and
+//! beluga_dax revokes a region by marking it gone and waiting for a grace
+//! period (`synchronize_rcu`), which unbind can afford. [`Region::on_revoke`]
+//! tells the user before that happens.
 
+#[cfg(not(cxlf_region_provider))]
+pub use consumer::{Access, RevokeHandler};
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -43,15 +56,29 @@ pub type WriteFn = unsafe extern "C" fn(
     len: usize,
 ) -> c_int;
 
+/// `beluga_region_access_begin`'s type.
+pub type AccessBeginFn =
+    unsafe extern "C" fn(region: *const c_void, len: *mut usize) -> *mut c_void;
+/// `beluga_region_access_end`'s type.
+pub type AccessEndFn = unsafe extern "C" fn(region: *const c_void);
+/// A revoke callback (`beluga_region_on_revoke`).
+pub type RevokeFn = unsafe extern "C" fn(data: *mut c_void);
+/// `beluga_region_on_revoke`'s type.
+pub type OnRevokeFn =
+    unsafe extern "C" fn(region: *const c_void, f: Option<RevokeFn>, data: *mut c_void) -> c_int;
+
 /// The names [`Api`] looks up, in the order of its fields.
 #[cfg(not(cxlf_region_provider))]
-const NAMES: [&CStr; 6] = [
+const NAMES: [&CStr; 9] = [
     kernel::c_str!("beluga_region_get"),
     kernel::c_str!("beluga_region_put"),
     kernel::c_str!("beluga_region_phys"),
     kernel::c_str!("beluga_region_size"),
     kernel::c_str!("beluga_region_read"),
     kernel::c_str!("beluga_region_write"),
+    kernel::c_str!("beluga_region_access_begin"),
+    kernel::c_str!("beluga_region_access_end"),
+    kernel::c_str!("beluga_region_on_revoke"),
 ];
 
 /// beluga_dax's functions, found by name.
@@ -70,6 +97,9 @@ struct Api {
     size: SizeFn,
     read: ReadFn,
     write: WriteFn,
+    access_begin: AccessBeginFn,
+    access_end: AccessEndFn,
+    on_revoke: OnRevokeFn,
 }
 
 #[cfg(not(cxlf_region_provider))]
@@ -77,7 +107,7 @@ impl Api {
     /// Finds every function, or none (`ENOENT` if beluga_dax is not
     /// loaded, or is still loading or going away).
     fn find() -> Result<Api> {
-        let mut addrs = [core::ptr::null_mut::<c_void>(); 6];
+        let mut addrs = [core::ptr::null_mut::<c_void>(); NAMES.len()];
         for (i, name) in NAMES.iter().enumerate() {
             // SAFETY: `name` is NUL-terminated and static; `__symbol_get`
             // has no other preconditions.
@@ -107,6 +137,9 @@ impl Api {
                 size: transmute::<*mut c_void, SizeFn>(addrs[3]),
                 read: transmute::<*mut c_void, ReadFn>(addrs[4]),
                 write: transmute::<*mut c_void, WriteFn>(addrs[5]),
+                access_begin: transmute::<*mut c_void, AccessBeginFn>(addrs[6]),
+                access_end: transmute::<*mut c_void, AccessEndFn>(addrs[7]),
+                on_revoke: transmute::<*mut c_void, OnRevokeFn>(addrs[8]),
             }
         };
         // INVARIANT: every name found, in order, with its reference held.
@@ -142,10 +175,17 @@ unsafe fn put_names(names: &[&CStr]) {
 ///
 /// # Invariants
 ///
-/// `raw` is a live handle from `api.get`, owned by this value.
+/// `raw` is a live handle from `api.get`, owned by this value; `phys` and
+/// `size` are its physical address and size. `handler`, if any, is the
+/// revoke handler registered for `raw`.
 #[cfg(not(cxlf_region_provider))]
 pub struct Region {
     raw: *mut c_void,
+    phys: u64,
+    size: u64,
+    /// Dropped after the handle is put (field order), when beluga_dax
+    /// can no longer call it.
+    handler: Option<consumer::Handler>,
     /// Dropped after the handle is put (field order).
     api: Api,
 }
@@ -173,21 +213,28 @@ impl Region {
         if raw.is_null() {
             return Err(Error::from_errno(err));
         }
+        // SAFETY: `raw` is a live handle of `api`.
+        let (phys, size) = unsafe { ((api.phys)(raw), (api.size)(raw)) };
         // INVARIANT: a live handle from `api.get`, which this value now
-        // owns, with the functions it came from.
-        Ok(Region { raw, api })
+        // owns, with the functions it came from, its address and size; no
+        // handler yet.
+        Ok(Region {
+            raw,
+            phys,
+            size,
+            handler: None,
+            api,
+        })
     }
 
     /// Physical address of the region.
     pub fn phys(&self) -> u64 {
-        // SAFETY: `raw` is a live handle of `api` (invariant).
-        unsafe { (self.api.phys)(self.raw) }
+        self.phys
     }
 
     /// Bytes in the region.
     pub fn size(&self) -> u64 {
-        // SAFETY: `raw` is a live handle of `api` (invariant).
-        unsafe { (self.api.size)(self.raw) }
+        self.size
     }
 
     /// Reads `out.len()` bytes at `offset` (invalidating the lines first).
@@ -215,282 +262,17 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: the handle is this value's (invariant), released once,
-        // here, before `api` (and with it beluga_dax's references) goes.
+        // here, before `handler` and `api` (and with it beluga_dax's
+        // references) go. Putting it unregisters the handler, waiting for
+        // a call in progress.
         unsafe { (self.api.put)(self.raw) };
     }
 }
 
+/// The consumer's non-sleeping access and revoke notification.
+#[cfg(not(cxlf_region_provider))]
+mod consumer;
+
 /// The provider side, compiled into beluga_dax only.
 #[cfg(cxlf_region_provider)]
-pub mod provider {
-    use super::*;
-    use core::sync::atomic::{AtomicPtr, Ordering};
-    use kernel::error::from_result;
-    use kernel::sync::Arc;
-    use kernel::types::ForeignOwnable;
-
-    /// A region handed out through the C ABI.
-    pub trait SharedRegion: Send + Sync + 'static {
-        /// Physical address of the region's first byte.
-        fn phys(&self) -> u64;
-        /// Bytes in the region.
-        fn size(&self) -> u64;
-        /// Reads `out.len()` bytes at `offset`.
-        fn read(&self, offset: u64, out: &mut [u8]) -> Result;
-        /// Writes `data` at `offset`.
-        fn write(&self, offset: u64, data: &[u8]) -> Result;
-    }
-
-    /// Finds or creates regions.
-    pub trait RegionSource: Send + Sync + 'static {
-        /// The regions it hands out.
-        type Region: SharedRegion;
-        /// The region `name` of pool `pool`, created with `size` bytes if new.
-        fn get(&self, pool: &CStr, name: &CStr, size: u64) -> Result<Arc<Self::Region>>;
-    }
-
-    /// Where the exported functions find the module's source: installed
-    /// at the end of module init, removed at exit.
-    ///
-    /// # Invariants
-    ///
-    /// `ptr` is null or an `Arc<T>` turned into a foreign pointer, owned
-    /// by the cell.
-    pub struct SourceCell<T> {
-        ptr: AtomicPtr<c_void>,
-        _t: core::marker::PhantomData<Arc<T>>,
-    }
-
-    // SAFETY: the cell only hands out shared references to `T`, which is
-    // `Send + Sync`.
-    unsafe impl<T: Send + Sync> Sync for SourceCell<T> {}
-
-    impl<T: RegionSource> SourceCell<T> {
-        /// An empty cell.
-        pub const fn new() -> Self {
-            // INVARIANT: null.
-            SourceCell {
-                ptr: AtomicPtr::new(core::ptr::null_mut()),
-                _t: core::marker::PhantomData,
-            }
-        }
-
-        /// Makes `source` the one the C functions use.
-        pub fn install(&self, source: Arc<T>) {
-            // SAFETY: an `Arc<T>` given up by `into_foreign`, for the cell.
-            unsafe { self.replace(source.into_foreign().cast_mut()) };
-        }
-
-        /// Removes the source; the C functions fail from now on.
-        pub fn remove(&self) {
-            // SAFETY: null.
-            unsafe { self.replace(core::ptr::null_mut()) };
-        }
-
-        /// Stores `new` and drops the `Arc<T>` the cell held before, if
-        /// any.
-        ///
-        /// # Safety
-        ///
-        /// `new` must be null or an `Arc<T>` given up by `into_foreign`,
-        /// which the cell then owns.
-        unsafe fn replace(&self, new: *mut c_void) {
-            // INVARIANT: `new` is null or an `Arc<T>` the cell now owns
-            // (the caller's guarantee).
-            let old = self.ptr.swap(new, Ordering::AcqRel);
-            if !old.is_null() {
-                // SAFETY: a non-null `ptr` is an `Arc<T>` the cell owned
-                // (invariant); the swap took it out, so it is dropped once.
-                drop(unsafe { Arc::<T>::from_foreign(old) });
-            }
-        }
-
-        fn get(&self) -> Option<Arc<T>> {
-            let ptr = self.ptr.load(Ordering::Acquire);
-            if ptr.is_null() {
-                return None;
-            }
-            // Exported calls come only from modules that hold a reference
-            // on this one (through `symbol_get`, or a dependency on its
-            // symbols): none runs before init installs the source or after
-            // exit begins.
-            // SAFETY: a non-null `ptr` is an `Arc<T>` the cell owns
-            // (invariant), and it lives until `remove`, at module exit,
-            // after every exported call has returned (see above).
-            let borrowed = unsafe { Arc::<T>::borrow(ptr) };
-            Some(borrowed.into())
-        }
-    }
-
-    /// # Safety
-    ///
-    /// `pool` and `name` are NUL-terminated strings, `err` a valid
-    /// out-parameter (the C contract of `beluga_region_get`).
-    pub unsafe fn get<T: RegionSource>(
-        cell: &SourceCell<T>,
-        pool: *const c_char,
-        name: *const c_char,
-        size: u64,
-        err: *mut c_int,
-    ) -> *mut c_void {
-        // SAFETY: the C caller passes NUL-terminated strings that live for
-        // the call (function contract).
-        let (pool, name) = unsafe { (CStr::from_char_ptr(pool), CStr::from_char_ptr(name)) };
-        let result = match cell.get() {
-            Some(source) => source.get(pool, name, size),
-            None => Err(ENODEV),
-        };
-        match result {
-            Ok(region) => region.into_foreign().cast_mut(),
-            Err(e) => {
-                // SAFETY: the C caller passes a valid out-parameter
-                // (function contract).
-                unsafe { *err = e.to_errno() };
-                core::ptr::null_mut()
-            }
-        }
-    }
-
-    /// # Safety
-    ///
-    /// `region` came from `get::<T>` and is not used after this.
-    pub unsafe fn put<T: RegionSource>(region: *mut c_void) {
-        // SAFETY: `region` is an `Arc<T::Region>` that `get::<T>` gave up
-        // with `into_foreign`, put once (function contract).
-        drop(unsafe { Arc::<T::Region>::from_foreign(region) });
-    }
-
-    /// # Safety
-    ///
-    /// `region` came from `get::<T>` and has not been put.
-    pub unsafe fn with<T: RegionSource, R>(
-        region: *const c_void,
-        f: impl FnOnce(&T::Region) -> R,
-    ) -> R {
-        // SAFETY: `region` is an `Arc<T::Region>` from `get::<T>` that
-        // has not been put (function contract), so it lives for the call.
-        let region = unsafe { Arc::<T::Region>::borrow(region) };
-        f(&region)
-    }
-
-    /// # Safety
-    ///
-    /// As for [`with`]; `buf` is valid for writes of `len` bytes.
-    pub unsafe fn read<T: RegionSource>(
-        region: *const c_void,
-        offset: u64,
-        buf: *mut c_void,
-        len: usize,
-    ) -> c_int {
-        // SAFETY: the C caller passes a buffer valid for writes of `len`
-        // bytes that nothing else uses during the call (function contract).
-        let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-        from_result(|| {
-            // SAFETY: `region` is live (function contract).
-            unsafe { with::<T, _>(region, |r| r.read(offset, out)) }?;
-            Ok(0)
-        })
-    }
-
-    /// # Safety
-    ///
-    /// As for [`with`]; `buf` is valid for reads of `len` bytes.
-    pub unsafe fn write<T: RegionSource>(
-        region: *const c_void,
-        offset: u64,
-        buf: *const c_void,
-        len: usize,
-    ) -> c_int {
-        // SAFETY: the C caller passes a buffer valid for reads of `len`
-        // bytes (function contract).
-        let data = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        from_result(|| {
-            // SAFETY: `region` is live (function contract).
-            unsafe { with::<T, _>(region, |r| r.write(offset, data)) }?;
-            Ok(0)
-        })
-    }
-
-    /// Defines the C functions of `beluga_region.h` over `$cell`, a
-    /// `static SourceCell<$source>`; the module's `helpers.c` exports them.
-    #[macro_export]
-    macro_rules! export_beluga_regions {
-        ($cell:path, $source:ty) => {
-            mod beluga_region_exports {
-                use kernel::ffi::{c_char, c_int, c_void};
-                use $crate::region::{self, provider};
-
-                // Consumers call them through these types (they find them
-                // by name, so nothing else checks that the types agree).
-                const _: region::GetFn = beluga_region_get;
-                const _: region::PutFn = beluga_region_put;
-                const _: region::PhysFn = beluga_region_phys;
-                const _: region::SizeFn = beluga_region_size;
-                const _: region::ReadFn = beluga_region_read;
-                const _: region::WriteFn = beluga_region_write;
-
-                #[no_mangle]
-                extern "C" fn beluga_region_get(
-                    pool: *const c_char,
-                    name: *const c_char,
-                    size: u64,
-                    err: *mut c_int,
-                ) -> *mut c_void {
-                    // SAFETY: C callers keep beluga_region_get's contract
-                    // (beluga_region.h): NUL-terminated names, a valid `err`.
-                    unsafe { provider::get::<$source>(&$cell, pool, name, size, err) }
-                }
-
-                #[no_mangle]
-                extern "C" fn beluga_region_put(region: *mut c_void) {
-                    // SAFETY: C callers keep beluga_region.h's contract: a
-                    // handle from beluga_region_get, put once.
-                    unsafe { provider::put::<$source>(region) }
-                }
-
-                #[no_mangle]
-                extern "C" fn beluga_region_phys(region: *const c_void) -> u64 {
-                    // SAFETY: C callers keep beluga_region.h's contract: a
-                    // live handle.
-                    unsafe {
-                        provider::with::<$source, _>(region, |r| provider::SharedRegion::phys(r))
-                    }
-                }
-
-                #[no_mangle]
-                extern "C" fn beluga_region_size(region: *const c_void) -> u64 {
-                    // SAFETY: C callers keep beluga_region.h's contract: a
-                    // live handle.
-                    unsafe {
-                        provider::with::<$source, _>(region, |r| provider::SharedRegion::size(r))
-                    }
-                }
-
-                #[no_mangle]
-                extern "C" fn beluga_region_read(
-                    region: *const c_void,
-                    offset: u64,
-                    buf: *mut c_void,
-                    len: usize,
-                ) -> c_int {
-                    // SAFETY: C callers keep beluga_region.h's contract: a
-                    // live handle, a buffer of `len` bytes.
-                    unsafe { provider::read::<$source>(region, offset, buf, len) }
-                }
-
-                #[no_mangle]
-                extern "C" fn beluga_region_write(
-                    region: *const c_void,
-                    offset: u64,
-                    buf: *const c_void,
-                    len: usize,
-                ) -> c_int {
-                    // SAFETY: C callers keep beluga_region.h's contract: a
-                    // live handle, a buffer of `len` bytes.
-                    unsafe { provider::write::<$source>(region, offset, buf, len) }
-                }
-            }
-        };
-    }
-    pub use crate::export_beluga_regions;
-}
+pub mod provider;
