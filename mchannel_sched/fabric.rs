@@ -40,7 +40,7 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// The longest window of a thread that skips windows for a short T_R
 /// (`RunWindow::budget`): a budget changes only when a window ends, so at
 /// most one control period late.
-const MAX_WINDOW_NS: u64 = K_NS;
+pub(crate) const MAX_WINDOW_NS: u64 = K_NS;
 
 pub(crate) struct ComponentEntry {
     pub(crate) name: [u8; abi::NAME_BYTES],
@@ -132,8 +132,9 @@ impl Channel {
     }
 
     /// Its threads' budget and window: whole windows when not metered
-    /// (or a group), else Eq. 7 (`RunWindow::budget`).
-    fn budget(&self) -> Budget {
+    /// (or a group), else Eq. 7 (`RunWindow::budget`), runs and parks at
+    /// least `min_run_ns` if that is longer (`park::ParkCost::min_run`).
+    fn budget(&self, min_run_ns: u64) -> Budget {
         if !self.meter.meter.metered() || self.is_group() {
             let t_w_ns = self.window.t_w_ns();
             return Budget {
@@ -141,8 +142,13 @@ impl Channel {
                 t_w_ns,
             };
         }
-        self.window
-            .budget(self.effective_weight(), self.alpha, self.estimator.demand())
+        let w = &self.window;
+        let window = if min_run_ns > w.min_run_ns() {
+            RunWindow::new(w.t_w_ns(), min_run_ns, w.max_window_ns()).unwrap_or(*w)
+        } else {
+            *w
+        };
+        window.budget(self.effective_weight(), self.alpha, self.estimator.demand())
     }
 
     /// The weight its share is computed with (best effort: the least).
@@ -189,6 +195,9 @@ pub(crate) struct Fabric {
     /// The channels' places among those sharing a bottleneck.
     places: Places,
     sysfs: Option<Root>,
+    /// The least run (and park) every window gives, from what parks cost
+    /// (`park::ParkCost::min_run`); 0 until a park was measured.
+    pub(crate) min_run_ns: u64,
 }
 
 impl Fabric {
@@ -201,6 +210,7 @@ impl Fabric {
             cross: None,
             places: Places::new(),
             sysfs: None,
+            min_run_ns: 0,
         }
     }
 
@@ -352,12 +362,13 @@ impl Fabric {
     /// One control period: fold each channel's closed windows into its
     /// estimator, update every component's load, capacity and share, and
     /// give each thread its channel's budget and window.
-    pub(crate) fn step<I>(&mut self, threads: &Threads<I>, now_ns: u64) -> Result {
+    pub(crate) fn step<I>(&mut self, threads: &Threads<I>, now_ns: u64, min_run_ns: u64) -> Result {
         let wall = now_ns.saturating_sub(self.last_ns);
         if wall == 0 {
             return Ok(());
         }
         self.last_ns = now_ns;
+        self.min_run_ns = min_run_ns;
         let mut gathered = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
         for _ in 0..self.channels.len() {
             gathered.push(Gathered::default(), GFP_KERNEL)?;
@@ -423,13 +434,13 @@ impl Fabric {
         if let Err(e) = self.places.update(&mut self.channels, &self.components) {
             pr_warn!("control step: places kept: error {}\n", e.to_errno());
         }
-        let channels = &mut self.channels;
+        let (channels, min_run_ns) = (&mut self.channels, self.min_run_ns);
         threads.update_each(|a| {
             let Some(Some(ch)) = channels.get_mut(a.channel() as usize) else {
                 return false;
             };
             let (t_r, t_w) = a.run().next_ns();
-            let b = ch.budget();
+            let b = ch.budget(min_run_ns);
             a.run().set_window(b.t_w_ns);
             a.run().set_budget(b.t_r_ns);
             ch.stagger(a);
@@ -523,7 +534,7 @@ impl Fabric {
             // Reported (and given to threads attached before the next
             // period) per T_W: the share of time, whatever windows the
             // threads skip.
-            let b = ch.budget();
+            let b = ch.budget(self.min_run_ns);
             ch.t_r_ns = mul_div(b.t_r_ns, ch.window.t_w_ns(), b.t_w_ns);
         }
     }
