@@ -82,9 +82,13 @@ impl ParkCost {
 
     /// The least run (and park) every window gives, given that it is
     /// `current_ns` now: the core's `window::amortized_min_run`, at most
-    /// half the longest window.
+    /// a sixteenth of the longest window (625 us), so that the least share
+    /// a thread gets (the least run in the longest window) stays below
+    /// 7 %. (With half the longest window allowed, a thread of share 0.10
+    /// ran 0.215 under TCG on a busy host: a least run of 2 ms, from a cost
+    /// of 256 us or more, floors every share at 0.2.)
     pub(crate) fn min_run(&self, current_ns: u64) -> u64 {
-        amortized_min_run(self.ns(), current_ns, crate::fabric::MAX_WINDOW_NS / 2)
+        amortized_min_run(self.ns(), current_ns, crate::fabric::MAX_WINDOW_NS / 16)
     }
 }
 
