@@ -322,7 +322,7 @@ pub fn progress(dev: &Path, secs: f64) -> Result<()> {
             metrics.push((format!("on_cpu_at_{pct}pct_fraction"), r));
             // The kernel's share is the tick's sample (`getrusage`): the
             // parks' cost happens mostly between ticks and hides from it
-            // (issue #25: 2-14 % by the tick where timestamps in the
+            // (issue #25: 2-31 % by the tick where timestamps in the
             // thread's loop showed half of its CPU time outside it).
             line.push(format!(
                 "{:.2}: {p:.3} ({r:.3} on a CPU doing {:.2} of the unattached rate, {:.0} % kernel by the tick)",
