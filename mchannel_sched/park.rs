@@ -50,9 +50,8 @@ pub(crate) fn bump(c: &AtomicU64) {
 /// work: from its budget timer queuing the park item until it leaves its
 /// CPU, and from its switch back in until the item returns. A moving
 /// average over parks, racy between CPUs (a sample may be lost). Under
-/// full emulation (TCG) a park costs well over a hundred microseconds,
-/// on hardware a few: runs are made long enough to amortize it
-/// ([`ParkCost::min_run`]).
+/// full emulation (TCG) a park costs 50-110 us on average, on hardware a
+/// few: runs are made long enough to amortize it ([`ParkCost::min_run`]).
 #[derive(Default)]
 pub(crate) struct ParkCost {
     ns: AtomicU64,
