@@ -80,7 +80,7 @@ impl MiscDevice for MchannelFile {
             4 => c.fork_misses.load(Ordering::Relaxed),
             5 => dev.fabric.lock().perf.misses,
             6 => dev.shared.park_cost.ns(),
-            7 => dev.fabric.lock().min_run_ns,
+            7 => dev.shared.park_cost.min_run_ns(),
             _ => return Err(EINVAL),
         };
         writeln!(out, "{}", value).map_err(|_| EINVAL)

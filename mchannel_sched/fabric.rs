@@ -132,8 +132,7 @@ impl Channel {
     }
 
     /// Its threads' budget and window: whole windows when not metered
-    /// (or a group), else Eq. 7 (`RunWindow::budget`), runs and parks at
-    /// least `min_run_ns` if that is longer (`park::ParkCost::min_run`).
+    /// (or a group), else Eq. 7 with runs and parks of `min_run_ns` or more.
     fn budget(&self, min_run_ns: u64) -> Budget {
         if !self.meter.meter.metered() || self.is_group() {
             let t_w_ns = self.window.t_w_ns();
@@ -142,13 +141,8 @@ impl Channel {
                 t_w_ns,
             };
         }
-        let w = &self.window;
-        let window = if min_run_ns > w.min_run_ns() {
-            RunWindow::new(w.t_w_ns(), min_run_ns, w.max_window_ns()).unwrap_or(*w)
-        } else {
-            *w
-        };
-        window.budget(self.effective_weight(), self.alpha, self.estimator.demand())
+        let w = self.window.with_min_run(min_run_ns);
+        w.budget(self.effective_weight(), self.alpha, self.estimator.demand())
     }
 
     /// The weight its share is computed with (best effort: the least).
@@ -195,9 +189,6 @@ pub(crate) struct Fabric {
     /// The channels' places among those sharing a bottleneck.
     places: Places,
     sysfs: Option<Root>,
-    /// The least run (and park) every window gives, from what parks cost
-    /// (`park::ParkCost::min_run`); 0 until a park was measured.
-    pub(crate) min_run_ns: u64,
 }
 
 impl Fabric {
@@ -210,7 +201,6 @@ impl Fabric {
             cross: None,
             places: Places::new(),
             sysfs: None,
-            min_run_ns: 0,
         }
     }
 
@@ -368,7 +358,6 @@ impl Fabric {
             return Ok(());
         }
         self.last_ns = now_ns;
-        self.min_run_ns = min_run_ns;
         let mut gathered = KVec::with_capacity(self.channels.len(), GFP_KERNEL)?;
         for _ in 0..self.channels.len() {
             gathered.push(Gathered::default(), GFP_KERNEL)?;
@@ -430,11 +419,11 @@ impl Fabric {
                 e.to_errno()
             );
         }
-        self.update_budgets();
+        self.update_budgets(min_run_ns);
         if let Err(e) = self.places.update(&mut self.channels, &self.components) {
             pr_warn!("control step: places kept: error {}\n", e.to_errno());
         }
-        let (channels, min_run_ns) = (&mut self.channels, self.min_run_ns);
+        let channels = &mut self.channels;
         threads.update_each(|a| {
             let Some(Some(ch)) = channels.get_mut(a.channel() as usize) else {
                 return false;
@@ -527,14 +516,14 @@ impl Fabric {
         Ok(())
     }
 
-    fn update_budgets(&mut self) {
+    fn update_budgets(&mut self, min_run_ns: u64) {
         for ch in self.channels.iter_mut().flatten() {
             let len = ch.path.len();
             ch.alpha = path_share(ch.alphas.iter().take(len).copied());
             // Reported (and given to threads attached before the next
             // period) per T_W: the share of time, whatever windows the
             // threads skip.
-            let b = ch.budget(self.min_run_ns);
+            let b = ch.budget(min_run_ns);
             ch.t_r_ns = mul_div(b.t_r_ns, ch.window.t_w_ns(), b.t_w_ns);
         }
     }

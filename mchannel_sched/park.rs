@@ -55,6 +55,8 @@ pub(crate) fn bump(c: &AtomicU64) {
 #[derive(Default)]
 pub(crate) struct ParkCost {
     ns: AtomicU64,
+    /// The least run in force ([`ParkCost::min_run`]; 0: none yet).
+    min_run_ns: AtomicU64,
 }
 
 impl ParkCost {
@@ -79,15 +81,23 @@ impl ParkCost {
         self.ns.load(Ordering::Relaxed)
     }
 
-    /// The least run (and park) every window gives, given that it is
-    /// `current_ns` now: the core's `window::amortized_min_run`, at most
+    /// The least run (and park) every window gives from now (the control
+    /// loop asks): the core's `window::amortized_min_run`, at most
     /// a sixteenth of the longest window (625 us), so that the least share
     /// a thread gets (the least run in the longest window) stays below
     /// 7 %. (With half the longest window allowed, a thread of share 0.10
     /// ran 0.215 under TCG on a busy host: a least run of 2 ms, from a cost
     /// of 256 us or more, floors every share at 0.2.)
-    pub(crate) fn min_run(&self, current_ns: u64) -> u64 {
-        amortized_min_run(self.ns(), current_ns, crate::fabric::MAX_WINDOW_NS / 16)
+    pub(crate) fn min_run(&self) -> u64 {
+        let current = self.min_run_ns.load(Ordering::Relaxed);
+        let next = amortized_min_run(self.ns(), current, crate::fabric::MAX_WINDOW_NS / 16);
+        self.min_run_ns.store(next, Ordering::Relaxed);
+        next
+    }
+
+    /// The least run in force.
+    pub(crate) fn min_run_ns(&self) -> u64 {
+        self.min_run_ns.load(Ordering::Relaxed)
     }
 }
 

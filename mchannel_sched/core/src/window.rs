@@ -118,6 +118,15 @@ impl RunWindow {
         self.max_window_ns
     }
 
+    /// The same windows with a minimum run of at least `min_run_ns`
+    /// (unchanged if that exceeds the longest window).
+    pub fn with_min_run(self, min_run_ns: u64) -> RunWindow {
+        if min_run_ns <= self.min_run_ns {
+            return self;
+        }
+        RunWindow::new(self.t_w_ns, min_run_ns, self.max_window_ns).unwrap_or(self)
+    }
+
     /// The budget of a channel of weight `weight` with fair share `alpha`
     /// and demand `demand` (bytes per second): T_R of Eq. 7 in windows of
     /// T_W when T_R is at least the minimum run (or the whole window);

@@ -409,7 +409,11 @@ fn least_run_amortizes_the_park_cost() {
     assert_eq!(amortized_min_run(2_000_000, 0, MAX), MAX);
     // With it, a half share of 100 us windows runs 550 us of 1.1 ms: one
     // park per 1.1 ms instead of one per 100 us.
-    let w = RunWindow::new(100_000, 512_000, 10_000_000).unwrap();
-    let b = w.budget(1, 50, 100);
+    let w = RunWindow::new(100_000, 50_000, 10_000_000).unwrap();
+    let b = w.with_min_run(512_000).budget(1, 50, 100);
     assert_eq!((b.t_r_ns, b.t_w_ns), (550_000, 1_100_000));
+    // A shorter one, or one past the longest window, changes nothing.
+    assert_eq!(w.with_min_run(10_000), w);
+    assert_eq!(w.with_min_run(20_000_000), w);
+    assert_eq!(w.budget(1, 50, 100).t_w_ns, 100_000);
 }
