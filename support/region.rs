@@ -35,8 +35,7 @@ use kernel::str::CStr;
 /// kept beside it in `beluga_dax/region_abi/`); the provider's
 /// definitions are checked against them (`export_beluga_regions!`).
 pub use beluga_region_abi::{
-    AccessBeginFn, AccessEndFn, GetFn, OnRevokeFn, PhysFn, PutFn, ReadFn, RevokeFn, SizeFn,
-    WriteFn,
+    AccessBeginFn, AccessEndFn, GetFn, OnRevokeFn, PhysFn, PutFn, ReadFn, RevokeFn, SizeFn, WriteFn,
 };
 
 /// The names [`Api`] looks up, in the order of its fields: NUL-terminated
