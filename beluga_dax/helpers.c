@@ -15,3 +15,6 @@ EXPORT_SYMBOL_GPL(beluga_region_phys);
 EXPORT_SYMBOL_GPL(beluga_region_size);
 EXPORT_SYMBOL_GPL(beluga_region_read);
 EXPORT_SYMBOL_GPL(beluga_region_write);
+EXPORT_SYMBOL_GPL(beluga_region_access_begin);
+EXPORT_SYMBOL_GPL(beluga_region_access_end);
+EXPORT_SYMBOL_GPL(beluga_region_on_revoke);

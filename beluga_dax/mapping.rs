@@ -19,8 +19,10 @@
 
 use crate::pool::engine::Handle;
 use crate::pool::layout::SECTION_SIZE;
+use crate::support::kvec::VecExt;
 use crate::support::mm::{pmd_order, FaultResult, PfnMapping, VmFault};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use crate::support::region::provider::RevokeHook;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::new_mutex;
 use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
@@ -40,6 +42,15 @@ pub(crate) struct Holding {
     /// teardown, which then removes it.
     #[pin]
     revoked: Mutex<bool>,
+    /// Set with `revoked`, read without a lock by kernel users' access
+    /// sections (`region.rs`); the revoker waits for the sections that
+    /// saw it clear.
+    gone: AtomicBool,
+    /// The revoke callbacks of the kernel users of the object, fired
+    /// before it is revoked. `gone` is set under this lock too, so a user
+    /// added later is refused, never missed.
+    #[pin]
+    hooks: Mutex<KVec<Arc<RevokeHook>>>,
     /// Live [`HoldRef`]s. It rises from zero only in
     /// `Calls::hold` (`device/holdings.rs`), under the device's `inner`
     /// lock, where the reaper also reads it.
@@ -113,6 +124,8 @@ impl Holding {
                 size,
                 phys,
                 revoked <- new_mutex!(false, "beluga:revoked"),
+                gone: AtomicBool::new(false),
+                hooks <- new_mutex!(KVec::new(), "beluga:hooks"),
                 users: AtomicUsize::new(0),
             }),
             GFP_KERNEL,
@@ -152,9 +165,45 @@ impl Holding {
         *self.revoked.lock()
     }
 
-    /// Faults from now on raise SIGBUS. The caller then unmaps the range.
+    /// Faults from now on raise SIGBUS, and access sections fail. The
+    /// caller then waits for sections in progress
+    /// (`provider::wait_for_accesses`) and unmaps the range.
     pub(crate) fn revoke(&self) {
         *self.revoked.lock() = true;
+        self.gone.store(true, Ordering::Release);
+    }
+
+    /// Whether kernel users' access sections may begin.
+    pub(crate) fn accessible(&self) -> bool {
+        !self.gone.load(Ordering::Acquire)
+    }
+
+    /// Adds a kernel user's revoke callback; `ENODEV` once revoked.
+    pub(crate) fn add_hook(&self, hook: Arc<RevokeHook>) -> Result {
+        let mut hooks = self.hooks.lock();
+        if !self.accessible() {
+            return Err(ENODEV);
+        }
+        hooks.push(hook, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes a kernel user's revoke callback.
+    pub(crate) fn remove_hook(&self, hook: &RevokeHook) {
+        let mut hooks = self.hooks.lock();
+        if let Some(at) = hooks.iter().position(|h| core::ptr::eq(&**h, hook)) {
+            hooks.swap_remove(at);
+        }
+    }
+
+    /// Tells the kernel users (their callbacks run, in process context)
+    /// and makes access sections fail from now on.
+    pub(crate) fn revoke_kernel_users(&self) {
+        let hooks = self.hooks.lock();
+        for h in hooks.iter() {
+            h.fire();
+        }
+        self.gone.store(true, Ordering::Release);
     }
 
     /// Offset in the object of the user address `address` of the fault's

@@ -7,7 +7,7 @@ use crate::device::PoolDevice;
 use crate::drain::Drains;
 use crate::mapping::HoldRef;
 use crate::pool::objects::{Name, FLAG_SHARED};
-use crate::support::region::provider::{RegionSource, SharedRegion};
+use crate::support::region::provider::{RegionSource, RevokeHook, SharedRegion};
 use crate::support::sharedmem::SharedMem;
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -74,7 +74,17 @@ impl Registry {
 pub(crate) struct KernelRegion {
     /// The kernel's write-back mapping of the object; dropped first.
     mem: SharedMem,
+    /// The user's revoke callback, in `holding`'s list until drop.
+    hook: Arc<RevokeHook>,
     holding: HoldRef,
+}
+
+impl Drop for KernelRegion {
+    fn drop(&mut self) {
+        // Waits for a callback in progress; none runs after this.
+        self.hook.clear();
+        self.holding.remove_hook(&self.hook);
+    }
 }
 
 impl SharedRegion for KernelRegion {
@@ -94,6 +104,18 @@ impl SharedRegion for KernelRegion {
     fn write(&self, offset: u64, data: &[u8]) -> Result {
         let at = usize::try_from(offset).map_err(|_| EINVAL)?;
         self.holding.while_held(|| self.mem.write(at, data))
+    }
+
+    fn mem(&self) -> &SharedMem {
+        &self.mem
+    }
+
+    fn accessible(&self) -> bool {
+        self.holding.accessible()
+    }
+
+    fn hook(&self) -> &RevokeHook {
+        &self.hook
     }
 }
 
@@ -126,7 +148,11 @@ impl RegionSource for Registry {
         // Dropping `holding` on failure gives the use back.
         let len = usize::try_from(holding.size).map_err(|_| EINVAL)?;
         let mem = SharedMem::map(holding.phys(), len)?;
-        let region = Arc::new(KernelRegion { mem, holding }, GFP_KERNEL)?;
+        let hook = RevokeHook::new()?;
+        // Revoked since `open`: refused here, not missed later.
+        holding.add_hook(hook.clone())?;
+        let region = KernelRegion { mem, hook, holding };
+        let region = Arc::new(region, GFP_KERNEL)?;
         if region.holding.size < size {
             pr_err!(
                 "{}: region {:?} exists with {} bytes, {} asked\n",

@@ -2,10 +2,12 @@
 
 //! DRack: pass-by-reference virtual NICs over a shared CXL pool
 //!
-//! Skeleton: this module loads and unloads cleanly and links nothing of the
-//! support layer. Its function lands with its own issue; until then it
-//! registers nothing.
+//! Skeleton: this module loads and unloads cleanly, links its core
+//! (`core/`, crate `drack_core`: the pool layout and the protocol) and
+//! nothing of the support layer yet. Its function lands with issue #27;
+//! until then it registers nothing.
 
+use drack_core::layout::{Geometry, VERSION};
 use kernel::prelude::*;
 
 module! {
@@ -20,7 +22,13 @@ struct DrackNetdev;
 
 impl kernel::Module for DrackNetdev {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        pr_info!("loaded (skeleton: no function yet)\n");
+        let g = Geometry::DEFAULT;
+        pr_info!(
+            "loaded (skeleton: no function yet); pool layout v{}: {} bytes for {} hosts\n",
+            VERSION,
+            g.total_bytes(),
+            g.hosts()
+        );
         Ok(DrackNetdev)
     }
 }

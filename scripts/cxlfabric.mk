@@ -34,8 +34,10 @@ cxlf_needs_dma := coherent
 cxlf_needs_miscdevice := fs mm sysfs
 cxlf_needs_napi := coherent irq netdev
 cxlf_needs_netdev := coherent
+cxlf_needs_pagemap := page
 cxlf_needs_pci := coherent dma driver mm sharedmem
 cxlf_needs_ratelimit := time
+cxlf_needs_region := coherent page
 cxlf_needs_sharedmem := coherent mm
 
 cxlf_c_parts := $(basename $(notdir $(wildcard $(src)/../support/helpers/*.c)))

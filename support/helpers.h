@@ -25,11 +25,16 @@ void cxlf_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags);
 pgprot_t cxlf_pgprot_noncached(pgprot_t prot);
 pfn_t cxlf_pfn_to_pfn_t(unsigned long pfn, bool devmap);
 
-/* ZONE_DEVICE pages, and their users. */
+/* Struct pages, ZONE_DEVICE pages, and their users. */
 struct page;
 struct page *cxlf_pfn_to_page(unsigned long pfn);
 int cxlf_page_ref_count(const struct page *page);
+void cxlf_get_page(struct page *page);
+void cxlf_put_page(struct page *page);
 void cxlf_cond_resched(void);
+
+/* Writing back a range of non-coherent shared memory. */
+void cxlf_write_back(void *addr, size_t len);
 
 /* The calling task, and the clock. */
 u32 cxlf_current_euid(void);

@@ -85,11 +85,22 @@ extern "C" {
     pub(crate) fn cxlf_skb_set_protocol(skb: *mut bindings::sk_buff, protocol: u16);
 }
 
-#[cfg(cxlf_support = "pagemap")]
+#[cfg(cxlf_support = "page")]
 extern "C" {
     pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;
     pub(crate) fn cxlf_page_ref_count(page: *const bindings::page) -> c_int;
+    pub(crate) fn cxlf_get_page(page: *mut bindings::page);
+    pub(crate) fn cxlf_put_page(page: *mut bindings::page);
+}
+
+#[cfg(cxlf_support = "pagemap")]
+extern "C" {
     pub(crate) fn cxlf_cond_resched();
+}
+
+#[cfg(all(cxlf_support = "region", not(cxlf_region_provider)))]
+extern "C" {
+    pub(crate) fn cxlf_write_back(addr: *mut c_void, len: usize);
 }
 
 #[cfg(cxlf_support = "pci")]

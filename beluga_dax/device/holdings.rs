@@ -7,7 +7,8 @@
 //!
 //! Lock order: see `mod.rs`. The public entry points take `calls` (through
 //! `PoolDevice::lock_calls`), then `inner` for each bookkeeping step;
-//! revoking takes each holding's `revoked` under `inner`. `adopt_file`
+//! revoking takes each holding's `hooks` (and in it each kernel user's
+//! callback runs), then its `revoked`, under `inner`. `adopt_file`
 //! takes nothing.
 
 use super::calls::Calls;
@@ -18,6 +19,7 @@ use crate::pool::layout::SECTION_SIZE;
 use crate::pool::objects::{Name, FLAG_CLEARING};
 use crate::support::fs::{File, InodeRef};
 use crate::support::kvec::VecExt;
+use crate::support::region::provider;
 use crate::support::time;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -96,10 +98,16 @@ impl PoolDevice {
         self.lock_calls().release_if_idle(object, serial);
     }
 
-    /// Revokes the holdings and unmaps them from every process.
+    /// Revokes the holdings (telling their kernel users first, then
+    /// waiting for their access sections) and unmaps them from every
+    /// process.
     fn revoke(&self, holdings: &[Arc<Holding>]) {
         for h in holdings {
+            h.revoke_kernel_users();
             h.revoke();
+        }
+        if !holdings.is_empty() {
+            provider::wait_for_accesses();
         }
         for h in holdings {
             self.inode.unmap_range(h.offset, h.size);

@@ -17,7 +17,9 @@
 //! - `admin.rs`: format and forced reclaim;
 //! - `unbind.rs`: shutdown, and the drain of pinned pages.
 //!
-//! Lock order (outer first): `calls` -> `inner` -> a holding's `revoked`.
+//! Lock order (outer first): `calls` -> `inner` -> a holding's `hooks` -> a
+//! kernel user's revoke callback (`RevokeHook`; the user's code runs in it)
+//! -> a holding's `revoked`.
 //! - `calls` serialises everything that talks to the manager (one request
 //!   in flight per host) together with the local bookkeeping of its
 //!   answer, so no other call can run between an action and its record

@@ -1,6 +1,6 @@
 //! What the `no_std` cores share (beluga's pool, mchannel's control core,
-//! cxlnic's rings): the CRC32C of records in shared memory, and the
-//! outcome and checks of the test cases every core runs both as host
+//! cxlnic's rings, drack's pool): the CRC32C of records in shared memory,
+//! their little-endian fields ([`le`]), and the outcome and checks of the test cases every core runs both as host
 //! tests and as KUnit cases.
 //!
 //! A crate of its own: the host crates depend on it through Cargo, the
@@ -14,5 +14,6 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 pub mod checksum;
+pub mod le;
 #[macro_use]
 pub mod outcome;

@@ -191,6 +191,13 @@ impl SharedMem {
         self.map.len()
     }
 
+    /// The kernel address of the first byte, mapped for `len()` bytes
+    /// while `self` lives (no Rust reference may cover it: other hosts
+    /// write it).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.map.ptr
+    }
+
     /// Reads `out.len()` bytes at `offset`, after invalidating those lines.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result {
         let src = self.map.range(offset, out.len())?;

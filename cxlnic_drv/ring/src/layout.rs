@@ -10,6 +10,8 @@
 //! [`RING_MIN`]: super::index::RING_MIN
 //! [`RING_MAX`]: super::index::RING_MAX
 
+use cxlf_common::le::{le32, le64, put};
+
 /// The device header's signature (BAR2, offset 0).
 pub const SIGNATURE: [u8; 8] = *b"CXLNIC\x00\x01";
 /// The layout version this crate speaks.
@@ -94,36 +96,6 @@ const _: () = assert!(core::mem::size_of::<RxDesc>() == DESC_BYTES);
 const _: () = assert!(core::mem::size_of::<RxCompletion>() == COMPLETION_BYTES);
 const _: () = assert!(core::mem::size_of::<DriverLine>() <= LINE_BYTES);
 const _: () = assert!(core::mem::size_of::<DeviceLine>() <= LINE_BYTES);
-
-// Little-endian encoding, for this file's records and `device`'s.
-
-/// `N` bytes of `b` at `at` (zeros past its end).
-pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    let mut w = [0u8; N];
-    // A zip, not `copy_from_slice`: nothing here can panic (6.12's
-    // objtool does not know the newer panic paths of `copy_from_slice`).
-    if let Some(s) = b.get(at..at.saturating_add(N)) {
-        w.iter_mut().zip(s).for_each(|(d, s)| *d = *s);
-    }
-    w
-}
-
-/// The little-endian `u32` of `b` at `at`.
-pub(crate) fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes_at(b, at))
-}
-
-/// The little-endian `u64` of `b` at `at`.
-pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes_at(b, at))
-}
-
-/// Copies `v` into `b` at `at` (what does not fit is left out).
-pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
-        d.iter_mut().zip(v).for_each(|(d, v)| *d = *v);
-    }
-}
 
 impl TxDesc {
     /// The descriptor's bytes in the TX ring (the tag last, at 12).

@@ -26,6 +26,7 @@
 //! `frags = n`, the whole frame's length and its own buffer's length.
 
 use cxlf_common::checksum::crc32c;
+use cxlf_common::le::{le16, le32, le64, put};
 
 /// Bytes of a line: the unit of write-back, invalidate and ownership.
 pub const LINE: u64 = 64;
@@ -294,31 +295,6 @@ impl Geometry {
             value_slots: self.value_slots(),
             total: self.total_bytes(),
         }
-    }
-}
-
-// Little-endian encoding of the records.
-
-/// `N` bytes of `b` at `at` (zeros past its end).
-pub(crate) fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    let mut w = [0u8; N];
-    if let Some(s) = b.get(at..at.saturating_add(N)) {
-        w.iter_mut().zip(s).for_each(|(d, s)| *d = *s);
-    }
-    w
-}
-pub(crate) fn le16(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(bytes_at(b, at))
-}
-pub(crate) fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes_at(b, at))
-}
-pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes_at(b, at))
-}
-pub(crate) fn put(b: &mut [u8], at: usize, v: &[u8]) {
-    if let Some(d) = b.get_mut(at..at.saturating_add(v.len())) {
-        d.iter_mut().zip(v).for_each(|(d, v)| *d = *v);
     }
 }
 

@@ -14,7 +14,7 @@
 //! written back by a second host is a [`Model::conflicts`], which the
 //! layout promises never happens.
 
-use core::cell::RefCell;
+use core::cell::{RefCell, RefMut};
 
 use super::layout::LINE;
 use super::mem::{OutOfBounds, PoolMem};
@@ -47,13 +47,12 @@ pub struct HostMem<'m, 'a> {
     host: usize,
 }
 
-fn take<'a>(rest: &mut &'a mut [u8], n: usize) -> Option<&'a mut [u8]> {
-    if rest.len() < n {
+/// The first `n` bytes of `buf`, and the rest.
+fn take(buf: &mut [u8], n: usize) -> Option<(&mut [u8], &mut [u8])> {
+    if buf.len() < n {
         return None;
     }
-    let (a, b) = core::mem::take(rest).split_at_mut(n);
-    *rest = b;
-    Some(a)
+    Some(buf.split_at_mut(n))
 }
 
 /// Copies `s` into `d` (equal lengths; a zip cannot panic).
@@ -83,16 +82,16 @@ impl<'a> Model<'a> {
         }
         let lines = lines_of(len);
         let bytes = lines.checked_mul(LINE as usize)?;
-        let mut rest = buf;
-        let mem = take(&mut rest, bytes)?;
+        let (mem, mut rest) = take(buf, bytes)?;
         let mut caches: [&'a mut [u8]; HOSTS] = Default::default();
         let mut states: [&'a mut [u8]; HOSTS] = Default::default();
         for (c, s) in caches.iter_mut().zip(states.iter_mut()).take(hosts) {
-            *c = take(&mut rest, bytes)?;
-            *s = take(&mut rest, lines)?;
-            s.fill(0);
+            let (cache, r) = take(rest, bytes)?;
+            let (state, r) = take(r, lines)?;
+            state.fill(0);
+            (*c, *s, rest) = (cache, state, r);
         }
-        let writer = take(&mut rest, lines)?;
+        let (writer, _) = take(rest, lines)?;
         mem.fill(0);
         writer.fill(0);
         Some(Model {
@@ -117,21 +116,28 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The model's state. Nothing here calls out while it holds it, so
+    /// the borrow cannot fail; where it would, the access fails (no
+    /// panic path: 6.12's objtool does not know `RefCell`'s).
+    fn inner(&self) -> Result<RefMut<'_, Inner<'a>>, OutOfBounds> {
+        self.inner.try_borrow_mut().map_err(|_| OutOfBounds)
+    }
+
     /// Lines written back by more than one host.
     pub fn conflicts(&self) -> u32 {
-        self.inner.borrow().conflicts
+        self.inner().map_or(u32::MAX, |i| i.conflicts)
     }
 
     /// Invalidates that found a dirty line (a host dropping a line it
     /// wrote but did not write back: a bug unless it meant to).
     pub fn dirty_invalidates(&self) -> u32 {
-        self.inner.borrow().dirty_invalidates
+        self.inner().map_or(u32::MAX, |i| i.dirty_invalidates)
     }
 
     /// Writes the pool memory directly (formatting, or a hostile peer
     /// that ignores caches); no host's cache sees it until it invalidates.
     pub fn poke(&self, off: u64, data: &[u8]) -> Result<(), OutOfBounds> {
-        let mut i = self.inner.borrow_mut();
+        let mut i = self.inner()?;
         let at = usize::try_from(off).map_err(|_| OutOfBounds)?;
         let d = i
             .mem
@@ -143,7 +149,7 @@ impl<'a> Model<'a> {
 
     /// Reads the pool memory directly.
     pub fn peek(&self, off: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
-        let i = self.inner.borrow();
+        let i = self.inner()?;
         let at = usize::try_from(off).map_err(|_| OutOfBounds)?;
         let s = i
             .mem
@@ -156,7 +162,9 @@ impl<'a> Model<'a> {
     /// Evicts host `host`'s line `line` as a cache may at any time: a
     /// dirty line is written back, a clean one dropped.
     pub fn evict(&self, host: usize, line: usize) {
-        let mut i = self.inner.borrow_mut();
+        let Ok(mut i) = self.inner() else {
+            return;
+        };
         if host < self.hosts && line < lines_of(self.len) {
             i.write_back_line(host, line);
             if let Some(s) = i.states[host].get_mut(line) {
@@ -232,7 +240,7 @@ impl PoolMem for HostMem<'_, '_> {
 
     fn read(&self, off: u64, buf: &mut [u8]) -> Result<(), OutOfBounds> {
         let lines = self.model.lines(off, buf.len() as u64)?;
-        let mut i = self.model.inner.borrow_mut();
+        let mut i = self.model.inner()?;
         for line in lines {
             i.fill(self.host, line);
         }
@@ -246,7 +254,7 @@ impl PoolMem for HostMem<'_, '_> {
 
     fn write(&self, off: u64, data: &[u8]) -> Result<(), OutOfBounds> {
         let lines = self.model.lines(off, data.len() as u64)?;
-        let mut i = self.model.inner.borrow_mut();
+        let mut i = self.model.inner()?;
         for line in lines {
             i.fill(self.host, line);
             if let Some(s) = i.states[self.host].get_mut(line) {
@@ -263,7 +271,7 @@ impl PoolMem for HostMem<'_, '_> {
 
     fn write_back(&self, off: u64, len: u64) -> Result<(), OutOfBounds> {
         let lines = self.model.lines(off, len)?;
-        let mut i = self.model.inner.borrow_mut();
+        let mut i = self.model.inner()?;
         for line in lines {
             i.write_back_line(self.host, line);
         }
@@ -272,7 +280,7 @@ impl PoolMem for HostMem<'_, '_> {
 
     fn invalidate(&self, off: u64, len: u64) -> Result<(), OutOfBounds> {
         let lines = self.model.lines(off, len)?;
-        let mut i = self.model.inner.borrow_mut();
+        let mut i = self.model.inner()?;
         for line in lines {
             if i.states[self.host]
                 .get(line)

@@ -15,6 +15,7 @@ use common::{backing, connect, dst, number_of, payload, read_frame, src, world};
 use drack_core::alloc::BufState;
 use drack_core::layout::{Geometry, FRAME_MAX, FRAME_MIN};
 use drack_core::mem::PoolMem;
+use drack_core::model::Model;
 use drack_core::peer::{DstEnd, Session, SrcEnd, TxError};
 use proptest::prelude::*;
 
@@ -64,6 +65,7 @@ fn geometry() -> impl Strategy<Value = Geometry> {
 }
 
 /// The destination side's test state: what it holds, what it expects.
+#[derive(Default)]
 struct Rx {
     lent: Vec<u16>,
     /// Sent in the current session, in order.
@@ -170,6 +172,40 @@ fn drain(
     assert_eq!((d.lends().lent(), d.lends().released()), (0, 0));
 }
 
+/// One run: a source (its ring starting at `start`) and a destination
+/// (lend cap `cap`) connected over a fresh model; `body` drives them
+/// (counting the frames sent in its last argument), then everything is
+/// drained and nothing may be lost, leaked, faulted or written by both
+/// hosts; `then` checks the counts.
+fn run(
+    geom: &Geometry,
+    start: u32,
+    cap: u32,
+    body: impl FnOnce(
+        &Model<'_>,
+        &mut SrcEnd,
+        &mut DstEnd,
+        &mut Rx,
+        &mut u32,
+    ) -> Result<(), TestCaseError>,
+    then: impl FnOnce(&SrcEnd, &DstEnd, &Rx, u32) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    let mut buf = backing(geom);
+    let model = world(&mut buf, geom);
+    let mut s = src(&model, geom, start);
+    let mut d = dst(&model, geom, cap);
+    connect(&model, &mut s, &mut d);
+    let mut rx = Rx::default();
+    let mut next = 0u32;
+    body(&model, &mut s, &mut d, &mut rx, &mut next)?;
+    drain(&model, &mut s, &mut d, &mut rx, geom.bufs());
+    prop_assert_eq!(s.counters.faults(), 0);
+    prop_assert_eq!(d.counters.faults(), 0);
+    prop_assert_eq!(model.conflicts(), 0);
+    prop_assert_eq!(model.dirty_invalidates(), 0);
+    then(&s, &d, &rx, next)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -180,23 +216,16 @@ proptest! {
         cap in 1u32..40,
         ops in prop::collection::vec(op(), 1..300),
     ) {
-        let mut buf = backing(&geom);
-        let model = world(&mut buf, &geom);
-        let mut s = src(&model, &geom, start);
-        let mut d = dst(&model, &geom, cap);
-        connect(&model, &mut s, &mut d);
-        let mut rx = Rx { lent: Vec::new(), sent: VecDeque::new(), old: HashSet::new(), seen: HashSet::new() };
-        let mut next = 0u32;
-        for op in &ops {
-            step(&model, &mut s, &mut d, &mut rx, &mut next, op);
-        }
-        drain(&model, &mut s, &mut d, &mut rx, geom.bufs());
-        prop_assert_eq!(s.counters.faults(), 0);
-        prop_assert_eq!(d.counters.faults(), 0);
-        prop_assert_eq!(d.counters.frames, u64::from(next));
-        prop_assert_eq!(s.counters.returned, d.counters.returned);
-        prop_assert_eq!(model.conflicts(), 0);
-        prop_assert_eq!(model.dirty_invalidates(), 0);
+        run(&geom, start, cap, |model, s, d, rx, next| {
+            for op in &ops {
+                step(model, s, d, rx, next, op);
+            }
+            Ok(())
+        }, |s, d, _, next| {
+            prop_assert_eq!(d.counters.frames, u64::from(next));
+            prop_assert_eq!(s.counters.returned, d.counters.returned);
+            Ok(())
+        })?;
     }
 }
 
@@ -230,55 +259,48 @@ proptest! {
         cap in 1u32..40,
         lives in prop::collection::vec(life(), 1..400),
     ) {
-        let mut buf = backing(&geom);
-        let model = world(&mut buf, &geom);
-        let mut s = src(&model, &geom, start);
-        let mut d = dst(&model, &geom, cap);
-        connect(&model, &mut s, &mut d);
-        let mut rx = Rx { lent: Vec::new(), sent: VecDeque::new(), old: HashSet::new(), seen: HashSet::new() };
-        let mut next = 0u32;
-        let mut resets = (s.counters.resets, d.counters.resets);
-        for l in &lives {
-            match l {
-                Life::Op(op) => step(&model, &mut s, &mut d, &mut rx, &mut next, op),
-                Life::SrcRejoin(seen_dead) => {
-                    if *seen_dead {
-                        d.peer_dead();
-                        prop_assert_eq!(d.session(), Session::Down);
+        run(&geom, start, cap, |model, s, d, rx, next| {
+            let mut resets = (s.counters.resets, d.counters.resets);
+            for l in &lives {
+                match l {
+                    Life::Op(op) => step(model, s, d, rx, next, op),
+                    Life::SrcRejoin(seen_dead) => {
+                        if *seen_dead {
+                            d.peer_dead();
+                            prop_assert_eq!(d.session(), Session::Down);
+                        }
+                        *s = src(model, &geom, start.wrapping_add(*next));
                     }
-                    s = src(&model, &geom, start.wrapping_add(next));
+                    Life::DstRejoin(seen_dead) => {
+                        if *seen_dead {
+                            s.peer_dead();
+                            prop_assert_eq!(s.buffers().count(BufState::Free), geom.bufs());
+                        }
+                        // Its module went only once its stack let go.
+                        rx.lent.clear();
+                        *d = dst(model, &geom, cap);
+                    }
                 }
-                Life::DstRejoin(seen_dead) => {
-                    if *seen_dead {
-                        s.peer_dead();
-                        prop_assert_eq!(s.buffers().count(BufState::Free), geom.bufs());
-                    }
-                    // Its module went only once its stack let go.
-                    rx.lent.clear();
-                    d = dst(&model, &geom, cap);
+                // A new session drops what the old one had in flight.
+                if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_))
+                    || resets != (s.counters.resets, d.counters.resets)
+                {
+                    rx.old.extend(rx.sent.drain(..));
+                    resets = (s.counters.resets, d.counters.resets);
                 }
             }
-            // A new session drops what the old one had in flight.
-            if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_))
-                || resets != (s.counters.resets, d.counters.resets)
-            {
+            for _ in 0..4 {
+                s.poll(&model.host(0));
+                d.poll(&model.host(1));
+            }
+            prop_assert_eq!((s.session(), d.session()), (Session::Up, Session::Up));
+            if resets != (s.counters.resets, d.counters.resets) {
                 rx.old.extend(rx.sent.drain(..));
-                resets = (s.counters.resets, d.counters.resets);
             }
-        }
-        for _ in 0..4 {
-            s.poll(&model.host(0));
-            d.poll(&model.host(1));
-        }
-        prop_assert_eq!((s.session(), d.session()), (Session::Up, Session::Up));
-        if resets != (s.counters.resets, d.counters.resets) {
-            rx.old.extend(rx.sent.drain(..));
-        }
-        drain(&model, &mut s, &mut d, &mut rx, geom.bufs());
-        prop_assert_eq!(s.counters.faults(), 0);
-        prop_assert_eq!(d.counters.faults(), 0);
-        prop_assert_eq!(model.conflicts(), 0);
-        prop_assert_eq!(model.dirty_invalidates(), 0);
-        prop_assert_eq!(rx.seen.len() + rx.old.len(), next as usize);
+            Ok(())
+        }, |_, _, rx, next| {
+            prop_assert_eq!(rx.seen.len() + rx.old.len(), next as usize);
+            Ok(())
+        })?;
     }
 }

@@ -5,7 +5,8 @@
 use super::map::{header, CONFIG_BYTES, CONFIG_HEAD_BYTES, HEADER_BYTES, LOC_BYTES};
 use super::map::{QUEUE_CONFIG_BYTES, QUEUE_STATS_BYTES};
 use super::records::{DeviceHeader, DriverConfig, Loc, QueueConfig, QueueStats};
-use crate::layout::{bytes_at, le32, le64, put, SIGNATURE, VERSION};
+use crate::layout::{SIGNATURE, VERSION};
+use cxlf_common::le::{bytes_at, le32, le64, put};
 
 impl DeviceHeader {
     /// Whether this is a CXL-NIC whose layout this crate speaks (what a

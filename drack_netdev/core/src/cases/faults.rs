@@ -6,8 +6,8 @@ use super::super::layout::{RefEntry, SrcLine, REF_BY_VALUE, SRC_LINE_AT};
 use super::super::lend::Lend;
 use super::super::mem::{publish, PoolMem};
 use super::super::model::Model;
-use super::super::outcome::Outcome;
-use super::super::peer::{join, DstEnd, Session, SrcEnd, TxError};
+use super::super::outcome::{Failure, Outcome};
+use super::super::peer::{join, DstEnd, Frame, Session, SrcEnd, TxError};
 use super::super::refq::RefQueue;
 use super::super::retring::ReturnRing;
 use super::{connect, geom, payload, payload_is, up};
@@ -25,31 +25,61 @@ fn forge<M: PoolMem>(m: &M, pos: u32, e: &RefEntry) -> Outcome {
     Ok(())
 }
 
-/// Publishes a forged source line.
-fn forge_line<M: PoolMem>(m: &M, l: &SrcLine) -> Outcome {
+/// Writes `e` at position `seq`, with that sequence number.
+fn forge_seq<M: PoolMem>(m: &M, seq: u32, e: &RefEntry) -> Outcome {
+    forge(m, seq, &RefEntry { seq, ..*e })
+}
+
+/// Publishes a forged source line of session `epoch` with tail `tail`.
+fn forge_tail<M: PoolMem>(m: &M, epoch: u32, tail: u32) -> Outcome {
+    let l = SrcLine {
+        src_epoch: epoch,
+        ack_dst_epoch: 1,
+        tail,
+        ret_head: 0,
+    };
     let at = ok!(geom().ctl(p01())) + SRC_LINE_AT;
     ok!(publish(m, at, &l.encode()));
     Ok(())
+}
+
+/// A valid one-buffer entry of session `epoch` (position 0) naming
+/// `buffer`, of `len` bytes.
+fn entry(epoch: u32, buffer: u16, len: u16) -> RefEntry {
+    RefEntry {
+        seq: 0,
+        epoch,
+        dst: 1,
+        src: 0,
+        frag: 0,
+        frags: 1,
+        flags: 0,
+        buffer,
+        len,
+        frame_len: len,
+        csum_start: 0,
+        csum_offset: 0,
+    }
+}
+
+/// Host 0 sends a 64-byte frame to host 1, which receives and lends it.
+fn lend_one(model: &Model<'_>) -> Result<(SrcEnd, DstEnd, Frame), Failure> {
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(model, 8)?;
+    let mut buf = [0u8; 64];
+    let n = payload(0, 64, &mut buf);
+    let sent = ok!(s.send(&a, &buf[..n], false, None));
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(d.lend(&f));
+    Ok((s, d, sent))
 }
 
 pub fn hostile_entries_are_dropped_and_counted(pool: &mut [u8]) -> Outcome {
     let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
     let (a, b) = (model.host(0), model.host(1));
     let (s, mut d) = connect(&model, 8)?;
-    let good = RefEntry {
-        seq: 0,
-        epoch: s.epoch(),
-        dst: 1,
-        src: 0,
-        frag: 0,
-        frags: 1,
-        flags: 0,
-        buffer: 0,
-        len: 100,
-        frame_len: 100,
-        csum_start: 0,
-        csum_offset: 0,
-    };
+    let good = entry(s.epoch(), 0, 100);
     // Each field at an extreme, with a valid CRC: one fault each.
     let bad = [
         RefEntry {
@@ -105,15 +135,7 @@ pub fn hostile_entries_are_dropped_and_counted(pool: &mut [u8]) -> Outcome {
         let seq = if i == 0 { e.seq } else { i as u32 };
         forge(&a, i as u32, &RefEntry { seq, ..*e })?;
     }
-    forge_line(
-        &a,
-        &SrcLine {
-            src_epoch: s.epoch(),
-            ack_dst_epoch: 1,
-            tail: 8,
-            ret_head: 0,
-        },
-    )?;
+    forge_tail(&a, s.epoch(), 8)?;
     d.poll(&b);
     check!(d.recv(&b).is_none(), "nothing valid in the first 8");
     check_eq!(d.counters.faults(), 8);
@@ -130,52 +152,21 @@ pub fn hostile_entries_are_dropped_and_counted(pool: &mut [u8]) -> Outcome {
     check_eq!((d.counters.index, d.counters.len), (1, 0));
     // The rest, then a garbage tail.
     for (i, e) in bad.iter().enumerate().skip(8) {
-        forge(
-            &a,
-            i as u32,
-            &RefEntry {
-                seq: i as u32,
-                ..*e
-            },
-        )?;
+        forge_seq(&a, i as u32, e)?;
     }
-    forge_line(
-        &a,
-        &SrcLine {
-            src_epoch: s.epoch(),
-            ack_dst_epoch: 1,
-            tail: 12,
-            ret_head: 0,
-        },
-    )?;
+    forge_tail(&a, s.epoch(), 12)?;
     d.poll(&b);
     check!(d.recv(&b).is_none());
     check_eq!((d.counters.len, d.counters.index), (3, 2));
-    forge_line(
-        &a,
-        &SrcLine {
-            src_epoch: s.epoch(),
-            ack_dst_epoch: 1,
-            tail: 12 + 9,
-            ret_head: 0,
-        },
-    )?;
+    forge_tail(&a, s.epoch(), 12 + 9)?;
     d.poll(&b);
     check!(d.recv(&b).is_none());
     check_eq!(d.counters.tail, 1, "a tail a ring ahead");
     // A torn entry: CRC.
-    forge(&a, 12, &RefEntry { seq: 12, ..good })?;
+    forge_seq(&a, 12, &good)?;
     let at = ok!(RefQueue::new(geom(), p01()).at(12));
     ok!(publish(&a, at + 16, &[0xff]));
-    forge_line(
-        &a,
-        &SrcLine {
-            src_epoch: s.epoch(),
-            ack_dst_epoch: 1,
-            tail: 13,
-            ret_head: 0,
-        },
-    )?;
+    forge_tail(&a, s.epoch(), 13)?;
     d.poll(&b);
     check!(d.recv(&b).is_none());
     check_eq!(d.counters.crc, 1);
@@ -193,64 +184,29 @@ pub fn hostile_entries_are_dropped_and_counted(pool: &mut [u8]) -> Outcome {
 pub fn a_reference_to_a_lent_buffer_is_dropped(pool: &mut [u8]) -> Outcome {
     let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
     let (a, b) = (model.host(0), model.host(1));
-    let (mut s, mut d) = connect(&model, 8)?;
-    let mut buf = [0u8; 64];
-    let n = payload(0, 64, &mut buf);
-    let sent = ok!(s.send(&a, &buf[..n], false, None));
-    d.poll(&b);
-    let f = ok!(d.recv(&b));
-    check!(d.lend(&f));
+    let (s, mut d, sent) = lend_one(&model)?;
     // The source (hostile) refers to the same buffer again.
-    let e = RefEntry {
-        seq: 1,
-        epoch: s.epoch(),
-        dst: 1,
-        src: 0,
-        frag: 0,
-        frags: 1,
-        flags: 0,
-        buffer: sent.bufs[0],
-        len: 64,
-        frame_len: 64,
-        csum_start: 0,
-        csum_offset: 0,
-    };
-    forge(&a, 1, &e)?;
+    let e = entry(s.epoch(), sent.bufs[0], 64);
+    forge_seq(&a, 1, &e)?;
     // Two entries of one frame naming one buffer.
-    forge(
-        &a,
-        2,
-        &RefEntry {
-            seq: 2,
-            frags: 2,
-            len: 4096,
-            frame_len: 4196,
-            buffer: 3,
-            ..e
-        },
-    )?;
-    forge(
+    let first = RefEntry {
+        frags: 2,
+        len: 4096,
+        frame_len: 4196,
+        buffer: 3,
+        ..e
+    };
+    forge_seq(&a, 2, &first)?;
+    forge_seq(
         &a,
         3,
         &RefEntry {
-            seq: 3,
             frag: 1,
-            frags: 2,
             len: 100,
-            frame_len: 4196,
-            buffer: 3,
-            ..e
+            ..first
         },
     )?;
-    forge_line(
-        &a,
-        &SrcLine {
-            src_epoch: s.epoch(),
-            ack_dst_epoch: 1,
-            tail: 4,
-            ret_head: 0,
-        },
-    )?;
+    forge_tail(&a, s.epoch(), 4)?;
     d.poll(&b);
     check!(d.recv(&b).is_none());
     check_eq!(d.counters.dup_lent, 2);
@@ -262,13 +218,7 @@ pub fn a_reference_to_a_lent_buffer_is_dropped(pool: &mut [u8]) -> Outcome {
 pub fn bad_returns_are_refused(pool: &mut [u8]) -> Outcome {
     let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
     let (a, b) = (model.host(0), model.host(1));
-    let (mut s, mut d) = connect(&model, 8)?;
-    let mut buf = [0u8; 64];
-    let n = payload(0, 64, &mut buf);
-    let sent = ok!(s.send(&a, &buf[..n], false, None));
-    d.poll(&b);
-    let f = ok!(d.recv(&b));
-    check!(d.lend(&f));
+    let (mut s, _d, sent) = lend_one(&model)?;
     // The destination (hostile) returns the lent buffer twice, a free one,
     // one out of range, one of another epoch and one with a stale sequence.
     let r = ReturnRing::new(geom(), p01());
