@@ -99,7 +99,7 @@ impl RxSkb {
         len: u32,
         truesize: u32,
     ) -> Result {
-        if len == 0 || off.checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
+        if len == 0 || !matches!(off.checked_add(len), Some(end) if end <= PAGE_SIZE) {
             return Err(EINVAL);
         }
         // SAFETY: owned (invariant).
