@@ -43,6 +43,10 @@ pub(crate) fn mac_of(h: u32) -> [u8; 6] {
     [a, b, c, d, e, u8::try_from(h).unwrap_or(u8::MAX)]
 }
 
+/// This host's source and destination ends, one each per peer (`None`
+/// at our own index).
+pub(crate) type Ends = (KVec<Option<KBox<SrcEnd>>>, KVec<Option<KBox<DstEnd>>>);
+
 /// This host's source ends, one per peer (`None` at our own index).
 pub(crate) struct TxSide {
     pub(crate) ends: KVec<Option<KBox<SrcEnd>>>,
@@ -109,7 +113,7 @@ impl Link {
         me: u32,
         epoch: u32,
         lease_ns: u64,
-        ends: (KVec<Option<KBox<SrcEnd>>>, KVec<Option<KBox<DstEnd>>>),
+        ends: Ends,
     ) -> Result<Arc<Link>> {
         let interval = u64::from(POLL_US_DEFAULT) * 1000;
         let now = crate::support::time::boottime_ns();

@@ -4,7 +4,7 @@
 //! host checks its header, which is another host's and so hostile),
 //! this host's join (a new epoch), and its ends of every pair.
 
-use crate::link::Link;
+use crate::link::{Ends, Link};
 use crate::pool::{Mem, Pool};
 use drack_core::layout::{Geometry, GeometryError, HOSTS_MAX, LINE};
 use drack_core::mem::fetch;
@@ -142,13 +142,7 @@ impl Config<'_> {
     }
 
     /// This host's source and destination ends of every pair, started.
-    #[allow(clippy::type_complexity)]
-    fn ends(
-        &self,
-        mem: &Mem<'_>,
-        geom: Geometry,
-        epoch: u32,
-    ) -> Result<(KVec<Option<KBox<SrcEnd>>>, KVec<Option<KBox<DstEnd>>>)> {
+    fn ends(&self, mem: &Mem<'_>, geom: Geometry, epoch: u32) -> Result<Ends> {
         let hosts = geom.hosts() as usize;
         let mut srcs = KVec::with_capacity(hosts, GFP_KERNEL)?;
         let mut dsts = KVec::with_capacity(hosts, GFP_KERNEL)?;
