@@ -48,9 +48,9 @@
 //! | [`task_work`]    | `abstractions` | none: `task_work_add` with a count for unload            |
 //! | [`perf`]         | `abstractions` | none: counting perf events on a task                     |
 //! | [`ratelimit`]    | `abstractions` | none (C's `pr_*_ratelimited` are macros)                 |
-//! | [`page`]         | `abstractions` | none                                                     |
+//! | [`page`]         | `abstractions` | none; `SharedPage` is counted like `AlwaysRefCounted`    |
 //! | [`rxfrag`]       | `abstractions` | none: skbs of page fragments, polled receive             |
-//! | [`region`]       | module ABI     | none: beluga_dax's C region ABI                          |
+//! | [`region`]       | module ABI     | none: beluga_dax's C region ABI, access sections (RCU)   |
 //! | [`uapi`]         | module ABI     | none: the project's ABI                                  |
 //!
 //! Whatever 6.12's bindings give Rust (exported functions, constants,
