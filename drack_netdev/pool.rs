@@ -5,26 +5,42 @@
 //!
 //! Every access goes through beluga's non-sleeping region access (usable
 //! from NAPI and transmit context), which fails once the region is
-//! revoked (beluga unbind): the core then counts `access` faults and
-//! nothing reaches the memory. Write-back and invalidate are beluga's
+//! revoked (beluga unbind): transmits drop, the poll takes the carrier
+//! down and the timer stops (the revoke callback says so first). Write-back and invalidate are beluga's
 //! (`clwb`/`clflushopt` of the lines, then a fence).
 
 use crate::support::page::SharedPage;
-use crate::support::region::{Access, Region};
+use crate::support::region::{Access, Region, RevokeHandler};
+use core::sync::atomic::{AtomicBool, Ordering};
 use drack_core::mem::{OutOfBounds, PoolMem};
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 use kernel::types::ARef;
 
 /// The region, held until drop.
 pub(crate) struct Pool {
     region: Region,
+    revoked: Arc<Revoked>,
+}
+
+/// Set when beluga revokes the region (unbind, lost lease): the poll
+/// takes the carrier down and the timer stops; transmits drop.
+pub(crate) struct Revoked(AtomicBool);
+
+impl RevokeHandler for Revoked {
+    fn revoked(&self) {
+        pr_warn!(
+            "the pool region is being revoked: drack0 stops (lent pages stay with the stack)\n"
+        );
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl Pool {
     /// Creates or opens region `name` of at least `size` bytes in `pool`.
     pub(crate) fn get(pool: &CStr, name: &CStr, size: u64) -> Result<Pool> {
-        let region = Region::get(pool, name, size).inspect_err(|e| {
+        let mut region = Region::get(pool, name, size).inspect_err(|e| {
             pr_err!(
                 "no region {:?} of {} bytes in pool {:?}: error {}\n",
                 name,
@@ -33,12 +49,22 @@ impl Pool {
                 e.to_errno()
             )
         })?;
-        Ok(Pool { region })
+        let revoked = Arc::new(Revoked(AtomicBool::new(false)), GFP_KERNEL)?;
+        region.on_revoke(revoked.clone())?;
+        Ok(Pool { region, revoked })
+    }
+
+    /// Whether the region is revoked (or being revoked).
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.revoked.0.load(Ordering::Acquire)
     }
 
     /// The region's memory, for one poll or transmit; `None` once the
     /// region is revoked.
     pub(crate) fn mem(&self) -> Option<Mem<'_>> {
+        if self.is_revoked() {
+            return None;
+        }
         self.region.access().map(Mem)
     }
 }

@@ -3,8 +3,8 @@
 //! The polling timer: the pool raises no interrupts, so an hrtimer
 //! schedules drack0's NAPI poll, at the interval the poll leaves in
 //! [`Link::poll_ns`] (short under traffic, doubling to 1 ms when idle).
-//! It runs from load to unload, up or down: heartbeats, leases and
-//! sessions need the poll either way.
+//! It runs from load to unload, up or down (heartbeats, leases and
+//! sessions need the poll either way), or until the region is revoked.
 
 use crate::link::{Link, POLL_NS_MAX};
 use crate::support::hrtimer::{
@@ -42,6 +42,11 @@ impl Ticker {
 impl HrTimerCallback for Ticker {
     fn run(this: ArcBorrow<'_, Self>) -> HrTimerRestart {
         this.napi.schedule();
+        // Revoked: the poll just scheduled takes the carrier down, and
+        // nothing is left to poll for.
+        if this.napi.data().pool.is_revoked() {
+            return HrTimerRestart::NoRestart;
+        }
         let ns = this.napi.data().poll_ns.load(Ordering::Relaxed);
         this.timer.forward_now(ns.clamp(1000, POLL_NS_MAX));
         HrTimerRestart::Restart

@@ -15,6 +15,10 @@ me=10.0.9.$((11 + h))
 peer=10.0.9.$((12 - h))
 p=$((1 - h))
 stat() { ethtool -S drack0 | awk -v n="$1:" '$1 == n { print $2 }'; }
+# The numbers, for the run's results log (scenario output is shown only
+# on failure).
+note() { echo "$*" >> /tmp/drack.report; }
+rm -f /tmp/drack.report
 above() { test "$(stat "$1")" -gt "$2"; }
 debug() {
 	echo "== host $h at exit"
@@ -48,8 +52,8 @@ transfer() { # mode
 	value0=$(stat tx_by_value_bytes)
 	lent0=$(stat rx_lent_frames)
 	rxval0=$(stat rx_by_value_bytes)
-	nicbench tcp --to "$peer:7009" --bytes $((4 << 20)) --seed $((h + 7))
-	echo "host $h ($1): tx_placed_bytes +$(($(stat tx_placed_bytes) - placed0))" \
+	note "$(nicbench tcp --to "$peer:7009" --bytes $((4 << 20)) --seed $((h + 7)))"
+	note "host $h ($1): tx_placed_bytes +$(($(stat tx_placed_bytes) - placed0))" \
 		"tx_by_value_bytes +$(($(stat tx_by_value_bytes) - value0))" \
 		"rx_lent_frames +$(($(stat rx_lent_frames) - lent0))" \
 		"rx_by_value_bytes +$(($(stat rx_by_value_bytes) - rxval0))"
@@ -68,7 +72,8 @@ test "$(stat tx_by_value_bytes)" = 0
 test "$(stat rx_by_value_bytes)" = 0
 # Every lent page comes back once the sockets let go.
 wait_until 100 prints 0 stat peer${p}_lent_pages
-ethtool -S drack0 | grep -E 'fallback|lent|header|placed|returned'
+note "host $h after by-reference, lent pages back to 0:"
+note "$(ethtool -S drack0 | grep -v ': 0$')"
 
 # By value, both ways at once.
 ethtool --set-priv-flags drack0 by-value on
@@ -80,6 +85,8 @@ flag $((39 + h)) byval-$h
 await $((40 - h)) byval-$p
 above tx_by_value_bytes $((4 << 20))
 above rx_by_value_bytes $((4 << 20))
+note "host $h after by-value:"
+note "$(ethtool -S drack0 | grep -E 'by_value|placed|lent_frames|header|fallback')"
 ethtool --set-priv-flags drack0 by-value off
 
 # No entry the peer wrote was refused.
@@ -94,8 +101,9 @@ ip link set drack0 mtu 9000
 flag $((41 + h)) mtu-$h
 await $((42 - h)) mtu-$p
 rx0=$(stat rx_bytes)
-ping -c 3 -W 5 -s 8972 "$peer"
+note "$(ping -c 3 -W 5 -s 8972 "$peer" | tail -n 2)"
 above rx_bytes $((rx0 + 3 * 9000))
+note "host $h jumbo: rx_bytes +$(($(stat rx_bytes) - rx0))"
 flag $((43 + h)) jumbo-$h
 await $((44 - h)) jumbo-$p
 
@@ -106,6 +114,7 @@ if [ "$h" = 0 ]; then
 	flag 45 streaming-0
 	# Host 1's heartbeat stops: after the lease the carrier goes.
 	wait_until 200 carrier_is drack0 0
+	note "host 0: carrier down after host 1's rmmod: $(dmesg | grep 'drack_netdev: peer 1' | tail -n 1)"
 	kill $tcp 2>/dev/null || true
 	wait $tcp 2>/dev/null || true
 else
@@ -118,6 +127,11 @@ fi
 kill $srv 2>/dev/null || true
 wait 2>/dev/null || true
 [ "$h" = 1 ] || rmmod drack_netdev
+{
+	echo "@@ BEGIN drack-report host$h"
+	sed 's/^/@|/' /tmp/drack.report
+	echo "@@ END"
+} > /dev/ttyS1
 flag $((46 + h)) drack-done-$h
 await $((47 - h)) drack-done-$p
 trap - EXIT
