@@ -1,5 +1,6 @@
 # drack_netdev on both hosts over the beluga pool bound and formatted by
-# 40: each loads drack0 (host 0 formats the drack region, host 1 checks
+# 40: a foreign header is refused (host 0) and an unformatted region is
+# not formatted by host 1; then each loads drack0 (host 0 formats the drack region, host 1 checks
 # its header), addresses 10.0.9.1x; then ping both ways, a checksummed
 # TCP transfer each way at once (nicbench: the server hashes what
 # arrived, the client compares it with its own) by reference and then
@@ -26,6 +27,22 @@ debug() {
 	dmesg | grep -i drack | tail -n 30
 }
 trap 'debug' EXIT
+
+# A region whose header is not drack's (another user's data) is refused,
+# not formatted over; a host other than 0 does not format a fresh one.
+if [ "$h" = 0 ]; then
+	cxlf-contract beluga-share --name drack.bad --size $((4 << 20)) --seed 3 --hold /tmp/hold.bad >/dev/null &
+	wait_until 600 test -e /tmp/hold.bad
+	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.bad host_index=0 hosts=2
+	dmesg | grep -q 'region "drack.bad": header refused'
+	rm /tmp/hold.bad
+	wait
+	beluga free drack.bad
+else
+	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.fresh host_index=1 hosts=2
+	dmesg | grep -q 'region "drack.fresh" is not formatted yet'
+fi
+refute test -e /sys/class/net/drack0
 
 # Host 1 waits for host 0's format.
 [ "$h" = 0 ] || await 30 drack-loaded-0
