@@ -29,7 +29,9 @@ debug() {
 trap 'debug' EXIT
 
 # A region whose header is not drack's (another user's data) is refused,
-# not formatted over; a host other than 0 does not format a fresh one.
+# not formatted over; a host other than 0 does not format a fresh one
+# (host 0 makes both objects: they stay counted to it, and 50 counts
+# host 1's).
 if [ "$h" = 0 ]; then
 	cxlf-contract beluga-share --name drack.bad --size $((4 << 20)) --seed 3 --hold /tmp/hold.bad >/dev/null &
 	wait_until 600 test -e /tmp/hold.bad
@@ -38,9 +40,15 @@ if [ "$h" = 0 ]; then
 	rm /tmp/hold.bad
 	wait
 	beluga free drack.bad
+	beluga alloc --size 4M --name drack.fresh --shared --mode 666 >/dev/null
+	flag 48 fresh-made
+	await 49 fresh-checked
+	beluga free drack.fresh
 else
+	await 48 fresh-made
 	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.fresh host_index=1 hosts=2
 	dmesg | grep -q 'region "drack.fresh" is not formatted yet'
+	flag 49 fresh-checked
 fi
 refute test -e /sys/class/net/drack0
 
