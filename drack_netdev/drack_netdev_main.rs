@@ -2,13 +2,39 @@
 
 //! DRack: pass-by-reference virtual NICs over a shared CXL pool
 //!
-//! Skeleton: this module loads and unloads cleanly, links its core
-//! (`core/`, crate `drack_core`: the pool layout and the protocol) and
-//! nothing of the support layer yet. Its function lands with issue #27;
-//! until then it registers nothing.
+//! One interface per host, `drack0`, on a region of a beluga pool that
+//! every host of the rack shares (`pool=`, `region=`): a frame is written
+//! into the sender's pool buffer once and only a reference moves; the
+//! receiver lends the pool page to its stack as an skb fragment and
+//! gives the buffer back once the stack let go. The protocol, layout and
+//! checks are the `no_std` core's (`core/`, crate `drack_core`); this
+//! module is the net_device, NAPI polled by a timer, and the copies.
+//! `Documentation/cxlfabric/drack.rst` describes both.
+//!
+//! Files: `setup` (format or check the region, join), `link` (the
+//! state, its locks), `tx`, `rx`, `poll` (NAPI, heartbeats, leases,
+//! carrier), `ticker` (the polling timer), `netdev` (ndo and ethtool),
+//! `stats`, `pool` (the region's memory as the core sees it).
 
-use drack_core::layout::{Geometry, VERSION};
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use cxlf_support as support;
+
+mod link;
+mod netdev;
+mod poll;
+mod pool;
+mod rx;
+mod setup;
+mod stats;
+mod ticker;
+mod tx;
+
+use link::{mac_of, Link};
+use support::hrtimer::ArcHrTimerHandle;
+use support::napi::Napi;
+use support::netdev::{Placement, Registration};
 
 module! {
     type: DrackNetdev,
@@ -18,23 +44,100 @@ module! {
     license: "GPL",
 }
 
-struct DrackNetdev;
+support::params::module_param_string!(
+    /// The beluga pool holding the drack region; empty: no interface.
+    pool
+);
+support::params::module_param_string!(
+    /// The region's name in the pool (default `drack0`).
+    region
+);
+support::params::module_param_uint!(
+    /// This host's index among the pool's hosts.
+    host_index
+);
+support::params::module_param_uint!(
+    /// Hosts the region is laid out for (host 0 formats it).
+    hosts
+);
+support::params::module_param_uint!(
+    /// A peer whose heartbeat stops for this long is dead.
+    lease_ms
+);
+support::params::module_param_uint!(
+    /// Most buffers of one source lent to the stack at once.
+    lend_cap
+);
+
+/// drack0, torn down in field order: the timer (no more polls
+/// scheduled), NAPI (disabled and removed), the interface (unregistered:
+/// no more transmits), then the state, whose lend table is forgotten
+/// without putting the stack's page references (beluga's unbind waits
+/// for those), and the region.
+struct Drack0 {
+    _ticker: ArcHrTimerHandle<ticker::Ticker>,
+    _napi: Arc<Napi<Link>>,
+    reg: Registration<Link>,
+    _link: Arc<Link>,
+}
+
+impl Drack0 {
+    fn new() -> Result<Drack0> {
+        let region = match region().as_bytes() {
+            b"" => kernel::c_str!("drack0"),
+            _ => region(),
+        };
+        let config = setup::Config {
+            pool: pool(),
+            region,
+            me: host_index(),
+            hosts: hosts(),
+            lease_ms: lease_ms(),
+            lend_cap: lend_cap(),
+        };
+        let link = config.link()?;
+        let at = Placement::detached(mac_of(link.me))
+            .named(kernel::c_str!("drack%d"))
+            .mtu_range(netdev::MTU_MIN, drack_core::layout::MTU_MAX)
+            .sw_irq_coalesce();
+        let reg = Registration::register(link.clone(), &at)?;
+        let napi = Arc::new(Napi::add(&reg.netdev(), link.clone(), 0)?, GFP_KERNEL)?;
+        napi.enable();
+        let ticker = ticker::Ticker::start(napi.clone())?;
+        pr_info!("{} is host {}'s interface\n", reg.name(), link.me);
+        Ok(Drack0 {
+            _ticker: ticker,
+            _napi: napi,
+            reg,
+            _link: link,
+        })
+    }
+}
+
+impl Drop for Drack0 {
+    fn drop(&mut self) {
+        // Peers see the carrier go when our heartbeat stops (a lease).
+        self.reg.set_carrier(false);
+    }
+}
+
+struct DrackNetdev {
+    _dev: Option<Drack0>,
+}
 
 impl kernel::Module for DrackNetdev {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let g = Geometry::DEFAULT;
-        pr_info!(
-            "loaded (skeleton: no function yet); pool layout v{}: {} bytes for {} hosts\n",
-            VERSION,
-            g.total_bytes(),
-            g.hosts()
-        );
-        Ok(DrackNetdev)
+        if pool().as_bytes().is_empty() {
+            pr_info!("loaded; no pool= given: no interface\n");
+            return Ok(DrackNetdev { _dev: None });
+        }
+        let dev = Drack0::new()?;
+        Ok(DrackNetdev { _dev: Some(dev) })
     }
 }
 
 impl Drop for DrackNetdev {
     fn drop(&mut self) {
-        pr_info!("unloaded\n");
+        pr_info!("unloading\n");
     }
 }

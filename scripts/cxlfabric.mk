@@ -38,6 +38,7 @@ cxlf_needs_pagemap := page
 cxlf_needs_pci := coherent dma driver mm sharedmem
 cxlf_needs_ratelimit := time
 cxlf_needs_region := coherent page
+cxlf_needs_rxfrag := coherent irq napi netdev page
 cxlf_needs_sharedmem := coherent mm
 
 cxlf_c_parts := $(basename $(notdir $(wildcard $(src)/../support/helpers/*.c)))

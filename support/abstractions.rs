@@ -28,6 +28,8 @@ pub mod pagemap;
 pub mod perf;
 #[cfg(cxlf_support = "ratelimit")]
 pub mod ratelimit;
+#[cfg(cxlf_support = "rxfrag")]
+pub mod rxfrag;
 #[cfg(cxlf_support = "sharedmem")]
 pub mod sharedmem;
 #[cfg(cxlf_support = "sysfs")]

@@ -142,6 +142,13 @@ void cxlf_skb_reserve(struct sk_buff *skb, unsigned int len);
 void cxlf_skb_reset_mac_header(struct sk_buff *skb);
 void cxlf_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
 
+/* Receiving into page fragments (support/abstractions/rxfrag.rs). */
+unsigned int cxlf_skb_nr_frags(struct sk_buff *skb);
+void cxlf_skb_add_rx_frag(struct sk_buff *skb, unsigned int i,
+			  struct page *page, unsigned int off,
+			  unsigned int len, unsigned int truesize);
+void cxlf_skb_set_shared_frag(struct sk_buff *skb);
+
 /* NAPI. */
 bool cxlf_in_interrupt(void);
 void cxlf_local_bh_disable(void);

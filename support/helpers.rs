@@ -44,6 +44,20 @@ extern "C" {
     pub(crate) fn cxlf_skb_record_rx_queue(skb: *mut bindings::sk_buff, rxq: u16);
 }
 
+#[cfg(cxlf_support = "rxfrag")]
+extern "C" {
+    pub(crate) fn cxlf_skb_nr_frags(skb: *mut bindings::sk_buff) -> c_uint;
+    pub(crate) fn cxlf_skb_add_rx_frag(
+        skb: *mut bindings::sk_buff,
+        i: c_uint,
+        page: *mut bindings::page,
+        off: c_uint,
+        len: c_uint,
+        truesize: c_uint,
+    );
+    pub(crate) fn cxlf_skb_set_shared_frag(skb: *mut bindings::sk_buff);
+}
+
 #[cfg(cxlf_support = "netdev")]
 extern "C" {
     pub(crate) fn cxlf_netdev_priv(dev: *mut bindings::net_device) -> *mut c_void;

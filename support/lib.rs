@@ -50,6 +50,7 @@
 //! | [`perf`]         | `abstractions` | none: counting perf events on a task                     |
 //! | [`ratelimit`]    | `abstractions` | none (C's `pr_*_ratelimited` are macros)                 |
 //! | [`page`]         | `abstractions` | none; `SharedPage` is counted like `AlwaysRefCounted`    |
+//! | [`rxfrag`]       | `abstractions` | none: skbs of page fragments, polled receive             |
 //! | [`region`]       | module ABI     | none: beluga_dax's C region ABI, access sections (RCU)   |
 //! | [`uapi`]         | module ABI     | none: the project's ABI                                  |
 //!
@@ -142,6 +143,8 @@ pub use abstractions::pagemap;
 pub use abstractions::perf;
 #[cfg(cxlf_support = "ratelimit")]
 pub use abstractions::ratelimit;
+#[cfg(cxlf_support = "rxfrag")]
+pub use abstractions::rxfrag;
 #[cfg(cxlf_support = "sharedmem")]
 pub use abstractions::sharedmem;
 #[cfg(cxlf_support = "sysfs")]

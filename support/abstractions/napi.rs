@@ -248,6 +248,12 @@ impl NapiPoll<'_> {
         unsafe { schedule(self.raw) };
     }
 
+    /// The context being polled.
+    #[cfg(cxlf_support = "rxfrag")]
+    pub(crate) fn as_raw(&self) -> *mut bindings::napi_struct {
+        self.raw
+    }
+
     /// The interface the context is on.
     pub fn netdev(&self) -> Netdev<'_> {
         // SAFETY: the interface outlives its contexts, and `self`.

@@ -26,6 +26,7 @@ const u32 CXLF_ETHTOOL_COALESCE_RX_MAX_FRAMES = ETHTOOL_COALESCE_RX_MAX_FRAMES;
 const int CXLF_NAPI_POLL_WEIGHT = NAPI_POLL_WEIGHT;
 const int CXLF_MISC_DYNAMIC_MINOR = MISC_DYNAMIC_MINOR;
 const int CXLF_NET_IP_ALIGN = NET_IP_ALIGN;
+const u32 CXLF_MAX_SKB_FRAGS = MAX_SKB_FRAGS;
 
 /* Tracepoints, perf events and task work (support/tracepoint.rs, perf.rs,
  * task_work.rs). */

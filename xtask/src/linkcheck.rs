@@ -63,7 +63,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("beluga_dax", &["pci", "napi", "netdev"]),
     ("mchannel_sched", &["dax", "pci", "napi", "netdev"]),
     ("cxlnic_drv", &["dax"]),
-    ("drack_netdev", &["dax", "pci", "napi", "netdev"]),
+    ("drack_netdev", &["dax", "pci"]),
 ];
 
 /// The subsystem `symbol` belongs to, of those named in [`SUBSYSTEMS`].

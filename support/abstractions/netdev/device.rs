@@ -17,7 +17,7 @@ use kernel::str::CStr;
 ///
 /// `raw` is an `sk_buff` this value owns.
 pub struct SkBuff {
-    pub(super) raw: *mut bindings::sk_buff,
+    pub(crate) raw: *mut bindings::sk_buff,
 }
 
 // SAFETY: an owned buffer may be freed or read from any context

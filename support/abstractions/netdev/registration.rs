@@ -77,6 +77,9 @@ unsafe impl<T: NetDevice> Sync for Registration<T> {}
 /// `parent` is a live device for `'a`, or NULL.
 pub struct Placement<'a> {
     parent: *mut bindings::device,
+    name: &'static CStr,
+    #[cfg(cxlf_support = "rxfrag")]
+    pub(crate) sw_irq_coalesce: bool,
     mac: [u8; 6],
     tx_queues: u32,
     rx_queues: u32,
@@ -103,6 +106,9 @@ impl<'a> Placement<'a> {
     fn with_parent(parent: *mut bindings::device, mac: [u8; 6]) -> Placement<'a> {
         Placement {
             parent,
+            name: kernel::c_str!("eth%d"),
+            #[cfg(cxlf_support = "rxfrag")]
+            sw_irq_coalesce: false,
             mac,
             tx_queues: 1,
             rx_queues: 1,
@@ -110,6 +116,15 @@ impl<'a> Placement<'a> {
             max_mtu: 1500,
             watchdog_ms: 0,
             _life: core::marker::PhantomData,
+        }
+    }
+
+    /// Named after `pattern` (`drack%d`: the first free number) rather
+    /// than `eth%d`.
+    pub fn named(self, pattern: &'static CStr) -> Self {
+        Placement {
+            name: pattern,
+            ..self
         }
     }
 
@@ -142,14 +157,19 @@ impl<'a> Placement<'a> {
 }
 
 impl<T: NetDevice> Registration<T> {
-    /// Registers an interface for `this` (named `eth%d`); registering
+    /// Registers an interface for `this` (named as `at` says); registering
     /// takes a reference on the parent device, so it may outlive the
     /// borrow.
     pub fn register(this: Arc<T>, at: &Placement<'_>) -> Result<Self> {
-        // SAFETY: no preconditions; the private area holds one pointer.
+        // SAFETY: the name is a static NUL-terminated pattern and
+        // `ether_setup` the setup `alloc_etherdev_mqs` passes (this is
+        // it with the caller's name); the private area holds one pointer.
         let raw = unsafe {
-            bindings::alloc_etherdev_mqs(
+            bindings::alloc_netdev_mqs(
                 core::mem::size_of::<*const c_void>() as c_int,
+                at.name.as_char_ptr(),
+                bindings::NET_NAME_ENUM as _,
+                Some(bindings::ether_setup),
                 at.tx_queues,
                 at.rx_queues,
             )
@@ -175,6 +195,10 @@ impl<T: NetDevice> Registration<T> {
             helpers::cxlf_netdev_set_max_mtu(raw, at.max_mtu);
             if at.watchdog_ms != 0 {
                 helpers::cxlf_netdev_set_watchdog_ms(raw, at.watchdog_ms);
+            }
+            #[cfg(cxlf_support = "rxfrag")]
+            if at.sw_irq_coalesce {
+                bindings::netdev_sw_irq_coalesce_default_on(raw);
             }
             bindings::netif_carrier_off(raw);
             bindings::register_netdev(raw)

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The NAPI poll, scheduled by the polling timer (`ticker.rs`; the pool
+//! raises no interrupts): this host's heartbeat and the peers' leases,
+//! the source ends (sessions, returned buffers, waking the queue), the
+//! carrier, then receive from each source. An idle poll doubles the
+//! timer's interval up to 1 ms; traffic resets it.
+//!
+//! A peer is dead only when its heartbeat line has not changed for a
+//! lease, as this host observed it; a damaged line is not evidence.
+
+#![deny(clippy::arithmetic_side_effects)]
+
+use crate::link::Link;
+use crate::pool::Mem;
+use crate::stats::bump;
+use crate::support::napi::{NapiPoll, Poll};
+use crate::support::time::boottime_ns;
+use core::sync::atomic::Ordering;
+use drack_core::peer::{beat, heartbeat, Session};
+use kernel::prelude::*;
+use kernel::sync::ArcBorrow;
+
+impl Poll for Link {
+    fn poll(this: ArcBorrow<'_, Self>, napi: &NapiPoll<'_>, budget: u32) -> u32 {
+        bump(&this.counters.polls);
+        let Some(mem) = this.mem() else {
+            // Revoked (beluga unbind): nothing to reach any more.
+            this.set_carrier(napi, 0);
+            napi.complete_done(0);
+            this.poll_slower();
+            return 0;
+        };
+        this.housekeeping(&mem, boottime_ns());
+        let returned = this.poll_sources(&mem);
+        this.carrier_from_sessions(napi);
+        if this.tx_stopped.swap(false, Ordering::AcqRel) {
+            napi.netdev().txq_wake(0);
+            bump(&this.counters.tx_queue_wakes);
+        }
+        let mut work = 0u32;
+        for p in this.peers() {
+            let left = budget.saturating_sub(work);
+            if left == 0 {
+                break;
+            }
+            work = work.saturating_add(this.receive_from(&mem, napi, p, left));
+        }
+        if work < budget {
+            if work > 0 || returned || this.tx_stopped.load(Ordering::Relaxed) {
+                this.poll_fast();
+            } else {
+                this.poll_slower();
+            }
+            napi.complete_done(work);
+        }
+        work
+    }
+}
+
+impl Link {
+    /// Every quarter lease: our beat, and the peers' leases.
+    fn housekeeping(&self, mem: &Mem<'_>, now: u64) {
+        let period = self.lease_ns / 4;
+        let mut dead = [false; drack_core::layout::HOSTS_MAX as usize];
+        {
+            let mut rx = self.rx.lock();
+            if now.saturating_sub(rx.beat_ns) < period {
+                return;
+            }
+            rx.beat_ns = now;
+            rx.beat = rx.beat.wrapping_add(1);
+            if beat(mem, &self.geom, self.me, self.epoch, rx.beat).is_err() {
+                pr_warn!("cannot write this host's heartbeat line\n");
+            }
+            for p in self.peers() {
+                let seen = heartbeat(mem, &self.geom, p);
+                if self.watch(&mut rx, p, seen.map(|h| (h.epoch, h.beat)), now) {
+                    if let Some(d) = dead.get_mut(p as usize) {
+                        *d = true;
+                    }
+                    if let Some(end) = rx.end(p) {
+                        end.peer_dead();
+                    }
+                }
+            }
+        }
+        let mut tx = self.tx.lock();
+        for (p, _) in dead.iter().enumerate().filter(|(_, d)| **d) {
+            if let Some(end) = tx.end(p as u32) {
+                end.peer_dead();
+            }
+        }
+    }
+
+    /// Folds peer `p`'s heartbeat (epoch, beat) in; true when its lease
+    /// just expired.
+    fn watch(
+        &self,
+        rx: &mut crate::link::RxSide,
+        p: u32,
+        seen: Option<(u32, u64)>,
+        now: u64,
+    ) -> bool {
+        let Some(l) = rx.leases.get_mut(p as usize) else {
+            return false;
+        };
+        if let Some((epoch, b)) = seen.filter(|s| *s != (l.epoch, l.beat)) {
+            (l.epoch, l.beat, l.changed_ns) = (epoch, b, now);
+            if !l.live {
+                l.live = true;
+                pr_info!("peer {} beats (epoch {})\n", p, epoch);
+            }
+            return false;
+        }
+        if l.live && now.saturating_sub(l.changed_ns) > self.lease_ns {
+            l.live = false;
+            pr_info!(
+                "peer {}: no heartbeat for a lease ({} ms): dead\n",
+                p,
+                self.lease_ns / 1_000_000
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Polls every source end; whether buffers came back.
+    fn poll_sources(&self, mem: &Mem<'_>) -> bool {
+        let mut tx = self.tx.lock();
+        let mut returned = false;
+        for end in tx.ends.iter_mut().flatten() {
+            let before = end.counters.returned;
+            end.poll(mem);
+            returned |= end.counters.returned != before;
+        }
+        returned
+    }
+
+    /// The carrier: up while any peer's sessions are up both ways.
+    fn carrier_from_sessions(&self, napi: &NapiPoll<'_>) {
+        let mut up = u32::MAX;
+        {
+            let tx = self.tx.lock();
+            for (i, e) in tx.ends.iter().enumerate() {
+                if e.as_ref().map(|e| e.session()) != Some(Session::Up) {
+                    up &= !(1u32.checked_shl(i as u32).unwrap_or(0));
+                }
+            }
+        }
+        {
+            let rx = self.rx.lock();
+            for (i, e) in rx.ends.iter().enumerate() {
+                if e.as_ref().map(|e| e.session()) != Some(Session::Up) {
+                    up &= !(1u32.checked_shl(i as u32).unwrap_or(0));
+                }
+            }
+        }
+        let hosts = 1u32
+            .checked_shl(self.geom.hosts())
+            .map_or(u32::MAX, |b| b.wrapping_sub(1));
+        self.set_carrier(napi, up & hosts);
+    }
+
+    /// Records the peers up (a bit each) and sets the carrier.
+    fn set_carrier(&self, napi: &NapiPoll<'_>, up: u32) {
+        let was = self.carrier.swap(up, Ordering::AcqRel);
+        if was == up {
+            return;
+        }
+        for p in self.peers() {
+            let bit = 1u32.checked_shl(p).unwrap_or(0);
+            if (was ^ up) & bit != 0 {
+                let state = if up & bit != 0 { "up" } else { "down" };
+                pr_info!("link to host {} {}\n", p, state);
+            }
+        }
+        napi.netdev().set_carrier(up != 0);
+    }
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Bringing drack0 up at load: the region (host 0 formats it; every
+//! host checks its header, which is another host's and so hostile),
+//! this host's join (a new epoch), and its ends of every pair.
+
+use crate::link::{Ends, Link};
+use crate::pool::{Mem, Pool};
+use drack_core::layout::{Geometry, GeometryError, HOSTS_MAX, LINE};
+use drack_core::mem::fetch;
+use drack_core::peer::{attach, format, join, DstEnd, SrcEnd};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+/// Entries of each pair's `ref_queue`, and buffers of each source.
+const REF_SLOTS: u32 = 128;
+const BUFS: u32 = 256;
+
+/// Lease bounds, milliseconds.
+const LEASE_MS_MIN: u32 = 100;
+const LEASE_MS_MAX: u32 = 600_000;
+
+/// What the module parameters ask for.
+pub(crate) struct Config<'a> {
+    pub(crate) pool: &'a CStr,
+    pub(crate) region: &'a CStr,
+    pub(crate) me: u32,
+    pub(crate) hosts: u32,
+    pub(crate) lease_ms: u32,
+    pub(crate) lend_cap: u32,
+}
+
+fn why(e: GeometryError) -> &'static str {
+    match e {
+        GeometryError::Hosts => "host count",
+        GeometryError::RefSlots => "queue entries",
+        GeometryError::Bufs => "buffer count",
+        // Also a wrong signature, version or checksum.
+        GeometryError::TooLarge => "signature, checksum or size",
+    }
+}
+
+impl Config<'_> {
+    fn check(&self) -> Result<Geometry> {
+        if !(LEASE_MS_MIN..=LEASE_MS_MAX).contains(&self.lease_ms) {
+            pr_err!(
+                "lease_ms={} is outside {}..={}\n",
+                self.lease_ms,
+                LEASE_MS_MIN,
+                LEASE_MS_MAX
+            );
+            return Err(EINVAL);
+        }
+        if self.lend_cap > BUFS {
+            pr_err!(
+                "lend_cap={} is above the {} buffers of a source\n",
+                self.lend_cap,
+                BUFS
+            );
+            return Err(EINVAL);
+        }
+        let geom = Geometry::new(self.hosts, REF_SLOTS, BUFS, true).map_err(|e| {
+            pr_err!("hosts={}: bad {} (2..={})\n", self.hosts, why(e), HOSTS_MAX);
+            EINVAL
+        })?;
+        if self.me >= self.hosts {
+            pr_err!("host_index={} is not below hosts={}\n", self.me, self.hosts);
+            return Err(EINVAL);
+        }
+        Ok(geom)
+    }
+
+    /// drack0's state: the region held, formatted or checked, joined.
+    pub(crate) fn link(&self) -> Result<Arc<Link>> {
+        let want = self.check()?;
+        let pool = Pool::get(self.pool, self.region, want.total_bytes())?;
+        let mem = pool.mem().ok_or_else(|| {
+            pr_err!("region {:?} is revoked already\n", self.region);
+            ENODEV
+        })?;
+        let geom = self.geometry(&mem, &want)?;
+        if self.me >= geom.hosts() {
+            pr_err!(
+                "host_index={} is not below the region's {} hosts\n",
+                self.me,
+                geom.hosts()
+            );
+            return Err(EINVAL);
+        }
+        let epoch = join(&mem, &geom, self.me).map_err(|_| EIO)?;
+        let ends = self.ends(&mem, geom, epoch)?;
+        drop(mem);
+        pr_info!(
+            "host {} of {} joined region {:?} of {:?} (epoch {}, {} bytes)\n",
+            self.me,
+            geom.hosts(),
+            self.region,
+            self.pool,
+            epoch,
+            geom.total_bytes()
+        );
+        let lease_ns = u64::from(self.lease_ms) * 1_000_000;
+        Link::new(pool, geom, self.me, epoch, lease_ns, ends)
+    }
+
+    /// The region's geometry: its header's if valid; host 0 formats a
+    /// region whose header line is zero. A damaged or hostile header is
+    /// refused, never overwritten.
+    fn geometry(&self, mem: &Mem<'_>, want: &Geometry) -> Result<Geometry> {
+        match attach(mem) {
+            Ok(g) => return Ok(g),
+            Err(e) => {
+                let line: [u8; LINE as usize] = fetch(mem, 0).map_err(|_| EIO)?;
+                if line.iter().any(|b| *b != 0) {
+                    pr_err!(
+                        "region {:?}: header refused ({}); not formatting over it\n",
+                        self.region,
+                        why(e)
+                    );
+                    return Err(EINVAL);
+                }
+            }
+        }
+        if self.me != 0 {
+            pr_err!(
+                "region {:?} is not formatted yet: load host 0 first\n",
+                self.region
+            );
+            return Err(EAGAIN);
+        }
+        format(mem, want).map_err(|e| {
+            pr_err!("cannot format region {:?}: {}\n", self.region, why(e));
+            EINVAL
+        })?;
+        pr_info!(
+            "formatted region {:?} for {} hosts\n",
+            self.region,
+            want.hosts()
+        );
+        Ok(*want)
+    }
+
+    /// This host's source and destination ends of every pair, started.
+    fn ends(&self, mem: &Mem<'_>, geom: Geometry, epoch: u32) -> Result<Ends> {
+        let hosts = geom.hosts() as usize;
+        let mut srcs = KVec::with_capacity(hosts, GFP_KERNEL)?;
+        let mut dsts = KVec::with_capacity(hosts, GFP_KERNEL)?;
+        for p in 0..geom.hosts() {
+            if p == self.me {
+                srcs.push(None, GFP_KERNEL)?;
+                dsts.push(None, GFP_KERNEL)?;
+                continue;
+            }
+            let s = SrcEnd::new(geom, self.me, p, epoch).ok_or(EINVAL)?;
+            let mut s = KBox::new(s, GFP_KERNEL)?;
+            s.start(mem).map_err(|_| EIO)?;
+            let d = DstEnd::new(geom, self.me, p, epoch, self.lend_cap).ok_or(EINVAL)?;
+            let mut d = KBox::new(d, GFP_KERNEL)?;
+            d.start(mem).map_err(|_| EIO)?;
+            srcs.push(Some(s), GFP_KERNEL)?;
+            dsts.push(Some(d), GFP_KERNEL)?;
+        }
+        Ok((srcs, dsts))
+    }
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! drack0's counters: `ip -s link` and `ethtool -S`.
+//!
+//! Copies are counted on both sides, in bytes: `tx_placed_bytes` (the
+//! one copy of a by-reference frame into the sender's pool buffer),
+//! `tx_by_value_bytes` (into the queue's slot), `rx_header_bytes` (the
+//! headers a lent frame's skb gets in its linear part),
+//! `rx_fallback_copy_bytes` (a by-reference frame copied because the
+//! lend cap was reached or a page was still referenced) and
+//! `rx_by_value_bytes` (out of the slot). Copies the stack makes itself
+//! (`skb_try_coalesce`, `tcp_collapse`, pulling headers, copying to
+//! user space) are not seen here. Then the core's counters of all ends,
+//! summed (the source ends' as `tx_*`, the destination ends' as `rx_*`),
+//! and per peer its session and lent pages.
+
+use crate::link::Link;
+use crate::support::netdev::{ethtool_string, Stats, STRING_LEN};
+use core::sync::atomic::{AtomicU64, Ordering};
+use drack_core::counters::Counters as CoreCounters;
+use drack_core::peer::Session;
+
+/// The module's own counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) tx_frames: AtomicU64,
+    pub(crate) tx_bytes: AtomicU64,
+    pub(crate) tx_placed_bytes: AtomicU64,
+    pub(crate) tx_by_value_bytes: AtomicU64,
+    pub(crate) tx_dropped: AtomicU64,
+    pub(crate) tx_no_session: AtomicU64,
+    pub(crate) tx_busy: AtomicU64,
+    pub(crate) tx_queue_wakes: AtomicU64,
+    pub(crate) rx_frames: AtomicU64,
+    pub(crate) rx_bytes: AtomicU64,
+    pub(crate) rx_lent_frames: AtomicU64,
+    pub(crate) rx_header_bytes: AtomicU64,
+    pub(crate) rx_fallback_copy_frames: AtomicU64,
+    pub(crate) rx_fallback_copy_bytes: AtomicU64,
+    pub(crate) rx_by_value_frames: AtomicU64,
+    pub(crate) rx_by_value_bytes: AtomicU64,
+    pub(crate) rx_page_busy: AtomicU64,
+    pub(crate) rx_dropped: AtomicU64,
+    pub(crate) polls: AtomicU64,
+}
+
+/// Adds `n` to `c`.
+pub(crate) fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Adds one to `c`.
+pub(crate) fn bump(c: &AtomicU64) {
+    add(c, 1);
+}
+
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+const OWN: [&str; 19] = [
+    "tx_frames",
+    "tx_bytes",
+    "tx_placed_bytes",
+    "tx_by_value_bytes",
+    "tx_dropped_frames",
+    "tx_no_session_frames",
+    "tx_busy_frames",
+    "tx_queue_wakes",
+    "rx_frames",
+    "rx_bytes",
+    "rx_lent_frames",
+    "rx_header_bytes",
+    "rx_fallback_copy_frames",
+    "rx_fallback_copy_bytes",
+    "rx_by_value_frames",
+    "rx_by_value_bytes",
+    "rx_page_busy_frames",
+    "rx_dropped_frames",
+    "polls",
+];
+
+/// The core's counters, as `<side>_<name>`.
+const CORE: [&str; 24] = [
+    "core_frames",
+    "core_bytes",
+    "core_by_value_frames",
+    "core_lent_frames",
+    "core_copied_frames",
+    "returned_buffers",
+    "no_buffer_events",
+    "ring_full_events",
+    "session_resets",
+    "reclaimed_buffers",
+    "bad_crc_entries",
+    "bad_dst_entries",
+    "bad_src_entries",
+    "bad_epoch_entries",
+    "bad_seq_entries",
+    "bad_index_entries",
+    "bad_len_entries",
+    "bad_frag_entries",
+    "dup_lent_entries",
+    "bad_tail_events",
+    "bad_head_events",
+    "bad_return_entries",
+    "desync_events",
+    "access_faults",
+];
+
+fn core_values(c: &CoreCounters) -> [u64; CORE.len()] {
+    [
+        c.frames,
+        c.bytes,
+        c.by_value,
+        c.lent,
+        c.copied,
+        c.returned,
+        c.no_buffer,
+        c.ring_full,
+        c.resets,
+        c.reclaimed,
+        c.crc,
+        c.dst,
+        c.src,
+        c.epoch,
+        c.seq,
+        c.index,
+        c.len,
+        c.frag,
+        c.dup_lent,
+        c.tail,
+        c.head,
+        c.bad_return,
+        c.desync,
+        c.access,
+    ]
+}
+
+/// Per peer: its session (0 down, 1 syncing, 2 up; source end, then
+/// destination end) and the pages of it the stack holds.
+const PEER: [&str; 4] = ["tx_session", "rx_session", "lent_pages", "released_buffers"];
+
+fn session_value(s: Session) -> u64 {
+    match s {
+        Session::Down => 0,
+        Session::Syncing => 1,
+        Session::Up => 2,
+    }
+}
+
+/// How many counters `ethtool -S` shows for `hosts` hosts.
+pub(crate) fn count(hosts: u32) -> usize {
+    let peers = (hosts as usize).saturating_sub(1);
+    OWN.len()
+        .saturating_add(2 * CORE.len())
+        .saturating_add(peers.saturating_mul(PEER.len()))
+}
+
+/// Their names.
+pub(crate) fn names(link: &Link, out: &mut [[u8; STRING_LEN]]) {
+    let mut it = out.iter_mut();
+    for n in OWN {
+        if let Some(o) = it.next() {
+            ethtool_string(o, &[n.as_bytes()]);
+        }
+    }
+    for side in ["tx_", "rx_"] {
+        for n in CORE {
+            if let Some(o) = it.next() {
+                ethtool_string(o, &[side.as_bytes(), n.as_bytes()]);
+            }
+        }
+    }
+    for p in link.peers() {
+        let digit = [b'0'.saturating_add(u8::try_from(p).unwrap_or(0))];
+        for n in PEER {
+            if let Some(o) = it.next() {
+                ethtool_string(o, &[b"peer", &digit, b"_", n.as_bytes()]);
+            }
+        }
+    }
+}
+
+fn sum(into: &mut [u64; CORE.len()], c: &CoreCounters) {
+    for (a, b) in into.iter_mut().zip(core_values(c)) {
+        *a = a.saturating_add(b);
+    }
+}
+
+/// Their values, in [`names`] order.
+pub(crate) fn values(link: &Link, out: &mut [u64]) {
+    let c = &link.counters;
+    let own = [
+        get(&c.tx_frames),
+        get(&c.tx_bytes),
+        get(&c.tx_placed_bytes),
+        get(&c.tx_by_value_bytes),
+        get(&c.tx_dropped),
+        get(&c.tx_no_session),
+        get(&c.tx_busy),
+        get(&c.tx_queue_wakes),
+        get(&c.rx_frames),
+        get(&c.rx_bytes),
+        get(&c.rx_lent_frames),
+        get(&c.rx_header_bytes),
+        get(&c.rx_fallback_copy_frames),
+        get(&c.rx_fallback_copy_bytes),
+        get(&c.rx_by_value_frames),
+        get(&c.rx_by_value_bytes),
+        get(&c.rx_page_busy),
+        get(&c.rx_dropped),
+        get(&c.polls),
+    ];
+    let hosts = link.geom.hosts() as usize;
+    let mut tx = [0u64; CORE.len()];
+    let mut tx_state = [Session::Down; drack_core::layout::HOSTS_MAX as usize];
+    {
+        let side = link.tx.lock();
+        for (i, e) in side.ends.iter().enumerate() {
+            if let Some(e) = e {
+                sum(&mut tx, &e.counters);
+                if let Some(s) = tx_state.get_mut(i) {
+                    *s = e.session();
+                }
+            }
+        }
+    }
+    let mut rx = [0u64; CORE.len()];
+    let mut peer = [[0u64; PEER.len()]; drack_core::layout::HOSTS_MAX as usize];
+    {
+        let side = link.rx.lock();
+        for (i, e) in side.ends.iter().enumerate() {
+            if let (Some(e), Some(row)) = (e, peer.get_mut(i)) {
+                sum(&mut rx, &e.counters);
+                *row = [
+                    tx_state.get(i).map_or(0, |s| session_value(*s)),
+                    session_value(e.session()),
+                    u64::from(e.lends().lent()),
+                    u64::from(e.lends().released()),
+                ];
+            }
+        }
+    }
+    let peers = peer
+        .iter()
+        .take(hosts)
+        .enumerate()
+        .filter(|(i, _)| *i != link.me as usize)
+        .flat_map(|(_, row)| row.iter().copied());
+    let all = own
+        .iter()
+        .copied()
+        .chain(tx.iter().copied())
+        .chain(rx.iter().copied())
+        .chain(peers);
+    for (o, v) in out.iter_mut().zip(all) {
+        *o = v;
+    }
+}
+
+/// What `ip -s link` shows.
+pub(crate) fn link_stats(link: &Link, s: &mut Stats) {
+    let c = &link.counters;
+    s.tx_packets = get(&c.tx_frames);
+    s.tx_bytes = get(&c.tx_bytes);
+    s.tx_dropped = get(&c.tx_dropped).saturating_add(get(&c.tx_no_session));
+    s.rx_packets = get(&c.rx_frames);
+    s.rx_bytes = get(&c.rx_bytes);
+    s.rx_dropped = get(&c.rx_dropped);
+}

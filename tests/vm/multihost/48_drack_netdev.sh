@@ -1,0 +1,165 @@
+# drack_netdev on both hosts over the beluga pool bound and formatted by
+# 40: a foreign header is refused (host 0) and an unformatted region is
+# not formatted by host 1; then each loads drack0 (host 0 formats the drack region, host 1 checks
+# its header), addresses 10.0.9.1x; then ping both ways, a checksummed
+# TCP transfer each way at once (nicbench: the server hashes what
+# arrived, the client compares it with its own) by reference and then
+# by value, with the copy counters each mode must show (by reference:
+# the placement on TX, headers only on RX, the lent pages all back
+# afterwards; by value: one more copy on each side), MTU 9000 with an
+# 8972-byte ping, and rmmod under traffic on host 1 (host 0 sees the
+# carrier go after the lease and unloads too).
+set -e
+. /multihost/flags.inc
+
+me=10.0.9.$((11 + h))
+peer=10.0.9.$((12 - h))
+p=$((1 - h))
+stat() { ethtool -S drack0 | awk -v n="$1:" '$1 == n { print $2 }'; }
+# The numbers, for the run's results log (scenario output is shown only
+# on failure).
+note() { echo "$*" >> /tmp/drack.report; }
+rm -f /tmp/drack.report
+above() { test "$(stat "$1")" -gt "$2"; }
+debug() {
+	echo "== host $h at exit"
+	ethtool -S drack0 2>/dev/null | grep -v ': 0$'
+	dmesg | grep -i drack | tail -n 30
+}
+trap 'debug' EXIT
+
+# A region whose header is not drack's (another user's data) is refused,
+# not formatted over; a host other than 0 does not format a fresh one
+# (host 0 makes both objects: they stay counted to it, and 50 counts
+# host 1's).
+if [ "$h" = 0 ]; then
+	cxlf-contract beluga-share --name drack.bad --size $((4 << 20)) --seed 3 --hold /tmp/hold.bad >/dev/null &
+	wait_until 600 test -e /tmp/hold.bad
+	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.bad host_index=0 hosts=2
+	dmesg | grep -q 'region "drack.bad": header refused'
+	rm /tmp/hold.bad
+	wait
+	beluga free drack.bad
+	beluga alloc --size 4M --name drack.fresh --shared --mode 666 >/dev/null
+	flag 48 fresh-made
+	await 49 fresh-checked
+	beluga free drack.fresh
+else
+	await 48 fresh-made
+	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.fresh host_index=1 hosts=2
+	dmesg | grep -q 'region "drack.fresh" is not formatted yet'
+	flag 49 fresh-checked
+fi
+refute test -e /sys/class/net/drack0
+
+# Host 1 waits for host 0's format.
+[ "$h" = 0 ] || await 30 drack-loaded-0
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=2000
+[ "$h" = 1 ] || flag 30 drack-loaded-0
+ethtool -i drack0 | grep -q '^driver: drack_netdev'
+ethtool -g drack0 | grep -q 'RX:.*128'
+ethtool -l drack0 >/dev/null
+test "$(ethtool -c drack0 | awk '$1 == "rx-usecs:" { print $2 }')" = 50
+ip addr add $me/24 dev drack0
+ip link set drack0 up
+wait_until 100 carrier_is drack0 1
+flag $((31 + h)) drack-up-$h
+await $((32 - h)) drack-up-$p
+
+ping -c 3 -W 5 "$peer"
+nicbench serve --port 7009 &
+srv=$!
+flag $((33 + h)) serving-$h
+await $((34 - h)) serving-$p
+
+transfer() { # mode
+	placed0=$(stat tx_placed_bytes)
+	value0=$(stat tx_by_value_bytes)
+	lent0=$(stat rx_lent_frames)
+	rxval0=$(stat rx_by_value_bytes)
+	note "$(nicbench tcp --to "$peer:7009" --bytes $((4 << 20)) --seed $((h + 7)))"
+	note "host $h ($1): tx_placed_bytes +$(($(stat tx_placed_bytes) - placed0))" \
+		"tx_by_value_bytes +$(($(stat tx_by_value_bytes) - value0))" \
+		"rx_lent_frames +$(($(stat rx_lent_frames) - lent0))" \
+		"rx_by_value_bytes +$(($(stat rx_by_value_bytes) - rxval0))"
+}
+
+# By reference, both ways at once.
+transfer by-reference
+flag $((35 + h)) byref-$h
+await $((36 - h)) byref-$p
+# This host's frames were placed once; the peer's were lent, headers
+# copied; nothing was copied by value.
+above tx_placed_bytes $((4 << 20))
+above rx_lent_frames 1000
+above rx_header_bytes 0
+test "$(stat tx_by_value_bytes)" = 0
+test "$(stat rx_by_value_bytes)" = 0
+# ip -s link has the same frames.
+test "$(ip -s link show drack0 | awk '/RX:/ { getline; print $2; exit }')" -gt 2000
+test "$(ip -s link show drack0 | awk '/TX:/ { getline; print $2; exit }')" -gt 2000
+# Every lent page comes back once the sockets let go.
+wait_until 100 prints 0 stat peer${p}_lent_pages
+note "host $h after by-reference, lent pages back to 0:"
+note "$(ethtool -S drack0 | grep -v ': 0$')"
+
+# By value, both ways at once.
+ethtool --set-priv-flags drack0 by-value on
+ethtool --show-priv-flags drack0 | grep -q 'by-value *: on'
+flag $((37 + h)) byval-set-$h
+await $((38 - h)) byval-set-$p
+transfer by-value
+flag $((39 + h)) byval-$h
+await $((40 - h)) byval-$p
+above tx_by_value_bytes $((4 << 20))
+above rx_by_value_bytes $((4 << 20))
+note "host $h after by-value:"
+note "$(ethtool -S drack0 | grep -E 'by_value|placed|lent_frames|header|fallback')"
+ethtool --set-priv-flags drack0 by-value off
+
+# No entry the peer wrote was refused.
+for c in crc dst src epoch seq index len frag; do
+	test "$(stat rx_bad_${c}_entries)" = 0
+done
+test "$(stat rx_dup_lent_entries)" = 0
+test "$(stat tx_bad_return_entries)" = 0
+
+# Jumbo frames: three buffers per frame.
+ip link set drack0 mtu 9000
+flag $((41 + h)) mtu-$h
+await $((42 - h)) mtu-$p
+rx0=$(stat rx_bytes)
+note "$(ping -c 3 -W 5 -s 8972 "$peer" | tail -n 2)"
+above rx_bytes $((rx0 + 3 * 9000))
+note "host $h jumbo: rx_bytes +$(($(stat rx_bytes) - rx0))"
+flag $((43 + h)) jumbo-$h
+await $((44 - h)) jumbo-$p
+
+# rmmod under traffic: host 0 streams to host 1, which unloads midway.
+if [ "$h" = 0 ]; then
+	nicbench tcp --to "$peer:7009" --bytes $((64 << 20)) >/dev/null 2>&1 &
+	tcp=$!
+	flag 45 streaming-0
+	# Host 1's heartbeat stops: after the lease the carrier goes.
+	wait_until 200 carrier_is drack0 0
+	note "host 0: carrier down after host 1's rmmod: $(dmesg | grep 'drack_netdev: peer 1' | tail -n 1)"
+	kill $tcp 2>/dev/null || true
+	wait $tcp 2>/dev/null || true
+else
+	await 45 streaming-0
+	wait_until 50 above rx_frames 100
+	kill $srv
+	rmmod drack_netdev
+	refute test -e /sys/class/net/drack0
+fi
+kill $srv 2>/dev/null || true
+wait 2>/dev/null || true
+[ "$h" = 1 ] || rmmod drack_netdev
+{
+	echo "@@ BEGIN drack-report host$h"
+	sed 's/^/@|/' /tmp/drack.report
+	echo "@@ END"
+} > /dev/ttyS1
+flag $((46 + h)) drack-done-$h
+await $((47 - h)) drack-done-$p
+trap - EXIT
