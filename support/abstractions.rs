@@ -6,11 +6,6 @@
 //! candidates to send upstream. Modules reach them at the crate root
 //! (`support::netdev`), which re-exports each under its part's cfg.
 
-// The abstractions name the crate's shared pieces (`bindings`, `helpers`)
-// and the wrappers of the other part as `super::X`, as when support/ was
-// flat: everything the crate root has is in scope here.
-#[allow(unused_imports)]
-use crate::*;
 
 #[cfg(cxlf_support = "coherent")]
 pub mod coherent;

@@ -6,12 +6,6 @@
 //! switching their `use` lines. Modules reach them at the crate root
 //! (`support::miscdevice`), which re-exports each under its part's cfg.
 
-// The wrappers name the crate's shared pieces (`bindings`, `helpers`) and
-// the wrappers of the other part as `super::X`, as when support/ was flat:
-// everything the crate root has is in scope here.
-#[allow(unused_imports)]
-use crate::*;
-
 #[cfg(cxlf_support = "cred")]
 pub mod cred;
 #[cfg(cxlf_support = "dma")]

@@ -2,7 +2,7 @@
 
 //! Memory a device shares coherently with the CPU: a Type-2 device's own
 //! memory in a BAR ([`super::pci::DeviceMem`], mapped write-back) and host memory
-//! allocated for DMA ([`super::dma::CoherentAllocation`]). Both are read
+//! allocated for DMA ([`crate::dma::CoherentAllocation`]). Both are read
 //! and written with plain cached accesses through the [`Coherent`]
 //! accessors, control words as atomics (acquire loads, release stores)
 //! that order the bytes around them, as the CXL-NIC's rings need. Every
@@ -11,7 +11,7 @@
 //! Upstream: `kernel::io::mem::IoMem` (6.16) maps a resource, uncached;
 //! `kernel::dma::CoherentAllocation` (6.14) has typed field accessors;
 //! nothing maps device memory write-back or gives atomic accessors over
-//! it. (Contrast [`super::sharedmem`]: a CXL pool shared with other hosts
+//! it. (Contrast [`crate::sharedmem`]: a CXL pool shared with other hosts
 //! is not coherent, so its accessors flush and invalidate.)
 
 use core::marker::PhantomData;

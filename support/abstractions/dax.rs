@@ -14,12 +14,12 @@
 //!
 //! `struct dax_device_driver` is built here, and `struct dev_dax` read
 //! directly: both are private to drivers/dax (`bus.h`,
-//! `dax-private.h`), generated into [`super::bindings`] from a full
+//! `dax-private.h`), generated into [`crate::bindings`] from a full
 //! kernel source tree (see Documentation/cxlfabric/support.rst).
 
-use super::bindings;
-use super::driver::{self, Bus, Driver, Registration};
-use super::fs::InodeRef;
+use crate::bindings;
+use crate::driver::{self, Bus, Driver, Registration};
+use crate::fs::InodeRef;
 use core::marker::PhantomData;
 use core::ptr::addr_of_mut;
 use kernel::error::to_result;
@@ -141,7 +141,7 @@ impl DevDax<'_> {
     }
 }
 
-/// The dax bus, for [`super::driver::Registration`]: device-mode dax
+/// The dax bus, for [`crate::driver::Registration`]: device-mode dax
 /// instances, bound only when unbound (no ids).
 pub struct DaxBus;
 

@@ -12,11 +12,11 @@
 //! opaque to 6.12's bindings; `support::bindings` generates it), and the
 //! poll trampoline finds them from the context by its offset.
 
-use super::bindings;
-use super::coherent::Coherent;
-use super::helpers;
-use super::irq;
-use super::netdev::Netdev;
+use crate::bindings;
+use crate::coherent::Coherent;
+use crate::helpers;
+use crate::irq;
+use crate::netdev::Netdev;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;

@@ -18,7 +18,7 @@
 //! `ops` (the `net_device_ops` table and its trampolines), `ethtool` (the
 //! `ethtool_ops` table's callbacks).
 
-use super::bindings;
+use crate::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -75,12 +75,12 @@ pub trait NetDevice: Send + Sync + Sized + 'static {
     /// The settings `ethtool -g`, `-l`, `-c` and `--show-priv-flags`
     /// show (`EOPNOTSUPP`: none).
     fn params(_this: &Arc<Self>) -> Result<Params> {
-        Err(super::error::eopnotsupp())
+        Err(crate::error::eopnotsupp())
     }
     /// Takes `p`, of which the part `what` changed (under RTNL, up or
     /// down).
     fn set_params(_this: &Arc<Self>, _dev: &Netdev<'_>, _p: &Params, _what: Change) -> Result {
-        Err(super::error::eopnotsupp())
+        Err(crate::error::eopnotsupp())
     }
     /// How many strings `set` has (`ethtool -S` counters, private flags).
     fn string_count(_this: &Arc<Self>, _set: StringSet) -> usize {

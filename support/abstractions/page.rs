@@ -8,7 +8,7 @@
 //! owner is [`SharedPage`] behind `ARef`, as upstream counts other
 //! objects (`AlwaysRefCounted`).
 
-use super::helpers;
+use crate::helpers;
 use core::ptr::NonNull;
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::bindings;

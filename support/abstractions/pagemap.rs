@@ -4,7 +4,7 @@
 //! `MEMORY_DEVICE_GENERIC` over a claimed range, as device-dax creates for
 //! its instances. No upstream Rust counterpart exists (6.16 has none).
 //!
-//! With pages, user mappings can use devmap entries ([`super::mm`]), so
+//! With pages, user mappings can use devmap entries ([`crate::mm`]), so
 //! everything that walks page tables for pages works on them: GUP and its
 //! pins (O_DIRECT, io_uring fixed buffers, `process_vm_readv`, RDMA
 //! registration), the mempolicy walk of `mbind`, `/proc/pid/mem`.
@@ -13,9 +13,9 @@
 //! write-back, and reserves that memory type for the whole range (x86
 //! PAT): user mappings of it can only be write-back.
 
-use super::bindings;
-use super::error;
-use super::helpers;
+use crate::bindings;
+use crate::error;
+use crate::helpers;
 use kernel::error::from_err_ptr;
 use kernel::ffi::{c_int, c_uint, c_ulong};
 use kernel::page::PAGE_SIZE;

@@ -5,7 +5,7 @@
 //! one event of one task in user mode, from its creation until it is
 //! dropped; reading and dropping it may sleep.
 
-use super::bindings;
+use crate::bindings;
 use kernel::error::from_err_ptr;
 use kernel::prelude::*;
 use kernel::task::Task;

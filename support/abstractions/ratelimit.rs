@@ -47,7 +47,7 @@ impl RateLimit {
 
     /// The verdict now (boot-time clock).
     pub fn check(&self) -> Verdict {
-        self.check_at(super::time::boottime_ns())
+        self.check_at(crate::time::boottime_ns())
     }
 
     /// The verdict at `now_ns`.

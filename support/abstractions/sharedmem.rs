@@ -12,7 +12,7 @@
 //! stores, then writes the lines back and fences. [`MemtypeReservation`]
 //! reserves a range's x86 memory type for user mappings of it.
 
-use super::coherent::Window;
+use crate::coherent::Window;
 use kernel::bindings;
 use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
@@ -248,8 +248,8 @@ unsafe impl Sync for MemtypeReservation {}
 impl MemtypeReservation {
     /// Reserves `[start, start + len)` (claimed by the caller) for `mode`;
     /// `EBUSY` if the range is reserved with another type.
-    pub fn new(start: u64, len: usize, mode: super::mm::CacheMode) -> Result<Self> {
-        use super::mm::CacheMode;
+    pub fn new(start: u64, len: usize, mode: crate::mm::CacheMode) -> Result<Self> {
+        use crate::mm::CacheMode;
         let reservation = match mode {
             CacheMode::WriteBack => Reservation::WriteBack {
                 _mapping: SharedMem::map(start, len)?,

@@ -12,8 +12,8 @@
 //! with no lock of the caller's held; it should read atomics or take a
 //! lock that is never held while a [`Dir`] is dropped.
 
-use super::bindings;
-use super::helpers;
+use crate::bindings;
+use crate::helpers;
 use core::marker::PhantomData;
 use kernel::error::{from_result, to_result};
 use kernel::ffi::c_char;

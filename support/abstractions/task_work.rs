@@ -14,7 +14,7 @@
 //! only its return follows, the same narrow window any callback has whose
 //! completion the kernel core does not track.
 
-use super::bindings;
+use crate::bindings;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::alloc::Flags;
 use kernel::prelude::*;

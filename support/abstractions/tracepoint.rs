@@ -12,9 +12,9 @@
 //! and interrupts off: no sleeping, no allocation but atomic, and no lock
 //! that anyone holds while waking a task.
 
-use super::bindings;
-use super::error;
-use super::helpers;
+use crate::bindings;
+use crate::error;
+use crate::helpers;
 use core::marker::PhantomData;
 use kernel::c_str;
 use kernel::error::to_result;

@@ -4,7 +4,7 @@
 //! `kernel::task::Task::current`, 6.13+), as much as permission checks
 //! need.
 
-use super::helpers;
+use crate::helpers;
 use kernel::bindings;
 use kernel::ffi::c_int;
 

@@ -7,7 +7,7 @@
 //! this gives the [`Coherent`] byte and atomic-word accessors a ring
 //! protocol needs.
 
-use super::coherent::{Coherent, Window};
+use crate::coherent::{Coherent, Window};
 use kernel::bindings;
 use kernel::error::to_result;
 use kernel::prelude::*;

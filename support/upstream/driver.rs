@@ -12,8 +12,8 @@
 //! callbacks find the registration from the driver a device is bound to
 //! (`container_of`), as upstream's bus adapters do.
 
-use super::bindings;
-use super::error;
+use crate::bindings;
+use crate::error;
 use core::marker::PhantomData;
 use kernel::error::from_result;
 use kernel::ffi::{c_char, c_int};

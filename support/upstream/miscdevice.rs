@@ -13,13 +13,13 @@
 //! deregistration, open files do not): whatever a file needs after `open`
 //! must be owned by its `T::Ptr` (for example an `Arc` cloned in `open`).
 
-use super::bindings;
-use super::error;
-use super::fs::File;
-use super::helpers;
-use super::mm::VmaNew;
-pub use super::sysfs::AttributeBuffer;
-use super::sysfs::Parent;
+use crate::bindings;
+use crate::error;
+use crate::fs::File;
+use crate::helpers;
+use crate::mm::VmaNew;
+pub use crate::sysfs::AttributeBuffer;
+use crate::sysfs::Parent;
 use core::marker::{PhantomData, PhantomPinned};
 use core::mem::ManuallyDrop;
 use kernel::error::{from_result, to_result};

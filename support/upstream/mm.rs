@@ -10,7 +10,7 @@
 //! ([`VmaNew::set_pfn_mapping`], [`VmaNew::set_devmap_mapping`],
 //! [`CacheMode`]).
 
-use super::helpers;
+use crate::helpers;
 use core::marker::PhantomData;
 use core::ops::Deref;
 use cxlf_uapi::beluga;
@@ -182,7 +182,7 @@ impl VmaNew {
         self.set_mapping(set, mode, writable, mapping)
     }
 
-    /// Makes this a mapping of ZONE_DEVICE pages ([`super::pagemap`]) with
+    /// Makes this a mapping of ZONE_DEVICE pages ([`crate::pagemap`]) with
     /// devmap entries, as device-dax maps (never expanded by mremap, not
     /// in core dumps, write-back), whose faults `T` serves with
     /// [`VmFault::insert_devmap`] and [`VmFault::insert_devmap_pmd`]. No

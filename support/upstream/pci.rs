@@ -3,7 +3,7 @@
 //! PCI drivers, shaped like upstream's `kernel::pci` (6.14-6.17): a
 //! driver on [`PciBus`] matches one vendor/device id, `probe` returns the
 //! per-device object, which lives in the device's drvdata until the
-//! device is unbound, when it is dropped (`super::driver`). The resources a driver takes
+//! device is unbound, when it is dropped (`crate::driver`). The resources a driver takes
 //! are values that give them back when dropped ([`Enabled`], [`Region`],
 //! [`IoMem`], [`IrqVectors`], and [`DeviceMem`] over a
 //! claimed region): the per-device object's field order is its teardown
@@ -11,14 +11,14 @@
 //!
 //! The driver structure (`struct pci_driver` and its id table) is built
 //! here, with its probe and remove trampolines; it and the PCI core's
-//! functions come from `pci.h` through [`super::bindings`]. 6.12's
+//! functions come from `pci.h` through [`crate::bindings`]. 6.12's
 //! kernel bindings declare `struct pci_dev` without its fields, so its
 //! fields are read through one-line C helpers.
 
-use super::bindings;
-use super::driver::{self, Bus, Driver, Registration};
-use super::helpers;
-use super::sharedmem::WbMap;
+use crate::bindings;
+use crate::driver::{self, Bus, Driver, Registration};
+use crate::helpers;
+use crate::sharedmem::WbMap;
 use core::marker::PhantomData;
 use core::ptr::{addr_of, addr_of_mut};
 use kernel::error::to_result;
@@ -105,10 +105,10 @@ impl Device<'_> {
         unsafe { helpers::cxlf_pci_device(self.raw) }
     }
 
-    /// A reference for DMA allocations ([`super::dma::CoherentAllocation`]).
-    pub fn dma_device(&self) -> super::dma::DmaDevice {
+    /// A reference for DMA allocations ([`crate::dma::CoherentAllocation`]).
+    pub fn dma_device(&self) -> crate::dma::DmaDevice {
         // SAFETY: `raw` is live (invariant), so is its generic device.
-        unsafe { super::dma::DmaDevice::get(self.as_raw_device()) }
+        unsafe { crate::dma::DmaDevice::get(self.as_raw_device()) }
     }
 
     /// The device's name (its bus address, `0000:00:05.0`).
@@ -340,7 +340,7 @@ pub struct RawPciDriver {
     ids: [bindings::pci_device_id; 2],
 }
 
-/// The PCI bus, for [`super::driver::Registration`]; a driver matches
+/// The PCI bus, for [`crate::driver::Registration`]; a driver matches
 /// one vendor and device id (`Driver::IDS`), any subsystem.
 pub struct PciBus;
 
@@ -452,8 +452,8 @@ impl DeviceMem {
     }
 }
 
-impl super::coherent::Coherent for DeviceMem {
-    fn window(&self) -> super::coherent::Window<'_> {
+impl crate::coherent::Coherent for DeviceMem {
+    fn window(&self) -> crate::coherent::Window<'_> {
         self.map.window()
     }
 }

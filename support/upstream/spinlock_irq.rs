@@ -11,7 +11,7 @@
 //! It is a [`Backend`] of the kernel's generic [`Lock`], so guards,
 //! `lock()` and pin-init work as for `SpinLock`.
 
-use super::helpers;
+use crate::helpers;
 use kernel::bindings;
 use kernel::ffi::{c_char, c_ulong};
 use kernel::sync::lock::{Backend, Lock};

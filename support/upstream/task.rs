@@ -6,7 +6,7 @@
 //! iteration, a killable sleep to a deadline or the renice rule): the
 //! calling CPU and the monotonic clock the hrtimers use.
 
-use super::helpers;
+use crate::helpers;
 use kernel::bindings;
 use kernel::ffi::c_int;
 use kernel::task::Task;
@@ -14,7 +14,7 @@ use kernel::types::ARef;
 
 /// RCU read-side critical sections (upstream: `kernel::sync::rcu`, 6.13).
 pub mod rcu {
-    use super::helpers;
+    use crate::helpers;
     use core::marker::PhantomData;
 
     /// An RCU read-side critical section, ended on drop. Not `Send`: it

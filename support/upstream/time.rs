@@ -5,7 +5,7 @@
 //! process context, as the kernel's are (sleeping in atomic context is a
 //! bug that `might_sleep` reports, not undefined behaviour).
 
-use super::helpers;
+use crate::helpers;
 use kernel::bindings;
 use kernel::prelude::*;
 

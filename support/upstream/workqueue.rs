@@ -5,9 +5,9 @@
 //! an ordered queue of its own for work that may wait long, each run
 //! choosing the delay until the next, until the [`Periodic`] is dropped.
 
-use super::bindings;
-use super::error;
-use super::helpers;
+use crate::bindings;
+use crate::error;
+use crate::helpers;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::c_str;
 use kernel::ffi::c_int;
