@@ -6,7 +6,6 @@
 //! candidates to send upstream. Modules reach them at the crate root
 //! (`support::netdev`), which re-exports each under its part's cfg.
 
-
 #[cfg(cxlf_support = "coherent")]
 pub mod coherent;
 #[cfg(cxlf_support = "dax")]
