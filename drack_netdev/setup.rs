@@ -75,22 +75,30 @@ impl Config<'_> {
     pub(crate) fn link(&self) -> Result<Arc<Link>> {
         let want = self.check()?;
         let pool = Pool::get(self.pool, self.region, want.total_bytes())?;
-        let mem = pool.mem().ok_or_else(|| {
-            pr_err!("region {:?} is revoked already\n", self.region);
-            ENODEV
-        })?;
-        let geom = self.geometry(&mem, &want)?;
-        if self.me >= geom.hosts() {
-            pr_err!(
-                "host_index={} is not below the region's {} hosts\n",
-                self.me,
-                geom.hosts()
-            );
-            return Err(EINVAL);
-        }
-        let epoch = join(&mem, &geom, self.me).map_err(|_| EIO)?;
-        let ends = self.ends(&mem, geom, epoch)?;
-        drop(mem);
+        // The access sections are RCU read-side: nothing in them sleeps,
+        // so the ends are allocated between the two.
+        let (geom, epoch) = {
+            let mem = Self::mem(&pool, self.region)?;
+            let geom = self.geometry(&mem, &want)?;
+            if self.me >= geom.hosts() {
+                pr_err!(
+                    "host_index={} is not below the region's {} hosts\n",
+                    self.me,
+                    geom.hosts()
+                );
+                return Err(EINVAL);
+            }
+            let epoch = join(&mem, &geom, self.me).map_err(|_| {
+                pr_err!(
+                    "region {:?}: cannot write this host's heartbeat line to join\n",
+                    self.region
+                );
+                EIO
+            })?;
+            (geom, epoch)
+        };
+        let mut ends = self.ends(geom, epoch)?;
+        self.start(&Self::mem(&pool, self.region)?, &mut ends)?;
         pr_info!(
             "host {} of {} joined region {:?} of {:?} (epoch {}, {} bytes)\n",
             self.me,
@@ -141,8 +149,17 @@ impl Config<'_> {
         Ok(*want)
     }
 
-    /// This host's source and destination ends of every pair, started.
-    fn ends(&self, mem: &Mem<'_>, geom: Geometry, epoch: u32) -> Result<Ends> {
+    /// The region's memory, for one access section.
+    fn mem<'a>(pool: &'a Pool, region: &CStr) -> Result<Mem<'a>> {
+        pool.mem().ok_or_else(|| {
+            pr_err!("region {:?} is revoked already\n", region);
+            ENODEV
+        })
+    }
+
+    /// This host's source and destination ends of every pair (allocates:
+    /// no access section open).
+    fn ends(&self, geom: Geometry, epoch: u32) -> Result<Ends> {
         let hosts = geom.hosts() as usize;
         let mut srcs = KVec::with_capacity(hosts, GFP_KERNEL)?;
         let mut dsts = KVec::with_capacity(hosts, GFP_KERNEL)?;
@@ -152,15 +169,44 @@ impl Config<'_> {
                 dsts.push(None, GFP_KERNEL)?;
                 continue;
             }
-            let s = SrcEnd::new(geom, self.me, p, epoch).ok_or(EINVAL)?;
-            let mut s = KBox::new(s, GFP_KERNEL)?;
-            s.start(mem).map_err(|_| EIO)?;
-            let d = DstEnd::new(geom, self.me, p, epoch, self.lend_cap).ok_or(EINVAL)?;
-            let mut d = KBox::new(d, GFP_KERNEL)?;
-            d.start(mem).map_err(|_| EIO)?;
-            srcs.push(Some(s), GFP_KERNEL)?;
-            dsts.push(Some(d), GFP_KERNEL)?;
+            let s = SrcEnd::new(geom, self.me, p, epoch).ok_or_else(|| {
+                pr_err!("no source end towards host {} for this geometry\n", p);
+                EINVAL
+            })?;
+            let d = DstEnd::new(geom, self.me, p, epoch, self.lend_cap).ok_or_else(|| {
+                pr_err!(
+                    "no destination end from host {} (lend_cap={})\n",
+                    p,
+                    self.lend_cap
+                );
+                EINVAL
+            })?;
+            srcs.push(Some(KBox::new(s, GFP_KERNEL)?), GFP_KERNEL)?;
+            dsts.push(Some(KBox::new(d, GFP_KERNEL)?), GFP_KERNEL)?;
         }
         Ok((srcs, dsts))
+    }
+
+    /// Starts every end (sessions begin), inside one access section.
+    fn start(&self, mem: &Mem<'_>, ends: &mut Ends) -> Result {
+        let fail = |p: usize| {
+            pr_err!(
+                "region {:?}: cannot start the pair with host {}: out of bounds\n",
+                self.region,
+                p
+            );
+            EIO
+        };
+        for (p, s) in ends.0.iter_mut().enumerate() {
+            if let Some(s) = s {
+                s.start(mem).map_err(|_| fail(p))?;
+            }
+        }
+        for (p, d) in ends.1.iter_mut().enumerate() {
+            if let Some(d) = d {
+                d.start(mem).map_err(|_| fail(p))?;
+            }
+        }
+        Ok(())
     }
 }
