@@ -94,8 +94,6 @@ pub(crate) struct Link {
     pub(crate) by_value: AtomicBool,
     /// The interface is up (between `open` and `stop`).
     pub(crate) up: AtomicBool,
-    /// Transmit stopped the queue for want of buffers or entries.
-    pub(crate) tx_stopped: AtomicBool,
     /// Peers whose sessions are up both ways, a bit each.
     pub(crate) carrier: AtomicU32,
     /// The polling timer's interval now, and its shortest.
@@ -136,7 +134,6 @@ impl Link {
                 ),
                 by_value: AtomicBool::new(false),
                 up: AtomicBool::new(false),
-                tx_stopped: AtomicBool::new(false),
                 carrier: AtomicU32::new(0),
                 poll_ns: AtomicU64::new(interval),
                 poll_ns_min: AtomicU64::new(interval),
@@ -156,7 +153,7 @@ impl Link {
         self.pool.mem()
     }
 
-    /// Polls fast again: traffic, or a stopped queue waiting for returns.
+    /// Polls fast again: traffic, or a full destination waiting for returns.
     pub(crate) fn poll_fast(&self) {
         let min = self.poll_ns_min.load(Ordering::Relaxed);
         self.poll_ns.store(min, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 
 //! The NAPI poll, scheduled by the polling timer (`ticker.rs`; the pool
 //! raises no interrupts): this host's heartbeat and the peers' leases,
-//! the source ends (sessions, returned buffers, waking the queue), the
+//! the source ends (sessions, returned buffers), the
 //! carrier, then receive from each source. An idle poll doubles the
 //! timer's interval up to 1 ms; traffic resets it.
 //!
@@ -34,10 +34,6 @@ impl Poll for Link {
         this.housekeeping(&mem, boottime_ns());
         let returned = this.poll_sources(&mem);
         this.carrier_from_sessions(napi);
-        if this.tx_stopped.swap(false, Ordering::AcqRel) {
-            napi.netdev().txq_wake(0);
-            bump(&this.counters.tx_queue_wakes);
-        }
         let mut work = 0u32;
         for p in this.peers() {
             let left = budget.saturating_sub(work);
@@ -47,7 +43,7 @@ impl Poll for Link {
             work = work.saturating_add(this.receive_from(&mem, napi, p, left));
         }
         if work < budget {
-            if work > 0 || returned || this.tx_stopped.load(Ordering::Relaxed) {
+            if work > 0 || returned {
                 this.poll_fast();
             } else {
                 this.poll_slower();
