@@ -96,6 +96,8 @@ pub(crate) struct Link {
     pub(crate) up: AtomicBool,
     /// Peers whose sessions are up both ways, a bit each.
     pub(crate) carrier: AtomicU32,
+    /// The peer the next poll receives from first (rotates).
+    pub(crate) rx_first: AtomicU32,
     /// The polling timer's interval now, and its shortest.
     pub(crate) poll_ns: AtomicU64,
     pub(crate) poll_ns_min: AtomicU64,
@@ -135,6 +137,7 @@ impl Link {
                 by_value: AtomicBool::new(false),
                 up: AtomicBool::new(false),
                 carrier: AtomicU32::new(0),
+                rx_first: AtomicU32::new(0),
                 poll_ns: AtomicU64::new(interval),
                 poll_ns_min: AtomicU64::new(interval),
                 counters: Counters::default(),

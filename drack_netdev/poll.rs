@@ -34,14 +34,7 @@ impl Poll for Link {
         this.housekeeping(&mem, boottime_ns());
         let returned = this.poll_sources(&mem);
         this.carrier_from_sessions(napi);
-        let mut work = 0u32;
-        for p in this.peers() {
-            let left = budget.saturating_sub(work);
-            if left == 0 {
-                break;
-            }
-            work = work.saturating_add(this.receive_from(&mem, napi, p, left));
-        }
+        let work = this.receive_all(&mem, napi, budget);
         if work < budget {
             if work > 0 || returned {
                 this.poll_fast();
@@ -55,6 +48,50 @@ impl Poll for Link {
 }
 
 impl Link {
+    /// Receives from every peer within `budget`; returns the frames in.
+    /// The first peer rotates each poll and each gets an equal share
+    /// first, then the rest goes round again: a busy low-index peer
+    /// cannot starve the others. Every peer's end is polled and its
+    /// returns given back whatever the budget.
+    fn receive_all(&self, mem: &Mem<'_>, napi: &NapiPoll<'_>, budget: u32) -> u32 {
+        const N: usize = drack_core::layout::HOSTS_MAX as usize;
+        let mut order = [0u32; N];
+        let mut n = 0usize;
+        for (o, p) in order.iter_mut().zip(self.peers()) {
+            *o = p;
+            n = n.saturating_add(1);
+        }
+        let Some(order) = order.get_mut(..n).filter(|o| !o.is_empty()) else {
+            return 0;
+        };
+        let first = self.rx_first.fetch_add(1, Ordering::Relaxed) as usize;
+        order.rotate_left(first.checked_rem(n).unwrap_or(0));
+        for p in order.iter() {
+            self.rx_prepare(mem, *p);
+        }
+        let share = budget.checked_div(n as u32).unwrap_or(budget).max(1);
+        let mut got = [0u32; N];
+        let mut work = 0u32;
+        for pass in [share, budget] {
+            for p in order.iter() {
+                let left = budget.saturating_sub(work).min(pass);
+                if left == 0 {
+                    break;
+                }
+                let w = self.receive_from(mem, napi, *p, left);
+                if let Some(g) = got.get_mut(*p as usize) {
+                    *g = g.saturating_add(w);
+                }
+                work = work.saturating_add(w);
+            }
+        }
+        for p in order.iter() {
+            let any = got.get(*p as usize).is_some_and(|g| *g > 0);
+            self.rx_settle(mem, *p, any);
+        }
+        work
+    }
+
     /// Every quarter lease: our beat, and the peers' leases.
     fn housekeeping(&self, mem: &Mem<'_>, now: u64) {
         let period = self.lease_ns / 4;

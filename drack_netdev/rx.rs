@@ -29,6 +29,15 @@ const ETH_HLEN: usize = 14;
 const PAGE: u32 = drack_core::layout::BUF_BYTES as u32;
 
 impl Link {
+    /// Polls the destination end of peer `p` (its session, its queue's
+    /// tail), before any receive.
+    pub(crate) fn rx_prepare(&self, mem: &Mem<'_>, p: u32) {
+        let mut rx = self.rx.lock();
+        if let Some(end) = rx.end(p) {
+            end.poll(mem);
+        }
+    }
+
     /// Receives from peer `p` until its queue is empty or `budget`
     /// frames are in; returns how many.
     pub(crate) fn receive_from(
@@ -38,13 +47,6 @@ impl Link {
         p: u32,
         budget: u32,
     ) -> u32 {
-        {
-            let mut rx = self.rx.lock();
-            let Some(end) = rx.end(p) else {
-                return 0;
-            };
-            end.poll(mem);
-        }
         let mut work = 0u32;
         while work < budget {
             let f = {
@@ -60,16 +62,21 @@ impl Link {
             work = work.saturating_add(1);
             self.deliver(mem, napi, p, &f);
         }
+        work
+    }
+
+    /// Gives back peer `p`'s idle lent buffers and publishes, after the
+    /// receives (`received`: any frame came in this poll).
+    pub(crate) fn rx_settle(&self, mem: &Mem<'_>, p: u32, received: bool) {
         let mut rx = self.rx.lock();
         if let Some(end) = rx.end(p) {
             let released = self.give_back(mem, end);
             // By-value frames are copied out (their slots may go), and
             // the return tail moves.
-            if work > 0 || released > 0 {
+            if received || released > 0 {
                 let _ = end.publish(mem);
             }
         }
-        work
     }
 
     /// Hands frame `f` of peer `p` to the stack (or drops it), and
