@@ -41,6 +41,8 @@ pub(crate) struct Counters {
     pub(crate) rx_by_value_frames: AtomicU64,
     pub(crate) rx_by_value_bytes: AtomicU64,
     pub(crate) rx_page_busy: AtomicU64,
+    /// Frames whose entry carried checksum hints, ignored.
+    pub(crate) rx_csum_hint_ignored: AtomicU64,
     pub(crate) rx_dropped: AtomicU64,
     pub(crate) polls: AtomicU64,
 }
@@ -59,7 +61,7 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const OWN: [&str; 18] = [
+const OWN: [&str; 19] = [
     "tx_frames",
     "tx_bytes",
     "tx_placed_bytes",
@@ -76,6 +78,7 @@ const OWN: [&str; 18] = [
     "rx_by_value_frames",
     "rx_by_value_bytes",
     "rx_page_busy_frames",
+    "rx_csum_hint_ignored_frames",
     "rx_dropped_frames",
     "polls",
 ];
@@ -208,6 +211,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.rx_by_value_frames),
         get(&c.rx_by_value_bytes),
         get(&c.rx_page_busy),
+        get(&c.rx_csum_hint_ignored),
         get(&c.rx_dropped),
         get(&c.polls),
     ];
