@@ -145,6 +145,11 @@ impl Link {
         let (_, first, first_len) = f.parts().next()?;
         let mut hdr = [0u8; HEADER_MAX];
         let n = usize::from(first_len).min(HEADER_MAX);
+        // The core refuses shorter first buffers, but a panic here would
+        // be in softirq: drop (counted in `rx_dropped_frames`) instead.
+        if n < ETH_HLEN {
+            return None;
+        }
         let hdr = hdr.get_mut(..n)?;
         mem.read(first, hdr).ok()?;
         let head = (eth_headlen(&napi.netdev(), hdr) as usize).clamp(ETH_HLEN, n);
