@@ -17,6 +17,10 @@ use kernel::sync::Arc;
 const REF_SLOTS: u32 = 128;
 const BUFS: u32 = 256;
 
+/// Buffers the largest frame takes (a jumbo frame up to the MTU takes
+/// three): a lend cap below this never lends such frames.
+const LEND_ALL: u32 = 3;
+
 /// Lease bounds, milliseconds.
 const LEASE_MS_MIN: u32 = 100;
 const LEASE_MS_MAX: u32 = 600_000;
@@ -60,6 +64,15 @@ impl Config<'_> {
             );
             return Err(EINVAL);
         }
+        if self.lend_cap == 0 {
+            pr_info!("lend_cap=0: no buffer is lent, every frame is copied\n");
+        } else if self.lend_cap < LEND_ALL {
+            pr_info!(
+                "lend_cap={}: frames of more than {} buffers are never lent\n",
+                self.lend_cap,
+                self.lend_cap
+            );
+        }
         let geom = Geometry::new(self.hosts, REF_SLOTS, BUFS, true).map_err(|e| {
             pr_err!("hosts={}: bad {} (2..={})\n", self.hosts, why(e), HOSTS_MAX);
             EINVAL
@@ -74,7 +87,11 @@ impl Config<'_> {
     /// drack0's state: the region held, formatted or checked, joined.
     pub(crate) fn link(&self) -> Result<Arc<Link>> {
         let want = self.check()?;
-        let pool = Pool::get(self.pool, self.region, want.total_bytes())?;
+        let pool = Pool::get(self.pool, self.region, want.total_bytes()).inspect_err(|e| {
+            if *e == EINVAL && self.me != 0 {
+                self.explain_size();
+            }
+        })?;
         // The access sections are RCU read-side: nothing in them sleeps,
         // so the ends are allocated between the two.
         let (geom, epoch) = {
@@ -87,6 +104,14 @@ impl Config<'_> {
                     geom.hosts()
                 );
                 return Err(EINVAL);
+            }
+            if geom.hosts() != self.hosts {
+                pr_info!(
+                    "region {:?}: its header is laid out for {} hosts (hosts={} ignored)\n",
+                    self.region,
+                    geom.hosts(),
+                    self.hosts
+                );
             }
             let epoch = join(&mem, &geom, self.me).map_err(|_| {
                 pr_err!(
@@ -147,6 +172,27 @@ impl Config<'_> {
             want.hosts()
         );
         Ok(*want)
+    }
+
+    /// The region exists but is smaller than `hosts=` asks: most likely
+    /// host 0 formatted it for fewer hosts. Says so if its header tells.
+    fn explain_size(&self) {
+        let Ok(pool) = Pool::get(self.pool, self.region, u64::from(LINE)) else {
+            return;
+        };
+        let Some(mem) = pool.mem() else {
+            return;
+        };
+        if let Ok(g) = attach(&mem) {
+            if g.hosts() != self.hosts {
+                pr_err!(
+                    "region {:?}: its header is laid out for {} hosts, this host has hosts={}: load every host with the same hosts=\n",
+                    self.region,
+                    g.hosts(),
+                    self.hosts
+                );
+            }
+        }
     }
 
     /// The region's memory, for one access section.
