@@ -8,8 +8,9 @@
 //!
 //! `tx` and `rx` are never held together, and neither is held across a
 //! call into the stack (GRO may transmit, which takes `tx`). `tx` is
-//! taken by transmit (softirq or process context with bottom halves off)
-//! and the poll; `rx` by the poll, ethtool and teardown. Both are raw
+//! taken by transmit (softirq or process context with bottom halves off),
+//! the poll and ethtool's statistics; `rx` by the poll, ethtool's
+//! statistics and teardown. Messages are printed after dropping them. Both are raw
 //! spinlocks with interrupts off, held for bookkeeping only: payload
 //! copies happen outside them.
 
