@@ -177,7 +177,7 @@ impl Config<'_> {
     /// The region exists but is smaller than `hosts=` asks: most likely
     /// host 0 formatted it for fewer hosts. Says so if its header tells.
     fn explain_size(&self) {
-        let Ok(pool) = Pool::get(self.pool, self.region, u64::from(LINE)) else {
+        let Ok(pool) = Pool::get(self.pool, self.region, LINE) else {
             return;
         };
         let Some(mem) = pool.mem() else {
