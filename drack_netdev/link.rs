@@ -8,8 +8,9 @@
 //!
 //! `tx` and `rx` are never held together, and neither is held across a
 //! call into the stack (GRO may transmit, which takes `tx`). `tx` is
-//! taken by transmit (softirq or process context with bottom halves off)
-//! and the poll; `rx` by the poll, ethtool and teardown. Both are raw
+//! taken by transmit (softirq or process context with bottom halves off),
+//! the poll and ethtool's statistics; `rx` by the poll, ethtool's
+//! statistics and teardown. Messages are printed after dropping them. Both are raw
 //! spinlocks with interrupts off, held for bookkeeping only: payload
 //! copies happen outside them.
 
@@ -94,10 +95,10 @@ pub(crate) struct Link {
     pub(crate) by_value: AtomicBool,
     /// The interface is up (between `open` and `stop`).
     pub(crate) up: AtomicBool,
-    /// Transmit stopped the queue for want of buffers or entries.
-    pub(crate) tx_stopped: AtomicBool,
     /// Peers whose sessions are up both ways, a bit each.
     pub(crate) carrier: AtomicU32,
+    /// The peer the next poll receives from first (rotates).
+    pub(crate) rx_first: AtomicU32,
     /// The polling timer's interval now, and its shortest.
     pub(crate) poll_ns: AtomicU64,
     pub(crate) poll_ns_min: AtomicU64,
@@ -136,8 +137,8 @@ impl Link {
                 ),
                 by_value: AtomicBool::new(false),
                 up: AtomicBool::new(false),
-                tx_stopped: AtomicBool::new(false),
                 carrier: AtomicU32::new(0),
+                rx_first: AtomicU32::new(0),
                 poll_ns: AtomicU64::new(interval),
                 poll_ns_min: AtomicU64::new(interval),
                 counters: Counters::default(),
@@ -156,7 +157,7 @@ impl Link {
         self.pool.mem()
     }
 
-    /// Polls fast again: traffic, or a stopped queue waiting for returns.
+    /// Polls fast again: traffic, or a full destination waiting for returns.
     pub(crate) fn poll_fast(&self) {
         let min = self.poll_ns_min.load(Ordering::Relaxed);
         self.poll_ns.store(min, Ordering::Relaxed);

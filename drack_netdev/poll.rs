@@ -2,7 +2,7 @@
 
 //! The NAPI poll, scheduled by the polling timer (`ticker.rs`; the pool
 //! raises no interrupts): this host's heartbeat and the peers' leases,
-//! the source ends (sessions, returned buffers, waking the queue), the
+//! the source ends (sessions, returned buffers), the
 //! carrier, then receive from each source. An idle poll doubles the
 //! timer's interval up to 1 ms; traffic resets it.
 //!
@@ -21,6 +21,17 @@ use drack_core::peer::{beat, heartbeat, Session};
 use kernel::prelude::*;
 use kernel::sync::ArcBorrow;
 
+/// What a housekeeping pass saw of a peer's heartbeat.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    /// Nothing new to say.
+    Same,
+    /// It began beating, in this epoch.
+    Beats(u32),
+    /// Its lease just expired.
+    Dead,
+}
+
 impl Poll for Link {
     fn poll(this: ArcBorrow<'_, Self>, napi: &NapiPoll<'_>, budget: u32) -> u32 {
         bump(&this.counters.polls);
@@ -34,20 +45,9 @@ impl Poll for Link {
         this.housekeeping(&mem, boottime_ns());
         let returned = this.poll_sources(&mem);
         this.carrier_from_sessions(napi);
-        if this.tx_stopped.swap(false, Ordering::AcqRel) {
-            napi.netdev().txq_wake(0);
-            bump(&this.counters.tx_queue_wakes);
-        }
-        let mut work = 0u32;
-        for p in this.peers() {
-            let left = budget.saturating_sub(work);
-            if left == 0 {
-                break;
-            }
-            work = work.saturating_add(this.receive_from(&mem, napi, p, left));
-        }
+        let work = this.receive_all(&mem, napi, budget);
         if work < budget {
-            if work > 0 || returned || this.tx_stopped.load(Ordering::Relaxed) {
+            if work > 0 || returned {
                 this.poll_fast();
             } else {
                 this.poll_slower();
@@ -59,70 +59,127 @@ impl Poll for Link {
 }
 
 impl Link {
+    /// Receives from every peer within `budget`; returns the frames in.
+    /// The first peer rotates each poll and each gets an equal share
+    /// first, then the rest goes round again: a busy low-index peer
+    /// cannot starve the others. Every peer's end is polled and its
+    /// returns given back whatever the budget.
+    fn receive_all(&self, mem: &Mem<'_>, napi: &NapiPoll<'_>, budget: u32) -> u32 {
+        const N: usize = drack_core::layout::HOSTS_MAX as usize;
+        let mut order = [0u32; N];
+        let mut n = 0usize;
+        for (o, p) in order.iter_mut().zip(self.peers()) {
+            *o = p;
+            n = n.saturating_add(1);
+        }
+        let Some(order) = order.get_mut(..n).filter(|o| !o.is_empty()) else {
+            return 0;
+        };
+        let first = self.rx_first.fetch_add(1, Ordering::Relaxed) as usize;
+        order.rotate_left(first.checked_rem(n).unwrap_or(0));
+        for p in order.iter() {
+            self.rx_prepare(mem, *p);
+        }
+        let share = budget.checked_div(n as u32).unwrap_or(budget).max(1);
+        let mut got = [0u32; N];
+        let mut work = 0u32;
+        for pass in [share, budget] {
+            for p in order.iter() {
+                let left = budget.saturating_sub(work).min(pass);
+                if left == 0 {
+                    break;
+                }
+                let w = self.receive_from(mem, napi, *p, left);
+                if let Some(g) = got.get_mut(*p as usize) {
+                    *g = g.saturating_add(w);
+                }
+                work = work.saturating_add(w);
+            }
+        }
+        for p in order.iter() {
+            let any = got.get(*p as usize).is_some_and(|g| *g > 0);
+            self.rx_settle(mem, *p, any);
+        }
+        work
+    }
+
     /// Every quarter lease: our beat, and the peers' leases.
     fn housekeeping(&self, mem: &Mem<'_>, now: u64) {
         let period = self.lease_ns / 4;
-        let mut dead = [false; drack_core::layout::HOSTS_MAX as usize];
-        {
+        let mut seen = [Seen::Same; drack_core::layout::HOSTS_MAX as usize];
+        let beat_ok = {
             let mut rx = self.rx.lock();
             if now.saturating_sub(rx.beat_ns) < period {
                 return;
             }
             rx.beat_ns = now;
             rx.beat = rx.beat.wrapping_add(1);
-            if beat(mem, &self.geom, self.me, self.epoch, rx.beat).is_err() {
-                pr_warn!("cannot write this host's heartbeat line\n");
-            }
+            let ok = beat(mem, &self.geom, self.me, self.epoch, rx.beat).is_ok();
             for p in self.peers() {
-                let seen = heartbeat(mem, &self.geom, p);
-                if self.watch(&mut rx, p, seen.map(|h| (h.epoch, h.beat)), now) {
-                    if let Some(d) = dead.get_mut(p as usize) {
-                        *d = true;
-                    }
+                let hb = heartbeat(mem, &self.geom, p).map(|h| (h.epoch, h.beat));
+                let s = self.watch(&mut rx, p, hb, now);
+                if s == Seen::Dead {
                     if let Some(end) = rx.end(p) {
                         end.peer_dead();
                     }
                 }
+                if let Some(slot) = seen.get_mut(p as usize) {
+                    *slot = s;
+                }
+            }
+            ok
+        };
+        // Printed without `rx` (interrupts off there), rate-limited: a
+        // peer can make its heartbeat come and go at will.
+        if !beat_ok {
+            pr_warn!("cannot write this host's heartbeat line\n");
+        }
+        for (p, s) in seen.iter().enumerate() {
+            match s {
+                Seen::Beats(epoch) => {
+                    crate::support::pr_info_ratelimited!("peer {} beats (epoch {})\n", p, epoch);
+                }
+                Seen::Dead => crate::support::pr_info_ratelimited!(
+                    "peer {}: no heartbeat for a lease ({} ms): dead\n",
+                    p,
+                    self.lease_ns / 1_000_000
+                ),
+                Seen::Same => {}
             }
         }
         let mut tx = self.tx.lock();
-        for (p, _) in dead.iter().enumerate().filter(|(_, d)| **d) {
+        for (p, _) in seen.iter().enumerate().filter(|(_, s)| **s == Seen::Dead) {
             if let Some(end) = tx.end(p as u32) {
                 end.peer_dead();
             }
         }
     }
 
-    /// Folds peer `p`'s heartbeat (epoch, beat) in; true when its lease
-    /// just expired.
+    /// Folds peer `p`'s heartbeat (epoch, beat) in: whether it just
+    /// began beating or its lease just expired.
     fn watch(
         &self,
         rx: &mut crate::link::RxSide,
         p: u32,
         seen: Option<(u32, u64)>,
         now: u64,
-    ) -> bool {
+    ) -> Seen {
         let Some(l) = rx.leases.get_mut(p as usize) else {
-            return false;
+            return Seen::Same;
         };
         if let Some((epoch, b)) = seen.filter(|s| *s != (l.epoch, l.beat)) {
             (l.epoch, l.beat, l.changed_ns) = (epoch, b, now);
             if !l.live {
                 l.live = true;
-                pr_info!("peer {} beats (epoch {})\n", p, epoch);
+                return Seen::Beats(epoch);
             }
-            return false;
+            return Seen::Same;
         }
         if l.live && now.saturating_sub(l.changed_ns) > self.lease_ns {
             l.live = false;
-            pr_info!(
-                "peer {}: no heartbeat for a lease ({} ms): dead\n",
-                p,
-                self.lease_ns / 1_000_000
-            );
-            return true;
+            return Seen::Dead;
         }
-        false
+        Seen::Same
     }
 
     /// Polls every source end; whether buffers came back.
@@ -172,7 +229,7 @@ impl Link {
             let bit = 1u32.checked_shl(p).unwrap_or(0);
             if (was ^ up) & bit != 0 {
                 let state = if up & bit != 0 { "up" } else { "down" };
-                pr_info!("link to host {} {}\n", p, state);
+                crate::support::pr_info_ratelimited!("link to host {} {}\n", p, state);
             }
         }
         napi.netdev().set_carrier(up != 0);

@@ -98,9 +98,9 @@ impl Mem<'_> {
     }
 
     /// Whether nobody but the pool holds the page at `off`: its reference
-    /// count is the one a ZONE_DEVICE page has while idle, plus the one
-    /// this check holds.
+    /// count, read in place (no reference taken each poll), is the one a
+    /// ZONE_DEVICE page has while idle.
     pub(crate) fn page_idle(&self, off: u64) -> bool {
-        self.page(off).is_some_and(|p| p.ref_count() == 2)
+        self.0.page_ref_count(off).is_ok_and(|n| n == 1)
     }
 }

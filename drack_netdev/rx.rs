@@ -29,6 +29,15 @@ const ETH_HLEN: usize = 14;
 const PAGE: u32 = drack_core::layout::BUF_BYTES as u32;
 
 impl Link {
+    /// Polls the destination end of peer `p` (its session, its queue's
+    /// tail), before any receive.
+    pub(crate) fn rx_prepare(&self, mem: &Mem<'_>, p: u32) {
+        let mut rx = self.rx.lock();
+        if let Some(end) = rx.end(p) {
+            end.poll(mem);
+        }
+    }
+
     /// Receives from peer `p` until its queue is empty or `budget`
     /// frames are in; returns how many.
     pub(crate) fn receive_from(
@@ -38,13 +47,6 @@ impl Link {
         p: u32,
         budget: u32,
     ) -> u32 {
-        {
-            let mut rx = self.rx.lock();
-            let Some(end) = rx.end(p) else {
-                return 0;
-            };
-            end.poll(mem);
-        }
         let mut work = 0u32;
         while work < budget {
             let f = {
@@ -60,16 +62,21 @@ impl Link {
             work = work.saturating_add(1);
             self.deliver(mem, napi, p, &f);
         }
+        work
+    }
+
+    /// Gives back peer `p`'s idle lent buffers and publishes, after the
+    /// receives (`received`: any frame came in this poll).
+    pub(crate) fn rx_settle(&self, mem: &Mem<'_>, p: u32, received: bool) {
         let mut rx = self.rx.lock();
         if let Some(end) = rx.end(p) {
             let released = self.give_back(mem, end);
             // By-value frames are copied out (their slots may go), and
             // the return tail moves.
-            if work > 0 || released > 0 {
+            if received || released > 0 {
                 let _ = end.publish(mem);
             }
         }
-        work
     }
 
     /// Hands frame `f` of peer `p` to the stack (or drops it), and
@@ -96,15 +103,15 @@ impl Link {
         };
         // A lent frame whose skb failed: its page references (if any)
         // went with the skb, and the next scan gives the buffers back.
-        let Some(mut skb) = skb else {
+        let Some(skb) = skb else {
             bump(&c.rx_dropped);
             return;
         };
-        if let Some((start, off)) = f.csum {
-            if !skb.set_csum_partial(start, off) {
-                bump(&c.rx_dropped);
-                return;
-            }
+        // Our transmit sets no hints, and CHECKSUM_PARTIAL from a peer
+        // would make the stack skip verifying the L4 checksum of a frame
+        // it forged or scribbled: the skb stays CHECKSUM_NONE.
+        if f.csum.is_some() {
+            bump(&c.rx_csum_hint_ignored);
         }
         if napi.gro_receive(skb).is_err() {
             bump(&c.rx_dropped);
@@ -138,6 +145,11 @@ impl Link {
         let (_, first, first_len) = f.parts().next()?;
         let mut hdr = [0u8; HEADER_MAX];
         let n = usize::from(first_len).min(HEADER_MAX);
+        // The core refuses shorter first buffers, but a panic here would
+        // be in softirq: drop (counted in `rx_dropped_frames`) instead.
+        if n < ETH_HLEN {
+            return None;
+        }
         let hdr = hdr.get_mut(..n)?;
         mem.read(first, hdr).ok()?;
         let head = (eth_headlen(&napi.netdev(), hdr) as usize).clamp(ETH_HLEN, n);

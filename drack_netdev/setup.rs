@@ -17,6 +17,10 @@ use kernel::sync::Arc;
 const REF_SLOTS: u32 = 128;
 const BUFS: u32 = 256;
 
+/// Buffers the largest frame takes (a jumbo frame up to the MTU takes
+/// three): a lend cap below this never lends such frames.
+const LEND_ALL: u32 = 3;
+
 /// Lease bounds, milliseconds.
 const LEASE_MS_MIN: u32 = 100;
 const LEASE_MS_MAX: u32 = 600_000;
@@ -60,6 +64,15 @@ impl Config<'_> {
             );
             return Err(EINVAL);
         }
+        if self.lend_cap == 0 {
+            pr_info!("lend_cap=0: no buffer is lent, every frame is copied\n");
+        } else if self.lend_cap < LEND_ALL {
+            pr_info!(
+                "lend_cap={}: frames of more than {} buffers are never lent\n",
+                self.lend_cap,
+                self.lend_cap
+            );
+        }
         let geom = Geometry::new(self.hosts, REF_SLOTS, BUFS, true).map_err(|e| {
             pr_err!("hosts={}: bad {} (2..={})\n", self.hosts, why(e), HOSTS_MAX);
             EINVAL
@@ -74,23 +87,43 @@ impl Config<'_> {
     /// drack0's state: the region held, formatted or checked, joined.
     pub(crate) fn link(&self) -> Result<Arc<Link>> {
         let want = self.check()?;
-        let pool = Pool::get(self.pool, self.region, want.total_bytes())?;
-        let mem = pool.mem().ok_or_else(|| {
-            pr_err!("region {:?} is revoked already\n", self.region);
-            ENODEV
+        let pool = Pool::get(self.pool, self.region, want.total_bytes()).inspect_err(|e| {
+            if *e == EINVAL && self.me != 0 {
+                self.explain_size();
+            }
         })?;
-        let geom = self.geometry(&mem, &want)?;
-        if self.me >= geom.hosts() {
-            pr_err!(
-                "host_index={} is not below the region's {} hosts\n",
-                self.me,
-                geom.hosts()
-            );
-            return Err(EINVAL);
-        }
-        let epoch = join(&mem, &geom, self.me).map_err(|_| EIO)?;
-        let ends = self.ends(&mem, geom, epoch)?;
-        drop(mem);
+        // The access sections are RCU read-side: nothing in them sleeps,
+        // so the ends are allocated between the two.
+        let (geom, epoch) = {
+            let mem = Self::mem(&pool, self.region)?;
+            let geom = self.geometry(&mem, &want)?;
+            if self.me >= geom.hosts() {
+                pr_err!(
+                    "host_index={} is not below the region's {} hosts\n",
+                    self.me,
+                    geom.hosts()
+                );
+                return Err(EINVAL);
+            }
+            if geom.hosts() != self.hosts {
+                pr_info!(
+                    "region {:?}: its header is laid out for {} hosts (hosts={} ignored)\n",
+                    self.region,
+                    geom.hosts(),
+                    self.hosts
+                );
+            }
+            let epoch = join(&mem, &geom, self.me).map_err(|_| {
+                pr_err!(
+                    "region {:?}: cannot write this host's heartbeat line to join\n",
+                    self.region
+                );
+                EIO
+            })?;
+            (geom, epoch)
+        };
+        let mut ends = self.ends(geom, epoch)?;
+        self.start(&Self::mem(&pool, self.region)?, &mut ends)?;
         pr_info!(
             "host {} of {} joined region {:?} of {:?} (epoch {}, {} bytes)\n",
             self.me,
@@ -141,8 +174,38 @@ impl Config<'_> {
         Ok(*want)
     }
 
-    /// This host's source and destination ends of every pair, started.
-    fn ends(&self, mem: &Mem<'_>, geom: Geometry, epoch: u32) -> Result<Ends> {
+    /// The region exists but is smaller than `hosts=` asks: most likely
+    /// host 0 formatted it for fewer hosts. Says so if its header tells.
+    fn explain_size(&self) {
+        let Ok(pool) = Pool::get(self.pool, self.region, LINE) else {
+            return;
+        };
+        let Some(mem) = pool.mem() else {
+            return;
+        };
+        if let Ok(g) = attach(&mem) {
+            if g.hosts() != self.hosts {
+                pr_err!(
+                    "region {:?}: its header is laid out for {} hosts, this host has hosts={}: load every host with the same hosts=\n",
+                    self.region,
+                    g.hosts(),
+                    self.hosts
+                );
+            }
+        }
+    }
+
+    /// The region's memory, for one access section.
+    fn mem<'a>(pool: &'a Pool, region: &CStr) -> Result<Mem<'a>> {
+        pool.mem().ok_or_else(|| {
+            pr_err!("region {:?} is revoked already\n", region);
+            ENODEV
+        })
+    }
+
+    /// This host's source and destination ends of every pair (allocates:
+    /// no access section open).
+    fn ends(&self, geom: Geometry, epoch: u32) -> Result<Ends> {
         let hosts = geom.hosts() as usize;
         let mut srcs = KVec::with_capacity(hosts, GFP_KERNEL)?;
         let mut dsts = KVec::with_capacity(hosts, GFP_KERNEL)?;
@@ -152,15 +215,44 @@ impl Config<'_> {
                 dsts.push(None, GFP_KERNEL)?;
                 continue;
             }
-            let s = SrcEnd::new(geom, self.me, p, epoch).ok_or(EINVAL)?;
-            let mut s = KBox::new(s, GFP_KERNEL)?;
-            s.start(mem).map_err(|_| EIO)?;
-            let d = DstEnd::new(geom, self.me, p, epoch, self.lend_cap).ok_or(EINVAL)?;
-            let mut d = KBox::new(d, GFP_KERNEL)?;
-            d.start(mem).map_err(|_| EIO)?;
-            srcs.push(Some(s), GFP_KERNEL)?;
-            dsts.push(Some(d), GFP_KERNEL)?;
+            let s = SrcEnd::new(geom, self.me, p, epoch).ok_or_else(|| {
+                pr_err!("no source end towards host {} for this geometry\n", p);
+                EINVAL
+            })?;
+            let d = DstEnd::new(geom, self.me, p, epoch, self.lend_cap).ok_or_else(|| {
+                pr_err!(
+                    "no destination end from host {} (lend_cap={})\n",
+                    p,
+                    self.lend_cap
+                );
+                EINVAL
+            })?;
+            srcs.push(Some(KBox::new(s, GFP_KERNEL)?), GFP_KERNEL)?;
+            dsts.push(Some(KBox::new(d, GFP_KERNEL)?), GFP_KERNEL)?;
         }
         Ok((srcs, dsts))
+    }
+
+    /// Starts every end (sessions begin), inside one access section.
+    fn start(&self, mem: &Mem<'_>, ends: &mut Ends) -> Result {
+        let fail = |p: usize| {
+            pr_err!(
+                "region {:?}: cannot start the pair with host {}: out of bounds\n",
+                self.region,
+                p
+            );
+            EIO
+        };
+        for (p, s) in ends.0.iter_mut().enumerate() {
+            if let Some(s) = s {
+                s.start(mem).map_err(|_| fail(p))?;
+            }
+        }
+        for (p, d) in ends.1.iter_mut().enumerate() {
+            if let Some(d) = d {
+                d.start(mem).map_err(|_| fail(p))?;
+            }
+        }
+        Ok(())
     }
 }

@@ -29,8 +29,9 @@ pub(crate) struct Counters {
     pub(crate) tx_by_value_bytes: AtomicU64,
     pub(crate) tx_dropped: AtomicU64,
     pub(crate) tx_no_session: AtomicU64,
-    pub(crate) tx_busy: AtomicU64,
-    pub(crate) tx_queue_wakes: AtomicU64,
+    /// Frames dropped because the destination's ring or buffers were
+    /// full (a broadcast counts each peer missed).
+    pub(crate) tx_dropped_full: AtomicU64,
     pub(crate) rx_frames: AtomicU64,
     pub(crate) rx_bytes: AtomicU64,
     pub(crate) rx_lent_frames: AtomicU64,
@@ -40,6 +41,8 @@ pub(crate) struct Counters {
     pub(crate) rx_by_value_frames: AtomicU64,
     pub(crate) rx_by_value_bytes: AtomicU64,
     pub(crate) rx_page_busy: AtomicU64,
+    /// Frames whose entry carried checksum hints, ignored.
+    pub(crate) rx_csum_hint_ignored: AtomicU64,
     pub(crate) rx_dropped: AtomicU64,
     pub(crate) polls: AtomicU64,
 }
@@ -65,8 +68,7 @@ const OWN: [&str; 19] = [
     "tx_by_value_bytes",
     "tx_dropped_frames",
     "tx_no_session_frames",
-    "tx_busy_frames",
-    "tx_queue_wakes",
+    "tx_dropped_full_frames",
     "rx_frames",
     "rx_bytes",
     "rx_lent_frames",
@@ -76,6 +78,7 @@ const OWN: [&str; 19] = [
     "rx_by_value_frames",
     "rx_by_value_bytes",
     "rx_page_busy_frames",
+    "rx_csum_hint_ignored_frames",
     "rx_dropped_frames",
     "polls",
 ];
@@ -198,8 +201,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.tx_by_value_bytes),
         get(&c.tx_dropped),
         get(&c.tx_no_session),
-        get(&c.tx_busy),
-        get(&c.tx_queue_wakes),
+        get(&c.tx_dropped_full),
         get(&c.rx_frames),
         get(&c.rx_bytes),
         get(&c.rx_lent_frames),
@@ -209,6 +211,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.rx_by_value_frames),
         get(&c.rx_by_value_bytes),
         get(&c.rx_page_busy),
+        get(&c.rx_csum_hint_ignored),
         get(&c.rx_dropped),
         get(&c.polls),
     ];
@@ -264,7 +267,9 @@ pub(crate) fn link_stats(link: &Link, s: &mut Stats) {
     let c = &link.counters;
     s.tx_packets = get(&c.tx_frames);
     s.tx_bytes = get(&c.tx_bytes);
-    s.tx_dropped = get(&c.tx_dropped).saturating_add(get(&c.tx_no_session));
+    s.tx_dropped = get(&c.tx_dropped)
+        .saturating_add(get(&c.tx_no_session))
+        .saturating_add(get(&c.tx_dropped_full));
     s.rx_packets = get(&c.rx_frames);
     s.rx_bytes = get(&c.rx_bytes);
     s.rx_dropped = get(&c.rx_dropped);

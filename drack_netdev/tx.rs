@@ -6,8 +6,10 @@
 //! session); per destination the frame is placed into this host's pool
 //! buffers (or the queue's by-value slots) by the source end: reserve
 //! under `tx`, copy and write back without it, commit and publish under
-//! it. A unicast frame without room stops the queue (the poll wakes it
-//! when buffers come back) and goes back to the stack.
+//! it. A frame for a destination without room (ring or buffers full) is
+//! dropped and counted (`tx_dropped_full_frames`): the one queue is
+//! shared by all peers, so stopping it for one that does not consume
+//! would stall traffic to every other.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -39,8 +41,8 @@ impl Link {
         Dest::One(u32::from(mac[5]))
     }
 
-    /// Sends or drops `skb`; gives it back when the queue had to stop.
-    pub(crate) fn xmit(&self, dev: &Netdev<'_>, skb: SkBuff) -> Result<(), SkBuff> {
+    /// Sends or drops `skb`; never gives it back (the queue never stops).
+    pub(crate) fn xmit(&self, _dev: &Netdev<'_>, skb: SkBuff) -> Result<(), SkBuff> {
         let c = &self.counters;
         // Without NETIF_F_SG the stack hands over linear frames only.
         let (Some(frame), Some(mem)) = (skb.linear(), self.mem()) else {
@@ -61,18 +63,10 @@ impl Link {
                 bump(&c.tx_dropped);
                 return Ok(());
             }
-            Dest::One(p) => match self.send_to(&mem, p, frame, by_value, csum) {
-                Err(TxError::RingFull | TxError::NoBuffer) => {
-                    // Stop first, then say so: a poll that sees the flag
-                    // wakes the queue.
-                    dev.txq_stop(0);
-                    self.tx_stopped.store(true, Ordering::Release);
-                    self.poll_fast();
-                    bump(&c.tx_busy);
-                    return Err(skb);
-                }
-                r => self.count(r),
-            },
+            Dest::One(p) => {
+                let r = self.send_to(&mem, p, frame, by_value, csum);
+                self.count(r)
+            }
             Dest::All => self
                 .peers()
                 .map(|p| {
@@ -95,6 +89,12 @@ impl Link {
             Ok(()) => true,
             Err(TxError::NotUp) => {
                 bump(&c.tx_no_session);
+                false
+            }
+            Err(TxError::RingFull | TxError::NoBuffer) => {
+                // Poll fast so the returns come back soon.
+                self.poll_fast();
+                bump(&c.tx_dropped_full);
                 false
             }
             Err(_) => {

@@ -208,6 +208,12 @@ fn check_pages(region: &Region) -> Result {
     expect(first.ref_count() == base + 1, "a clone takes a reference")?;
     drop(again);
     expect(first.ref_count() == base, "a drop puts it")?;
+    expect(
+        a.page_ref_count(AREA)? == base - 1,
+        "the in-place count takes no reference",
+    )?;
+    expect(a.page_ref_count(AREA + 1).is_err(), "unaligned count")?;
+    expect(a.page_ref_count(a.len()).is_err(), "count at the end")?;
     let next = a.page(AREA + page)?;
     expect(next.as_ptr() != first.as_ptr(), "distinct pages")?;
     expect(a.page(a.len() - page).is_ok(), "last page")?;

@@ -83,6 +83,20 @@ impl SharedPage {
         ARef::from(page)
     }
 
+    /// The reference count of the page of frame `pfn`, read in place
+    /// without taking a reference (which would be a pair of atomics on
+    /// a shared cache line).
+    ///
+    /// # Safety
+    ///
+    /// `pfn` has a `struct page` whose memory map stays live for the
+    /// call.
+    pub unsafe fn ref_count_pfn(pfn: usize) -> i32 {
+        // SAFETY: the caller guarantees the frame has a `struct page`,
+        // live for the call; reading its count needs no reference.
+        unsafe { helpers::cxlf_page_ref_count(helpers::cxlf_pfn_to_page(pfn as _)) }
+    }
+
     /// The raw `struct page` (for an sk_buff fragment).
     pub fn as_ptr(&self) -> *mut bindings::page {
         self.0.get()

@@ -215,17 +215,33 @@ impl Access<'_> {
     /// the section and the region: beluga_dax keeps the memory (and
     /// the pool's struct pages) until every reference is dropped.
     pub fn page(&self, off: u64) -> Result<ARef<SharedPage>> {
-        let page = PAGE_SIZE as u64;
-        if off % page != 0 || off >= self.len() {
-            return Err(EINVAL);
-        }
-        let phys = self.region.phys.checked_add(off).ok_or(EINVAL)?;
-        let pfn = usize::try_from(phys / page).map_err(|_| EINVAL)?;
+        let pfn = self.pfn(off)?;
         // SAFETY: the page lies inside the region (checked), whose
         // memory has struct pages (ZONE_DEVICE, `beluga_region.h`);
         // the open section keeps the pool bound, so its memory map is
         // live, and beluga_dax releases the memory only once no page of
         // it is referenced beyond its idle count.
         Ok(unsafe { SharedPage::get_pfn(pfn) })
+    }
+
+    /// The reference count of the page at `off` (page-aligned), read in
+    /// place: a page the region holds idle has one.
+    pub fn page_ref_count(&self, off: u64) -> Result<i32> {
+        let pfn = self.pfn(off)?;
+        // SAFETY: the page lies inside the region (checked), whose
+        // memory has struct pages; the open section keeps the pool
+        // bound, so its memory map is live for the call.
+        Ok(unsafe { SharedPage::ref_count_pfn(pfn) })
+    }
+
+    /// The frame number of the page at `off`, checked to be page-aligned
+    /// and inside the region.
+    fn pfn(&self, off: u64) -> Result<usize> {
+        let page = PAGE_SIZE as u64;
+        if off % page != 0 || off >= self.len() {
+            return Err(EINVAL);
+        }
+        let phys = self.region.phys.checked_add(off).ok_or(EINVAL)?;
+        usize::try_from(phys / page).map_err(|_| EINVAL)
     }
 }

@@ -123,6 +123,11 @@ for c in crc dst src epoch seq index len frag; do
 done
 test "$(stat rx_dup_lent_entries)" = 0
 test "$(stat tx_bad_return_entries)" = 0
+# Our transmit sets no checksum hints, so none was ignored; a full
+# destination drops (counted) rather than stopping the queue.
+test "$(stat rx_csum_hint_ignored_frames)" = 0
+test -n "$(stat tx_dropped_full_frames)"
+note "host $h: tx_dropped_full_frames $(stat tx_dropped_full_frames)"
 
 # Jumbo frames: three buffers per frame.
 ip link set drack0 mtu 9000
