@@ -10,8 +10,8 @@
 //! against the C library's errno values.
 
 use crate::pool;
+use crate::support::error::errno as os;
 use crate::support::uapi::beluga as abi;
-use kernel::bindings as os;
 
 // Sizes and limits the ABI repeats from the pool format.
 const _: () = assert!(abi::NAME_BYTES == pool::objects::NAME_BYTES);

@@ -86,7 +86,7 @@ fn lease_code(l: Liveness) -> u8 {
 
 // `Errno::to_kernel` and `errno_for_status` bound errnos by the kernel's
 // `MAX_ERRNO`.
-const _: () = assert!(crate::pool::engine::Errno::MAX == kernel::bindings::MAX_ERRNO);
+const _: () = assert!(crate::pool::engine::Errno::MAX == crate::support::error::MAX_ERRNO);
 
 fn handle_out(h: &HoldRef) -> abi::ObjectHandle {
     abi::ObjectHandle {

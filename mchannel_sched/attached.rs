@@ -41,6 +41,10 @@ pub(crate) struct Attached<I> {
     /// When its slice on a CPU began, and the scheduler's count of its
     /// on-CPU time then (`switch_out` charges the difference).
     slice: Option<(u64, u64)>,
+    /// When its budget timer last queued its park item, and when it first
+    /// left its CPU parked after that (what a park costs: `park.rs`).
+    fired: Option<u64>,
+    left: Option<u64>,
 }
 
 impl<I> Holder<I> for Attached<I> {
@@ -78,6 +82,8 @@ impl<I> Attached<I> {
             counted: 0,
             has_counter: false,
             slice: None,
+            fired: None,
+            left: None,
         }
     }
 
@@ -128,11 +134,33 @@ impl<I> Attached<I> {
     /// count: what the scheduler charged its slice beyond the slice's span
     /// counts too, so budgets hold the thread's own CPU clock.
     pub(crate) fn switch_out(&mut self, now: u64, exec_ns: u64) {
+        if self.parked && self.fired.is_some() && self.left.is_none() {
+            self.left = Some(now);
+        }
         self.run.switch_out(now);
         if let Some((since, exec_then)) = self.slice.take() {
             let charged = exec_ns.saturating_sub(exec_then);
             self.run.reconcile(now.saturating_sub(since), charged);
         }
+    }
+
+    /// When its slice on a CPU began (`None`: not on a CPU).
+    pub(crate) fn slice_start(&self) -> Option<u64> {
+        self.slice.map(|(since, _)| since)
+    }
+
+    /// Its budget timer queued its park item at `now`.
+    pub(crate) fn set_fired(&mut self, now: u64) {
+        self.fired = Some(now);
+    }
+
+    /// When its budget timer last queued its park item and when it then
+    /// left its CPU parked, once.
+    pub(crate) fn take_park_span(&mut self) -> Option<(u64, u64)> {
+        let span = self.fired.zip(self.left);
+        self.fired = None;
+        self.left = None;
+        span
     }
 
     /// A park item is queued for it.

@@ -47,6 +47,8 @@ const ATTRIBUTES: &[&CStr] = &[
     c_str!("forks"),
     c_str!("fork_misses"),
     c_str!("perf_misses"),
+    c_str!("park_cost_ns"),
+    c_str!("min_run_ns"),
 ];
 
 #[vtable]
@@ -77,6 +79,8 @@ impl MiscDevice for MchannelFile {
             3 => c.forks.load(Ordering::Relaxed),
             4 => c.fork_misses.load(Ordering::Relaxed),
             5 => dev.fabric.lock().perf.misses,
+            6 => dev.shared.park_cost.ns(),
+            7 => dev.shared.park_cost.min_run_ns(),
             _ => return Err(EINVAL),
         };
         writeln!(out, "{}", value).map_err(|_| EINVAL)

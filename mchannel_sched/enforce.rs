@@ -100,6 +100,7 @@ impl CpuTimer {
                     return HrTimerRestart::NoRestart;
                 }
                 if !a.is_queued() {
+                    a.set_fired(now);
                     queue_park(shared, me, a);
                 }
                 // Armed while it stays on this CPU: if the window ends

@@ -40,7 +40,7 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// The longest window of a thread that skips windows for a short T_R
 /// (`RunWindow::budget`): a budget changes only when a window ends, so at
 /// most one control period late.
-const MAX_WINDOW_NS: u64 = K_NS;
+pub(crate) const MAX_WINDOW_NS: u64 = K_NS;
 
 pub(crate) struct ComponentEntry {
     pub(crate) name: [u8; abi::NAME_BYTES],
@@ -132,8 +132,8 @@ impl Channel {
     }
 
     /// Its threads' budget and window: whole windows when not metered
-    /// (or a group), else Eq. 7 (`RunWindow::budget`).
-    fn budget(&self) -> Budget {
+    /// (or a group), else Eq. 7 with runs and parks of `min_run_ns` or more.
+    fn budget(&self, min_run_ns: u64) -> Budget {
         if !self.meter.meter.metered() || self.is_group() {
             let t_w_ns = self.window.t_w_ns();
             return Budget {
@@ -141,8 +141,8 @@ impl Channel {
                 t_w_ns,
             };
         }
-        self.window
-            .budget(self.effective_weight(), self.alpha, self.estimator.demand())
+        let w = self.window.with_min_run(min_run_ns);
+        w.budget(self.effective_weight(), self.alpha, self.estimator.demand())
     }
 
     /// The weight its share is computed with (best effort: the least).
@@ -352,7 +352,7 @@ impl Fabric {
     /// One control period: fold each channel's closed windows into its
     /// estimator, update every component's load, capacity and share, and
     /// give each thread its channel's budget and window.
-    pub(crate) fn step<I>(&mut self, threads: &Threads<I>, now_ns: u64) -> Result {
+    pub(crate) fn step<I>(&mut self, threads: &Threads<I>, now_ns: u64, min_run_ns: u64) -> Result {
         let wall = now_ns.saturating_sub(self.last_ns);
         if wall == 0 {
             return Ok(());
@@ -419,7 +419,7 @@ impl Fabric {
                 e.to_errno()
             );
         }
-        self.update_budgets();
+        self.update_budgets(min_run_ns);
         if let Err(e) = self.places.update(&mut self.channels, &self.components) {
             pr_warn!("control step: places kept: error {}\n", e.to_errno());
         }
@@ -429,7 +429,7 @@ impl Fabric {
                 return false;
             };
             let (t_r, t_w) = a.run().next_ns();
-            let b = ch.budget();
+            let b = ch.budget(min_run_ns);
             a.run().set_window(b.t_w_ns);
             a.run().set_budget(b.t_r_ns);
             ch.stagger(a);
@@ -516,14 +516,14 @@ impl Fabric {
         Ok(())
     }
 
-    fn update_budgets(&mut self) {
+    fn update_budgets(&mut self, min_run_ns: u64) {
         for ch in self.channels.iter_mut().flatten() {
             let len = ch.path.len();
             ch.alpha = path_share(ch.alphas.iter().take(len).copied());
             // Reported (and given to threads attached before the next
             // period) per T_W: the share of time, whatever windows the
             // threads skip.
-            let b = ch.budget();
+            let b = ch.budget(min_run_ns);
             ch.t_r_ns = mul_div(b.t_r_ns, ch.window.t_w_ns(), b.t_w_ns);
         }
     }

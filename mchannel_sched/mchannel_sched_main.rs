@@ -100,7 +100,8 @@ impl PeriodicWork for Control {
         // Reading counters may take a while: the period ends after it.
         fabric.collect_counters(threads);
         let now = support::time::monotonic_ns();
-        if let Err(e) = fabric.step(threads, now) {
+        let min_run = self.0.shared.park_cost.min_run();
+        if let Err(e) = fabric.step(threads, now, min_run) {
             pr_warn!("control step failed: {}\n", e.to_errno());
         }
         drop(fabric);

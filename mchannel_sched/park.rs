@@ -9,6 +9,7 @@
 
 use crate::attached::Attached;
 use crate::control::thread::OnCpu;
+use crate::control::window::amortized_min_run;
 use crate::support::task;
 use crate::support::task_work::{Notify, Pending, TaskWork, TaskWorkBox};
 use crate::support::time::monotonic_ns;
@@ -45,6 +46,61 @@ pub(crate) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
+/// What one park costs the parked thread's CPU, the enforcement's own
+/// work: from its budget timer queuing the park item until it leaves its
+/// CPU, and from its switch back in until the item returns. A moving
+/// average over parks, racy between CPUs (a sample may be lost). Under
+/// full emulation (TCG) a park costs 50-110 us on average, on hardware a
+/// few: runs are made long enough to amortize it ([`ParkCost::min_run`]).
+#[derive(Default)]
+pub(crate) struct ParkCost {
+    ns: AtomicU64,
+    /// The least run in force ([`ParkCost::min_run`]; 0: none yet).
+    min_run_ns: AtomicU64,
+}
+
+impl ParkCost {
+    /// A longer sample is not the park's own cost (the thread was
+    /// preempted in between, or its CPU was, by the host).
+    const MAX_SAMPLE_NS: u64 = 1_000_000;
+
+    fn sample(&self, ns: u64) {
+        let ns = ns.min(Self::MAX_SAMPLE_NS);
+        let old = self.ns.load(Ordering::Relaxed);
+        // Weight 1/16: a few control periods' parks.
+        let new = if old == 0 {
+            ns
+        } else {
+            old.saturating_sub(old / 16).saturating_add(ns / 16)
+        };
+        self.ns.store(new, Ordering::Relaxed);
+    }
+
+    /// The average so far (0: no park yet).
+    pub(crate) fn ns(&self) -> u64 {
+        self.ns.load(Ordering::Relaxed)
+    }
+
+    /// The least run (and park) every window gives from now (the control
+    /// loop asks): the core's `window::amortized_min_run`, at most
+    /// a sixteenth of the longest window (625 us), so that the least share
+    /// a thread gets (the least run in the longest window) stays below
+    /// 7 %. (With half the longest window allowed, a thread of share 0.10
+    /// ran 0.215 under TCG on a busy host: a least run of 2 ms, from a cost
+    /// of 256 us or more, floors every share at 0.2.)
+    pub(crate) fn min_run(&self) -> u64 {
+        let current = self.min_run_ns.load(Ordering::Relaxed);
+        let next = amortized_min_run(self.ns(), current, crate::fabric::MAX_WINDOW_NS / 16);
+        self.min_run_ns.store(next, Ordering::Relaxed);
+        next
+    }
+
+    /// The least run in force.
+    pub(crate) fn min_run_ns(&self) -> u64 {
+        self.min_run_ns.load(Ordering::Relaxed)
+    }
+}
+
 /// What the probes, the timers and the park items share.
 pub(crate) struct Shared {
     pub(crate) threads: Threads<Spare>,
@@ -53,6 +109,7 @@ pub(crate) struct Shared {
     /// Set first on unload: nothing parks any more.
     pub(crate) shutdown: AtomicBool,
     pub(crate) counters: Counters,
+    pub(crate) park_cost: ParkCost,
 }
 
 impl Shared {
@@ -65,6 +122,7 @@ impl Shared {
                 pending: Arc::new(Pending::new(), GFP_KERNEL)?,
                 shutdown: AtomicBool::new(false),
                 counters: Counters::default(),
+                park_cost: ParkCost::default(),
             },
             GFP_KERNEL,
         )?;
@@ -123,6 +181,23 @@ impl Shared {
         }
     }
 
+    /// Samples what the park `me` just came back from cost it, if its
+    /// budget timer queued it and it left its CPU parked (not a settle,
+    /// nor a park the window's end made needless).
+    fn sample_cost(&self, me: &Task) {
+        let now = monotonic_ns();
+        let spans = self
+            .threads
+            .with(me, |a| a.take_park_span().zip(a.slice_start()))
+            .flatten();
+        if let Some(((fired, left), back)) = spans {
+            let cost = left
+                .saturating_sub(fired)
+                .saturating_add(now.saturating_sub(back));
+            self.park_cost.sample(cost);
+        }
+    }
+
     /// Until when `me` parks now, if it does; otherwise it is no longer
     /// queued. Refills its spare item from `spare`. Its running since
     /// `entered`, when its park item started, was the module's work, not
@@ -171,13 +246,17 @@ impl TaskWork for Park {
         let mut spare = shared.park_item(GFP_KERNEL).ok();
         // Still queued while it sleeps: the timer that fires when it wakes
         // in debt does not queue a second item.
+        let mut killed = false;
         while let Some(until) = shared.park_until(me, &mut spare, entered) {
-            let killed = task::sleep_until_killable(until, PARK_SLACK_NS);
+            killed = task::sleep_until_killable(until, PARK_SLACK_NS);
             let now = monotonic_ns();
             shared.threads.with(me, |a| a.woke(now, killed));
             if killed {
                 break;
             }
+        }
+        if !killed {
+            shared.sample_cost(me);
         }
         // An item not needed (the thread left, or has one) is freed here,
         // in process context.

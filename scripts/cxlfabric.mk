@@ -45,14 +45,14 @@ cxlf_c_parts := $(basename $(notdir $(wildcard $(src)/../support/helpers/*.c)))
 
 define cxlf_support
 cxlf_parts_$(1) := $$(sort $(3) $$(foreach p,$(3),$$(cxlf_needs_$$(p))))
-$(1)-y += cxlf_support_$(1).o cxlf_uapi.o \
+$(1)-y += cxlf_support_$(1).o cxlf_uapi.o beluga_region_abi.o \
 	$$(addprefix support_,$$(addsuffix .o,$$(filter $$(cxlf_c_parts),$$(cxlf_parts_$(1)))))
 RUSTFLAGS_cxlf_support_$(1).o += --emit=metadata=$$(obj)/libcxlf_support_$(1).rmeta \
 	$$(foreach p,$$(cxlf_parts_$(1)),--cfg 'cxlf_support="$$(p)"') \
 	--env-set CXLF_BINDINGS=$$(obj)/cxlf_bindings.rs --env-set CXLF_MODNAME=$(1) \
-	--extern cxlf_uapi
+	--extern cxlf_uapi --extern beluga_region_abi
 $$(obj)/cxlf_support_$(1).o: $$(src)/../support/lib.rs $$(obj)/cxlf_bindings.rs \
-		$$(obj)/cxlf_uapi.o FORCE
+		$$(obj)/cxlf_uapi.o $$(obj)/beluga_region_abi.o FORCE
 	+$$(call if_changed_rule,rustc_o_rs)
 targets += cxlf_support_$(1).o
 RUSTFLAGS_$(2).o += --extern cxlf_support=$$(obj)/libcxlf_support_$(1).rmeta
@@ -83,13 +83,22 @@ targets += cxlf_bindings.rs
 # The user ABI (`uapi/`), a crate of the tools too, which the support
 # crate re-exports (`support::uapi`), named `cxlf_uapi` here (the kernel
 # has a `uapi` crate of its own): built once per directory that uses
-# the support crate, like the crates below. `-Amissing_docs`: many of its
-# constants and fields are named for the C ABI they mirror and say no more.
+# the support crate, like the crates below.
 $(obj)/cxlf_uapi.o: $(src)/../uapi/src/lib.rs FORCE
 	+$(call if_changed_rule,rustc_o_rs)
 RUSTFLAGS_cxlf_uapi.o += --emit=metadata=$(obj)/libcxlf_uapi.rmeta \
-	-Aunused_attributes -Aclippy::duplicated_attributes -Amissing_docs
+	-Aunused_attributes -Aclippy::duplicated_attributes
 targets += cxlf_uapi.o
+
+# beluga_dax's region ABI (`beluga_dax/region_abi/`: the C types of
+# `beluga_region.h`'s functions and their names), which the support
+# crate's `region` part is glue over: types and constants only, it adds
+# no code or symbol to a module.
+$(obj)/beluga_region_abi.o: $(src)/../beluga_dax/region_abi/src/lib.rs FORCE
+	+$(call if_changed_rule,rustc_o_rs)
+RUSTFLAGS_beluga_region_abi.o += --emit=metadata=$(obj)/libbeluga_region_abi.rmeta \
+	-Aunused_attributes -Aclippy::duplicated_attributes
+targets += beluga_region_abi.o
 
 # `-Aunused_attributes -Aclippy::duplicated_attributes`: the kernel adds
 # `#![no_std]` to every crate, and the project's crates say it themselves

@@ -14,9 +14,10 @@
 //! Three parts, by what a file mirrors: `upstream/` (a wrapper shaped like
 //! an upstream abstraction, deleted when the kernel has it),
 //! `abstractions/` (generic, no upstream counterpart yet: kept) and what
-//! belongs to one module's ABI ([`region`], beluga_dax's; [`uapi`], the
-//! tools'). Modules name every wrapper at the crate root
-//! (`support::miscdevice`), whichever part holds it.
+//! belongs to one module's ABI, glue over types kept beside that module
+//! ([`region`] over `beluga_dax/region_abi/`; [`uapi`] over `uapi/`).
+//! Modules name every wrapper at the crate root (`support::miscdevice`),
+//! whichever part holds it.
 //!
 //! | wrapper          | part           | upstream counterpart                                     |
 //! |------------------|----------------|----------------------------------------------------------|

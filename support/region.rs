@@ -27,59 +27,22 @@
 
 #[cfg(not(cxlf_region_provider))]
 pub use consumer::{Access, RevokeHandler};
-use kernel::ffi::{c_char, c_int, c_void};
+use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
-/// The C types of `beluga_region.h`'s functions; the provider's
+/// The C types of `beluga_region.h`'s functions (the ABI is beluga_dax's,
+/// kept beside it in `beluga_dax/region_abi/`); the provider's
 /// definitions are checked against them (`export_beluga_regions!`).
-pub type GetFn = unsafe extern "C" fn(
-    pool: *const c_char,
-    name: *const c_char,
-    size: u64,
-    err: *mut c_int,
-) -> *mut c_void;
-/// `beluga_region_put`'s type.
-pub type PutFn = unsafe extern "C" fn(region: *mut c_void);
-/// `beluga_region_phys`'s type.
-pub type PhysFn = unsafe extern "C" fn(region: *const c_void) -> u64;
-/// `beluga_region_size`'s type.
-pub type SizeFn = unsafe extern "C" fn(region: *const c_void) -> u64;
-/// `beluga_region_read`'s type.
-pub type ReadFn =
-    unsafe extern "C" fn(region: *const c_void, offset: u64, buf: *mut c_void, len: usize) -> c_int;
-/// `beluga_region_write`'s type.
-pub type WriteFn = unsafe extern "C" fn(
-    region: *const c_void,
-    offset: u64,
-    buf: *const c_void,
-    len: usize,
-) -> c_int;
+pub use beluga_region_abi::{
+    AccessBeginFn, AccessEndFn, GetFn, OnRevokeFn, PhysFn, PutFn, ReadFn, RevokeFn, SizeFn,
+    WriteFn,
+};
 
-/// `beluga_region_access_begin`'s type.
-pub type AccessBeginFn =
-    unsafe extern "C" fn(region: *const c_void, len: *mut usize) -> *mut c_void;
-/// `beluga_region_access_end`'s type.
-pub type AccessEndFn = unsafe extern "C" fn(region: *const c_void);
-/// A revoke callback (`beluga_region_on_revoke`).
-pub type RevokeFn = unsafe extern "C" fn(data: *mut c_void);
-/// `beluga_region_on_revoke`'s type.
-pub type OnRevokeFn =
-    unsafe extern "C" fn(region: *const c_void, f: Option<RevokeFn>, data: *mut c_void) -> c_int;
-
-/// The names [`Api`] looks up, in the order of its fields.
+/// The names [`Api`] looks up, in the order of its fields: NUL-terminated
+/// (checked where they are defined).
 #[cfg(not(cxlf_region_provider))]
-const NAMES: [&CStr; 9] = [
-    kernel::c_str!("beluga_region_get"),
-    kernel::c_str!("beluga_region_put"),
-    kernel::c_str!("beluga_region_phys"),
-    kernel::c_str!("beluga_region_size"),
-    kernel::c_str!("beluga_region_read"),
-    kernel::c_str!("beluga_region_write"),
-    kernel::c_str!("beluga_region_access_begin"),
-    kernel::c_str!("beluga_region_access_end"),
-    kernel::c_str!("beluga_region_on_revoke"),
-];
+const NAMES: [&[u8]; 9] = beluga_region_abi::SYMBOLS;
 
 /// beluga_dax's functions, found by name.
 ///
@@ -109,16 +72,17 @@ impl Api {
     fn find() -> Result<Api> {
         let mut addrs = [core::ptr::null_mut::<c_void>(); NAMES.len()];
         for (i, name) in NAMES.iter().enumerate() {
-            // SAFETY: `name` is NUL-terminated and static; `__symbol_get`
-            // has no other preconditions.
-            let addr = unsafe { kernel::bindings::__symbol_get(name.as_char_ptr()) };
+            // SAFETY: `name` is NUL-terminated (checked at compile time in
+            // `beluga_region_abi`) and static; `__symbol_get` has no other
+            // preconditions.
+            let addr = unsafe { kernel::bindings::__symbol_get(name.as_ptr()) };
             if addr.is_null() {
                 // SAFETY: the first `i` names were found, each with a
                 // reference this puts back once.
                 unsafe { put_names(&NAMES[..i]) };
                 pr_err!(
-                    "beluga_dax is not loaded: no {:?} for its region API\n",
-                    name
+                    "beluga_dax is not loaded: no {} for its region API\n",
+                    symbol_name(name)
                 );
                 return Err(ENOENT);
             }
@@ -163,12 +127,19 @@ impl Drop for Api {
 /// Each name was found by `__symbol_get`, and the caller owns that
 /// reference and gives it up.
 #[cfg(not(cxlf_region_provider))]
-unsafe fn put_names(names: &[&CStr]) {
+unsafe fn put_names(names: &[&[u8]]) {
     for name in names {
         // SAFETY: found, so beluga_dax holds the symbol until the
-        // reference goes, here (the caller's guarantee).
-        unsafe { kernel::bindings::__symbol_put(name.as_char_ptr()) };
+        // reference goes, here (the caller's guarantee); NUL-terminated.
+        unsafe { kernel::bindings::__symbol_put(name.as_ptr()) };
     }
+}
+
+/// `name` without its NUL, for a log line.
+#[cfg(not(cxlf_region_provider))]
+fn symbol_name(name: &[u8]) -> &str {
+    let bytes = name.strip_suffix(&[0]).unwrap_or(name);
+    core::str::from_utf8(bytes).unwrap_or("?")
 }
 
 /// A named, cross-host shared region of a beluga pool, held until drop.

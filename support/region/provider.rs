@@ -9,6 +9,7 @@ use crate::helpers;
 use crate::sharedmem::SharedMem;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::from_result;
+use kernel::ffi::c_char;
 use kernel::new_mutex;
 use kernel::sync::{Arc, Mutex};
 use kernel::types::ForeignOwnable;

@@ -5,8 +5,10 @@
 # with MemChannel (the anchor is one thread), with the queue signal as it
 # marked until the fix ("instantaneous": the queue a message finds, at 8
 # or more), and without control; metrics
-# utilization_pct (the link's payload bandwidth carried, in percent) and
-# jain_pct (Jain's index of the channels' bandwidth, in percent). The
+# utilization_pct (the link's payload bandwidth carried, in percent),
+# jain_fair_pct (Jain's index of each channel's bandwidth over its max-min
+# fair share, in percent: the goal's figure) and jain_raw_pct (Jain's
+# index of the raw bandwidths, in percent). The
 # whole table, with more sizes and the core's Model signal, goes to
 # standard error and to target/xtask/bench/cxlsim-scale.
 set -e

@@ -12,19 +12,27 @@
 
 use super::ioctl::{io, ior, iow, iowr};
 
+/// Device node prefix: pools appear as `/dev/belugaX.Y` (from `daxX.Y`).
 pub const DEVICE_PREFIX: &str = "beluga";
+/// The dax bus driver's name (`/sys/bus/dax/drivers/beluga_dax`).
 pub const DAX_DRIVER_NAME: &str = "beluga_dax";
+/// ioctl type byte of `/dev/beluga*`.
 pub const IOC_TYPE: u8 = 0xBE;
 /// Raised when a structure changes incompatibly.
 pub const ABI_VERSION: u32 = 1;
+/// Bytes of an object name field: up to 47 name bytes and a NUL.
 pub const NAME_BYTES: usize = 48;
+/// Most hosts a pool can be formatted for (the pool format's limit).
 pub const MAX_HOSTS: usize = 64;
+/// Bytes per section (2 MiB), the unit of allocation and of `map_offset`.
 pub const SECTION_SIZE: u64 = 2 << 20;
 
-/// `PoolInfo::state`.
+/// `PoolInfo::state`: no formatted pool (or the device is gone); only
+/// `FORMAT` works.
 pub const STATE_UNFORMATTED: u32 = 0;
 /// Attached, waiting for the manager to acknowledge this host.
 pub const STATE_ATTACHING: u32 = 1;
+/// Attached and acknowledged: the ioctls that use the pool work.
 pub const STATE_READY: u32 = 2;
 /// The superblock was refused (see the kernel log); only `FORMAT` works.
 pub const STATE_REFUSED: u32 = 3;
@@ -33,10 +41,14 @@ pub const STATE_LEASE_LOST: u32 = 4;
 /// The tables failed validation; the pool needs an administrator.
 pub const STATE_CORRUPT: u32 = 5;
 
-/// `PoolInfo::lease`, per host.
+/// `PoolInfo::lease`, per host: no valid attached record in the slot.
 pub const LEASE_ABSENT: u8 = 0;
+/// Attached, and its heartbeat changed within the lease (plus margin).
 pub const LEASE_LIVE: u8 = 1;
+/// No heartbeat change for longer than the lease plus margin: the host
+/// is presumed dead and its objects may be reclaimed.
 pub const LEASE_EXPIRED: u8 = 2;
+/// Its slot says it detached cleanly.
 pub const LEASE_DETACHED: u8 = 3;
 
 /// The name of a `STATE_*` code, as sysfs `state` and `beluga status`
@@ -85,28 +97,49 @@ pub const FLAG_CLEARING: u32 = 4;
 /// so the other modes fail with `EINVAL` rather than silently map
 /// write-back.
 pub const MAP_WRITE_BACK: u32 = 0;
+/// Uncached: refused (`EINVAL`), see [`MAP_WRITE_BACK`].
 pub const MAP_UNCACHED: u32 = 1;
+/// Write-combining: refused (`EINVAL`), see [`MAP_WRITE_BACK`].
 pub const MAP_WRITE_COMBINING: u32 = 2;
 
+/// `GET_INFO`: this host's view of the pool. Pool fields are 0 while
+/// the pool is unformatted or refused.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolInfo {
+    /// [`ABI_VERSION`] of the module answering.
     pub abi_version: u32,
+    /// `STATE_*` of this host's attachment.
     pub state: u32,
+    /// This host's slot (module parameter `host_index`).
     pub host_index: u32,
     /// Index of the manager as this host sees it, or `u32::MAX`.
     pub manager: u32,
+    /// Host slots the pool was formatted with.
     pub max_hosts: u32,
+    /// Object table entries the pool was formatted with.
     pub max_objects: u32,
+    /// This host's lease period, milliseconds (module parameter `lease_ms`).
     pub lease_ms: u32,
+    /// Sections in the data area.
     pub sections: u32,
+    /// Sections no object owns.
     pub free_sections: u32,
+    /// Longest run of free sections, in sections (the largest object that
+    /// can be allocated now).
     pub largest_free_run: u32,
+    /// External fragmentation, per mille: `1000 * (1 - largest_free_run /
+    /// free_sections)` (0: all free space is one run).
     pub fragmentation_permille: u32,
+    /// Live objects in the object table.
     pub objects: u32,
+    /// Size of the dax device, bytes.
     pub device_size: u64,
+    /// Bytes per section ([`SECTION_SIZE`]).
     pub section_size: u64,
+    /// Pool generation: bumped by every format.
     pub generation: u64,
+    /// Identity of this format of the pool (the superblock's uuid).
     pub uuid: [u8; 16],
     /// Sections of the objects each host owns.
     pub used_by_host: [u32; MAX_HOSTS],
@@ -118,15 +151,23 @@ pub struct PoolInfo {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ObjectHandle {
+    /// Object table index.
     pub index: u32,
+    /// `FLAG_*`.
     pub flags: u32,
+    /// Serial, unique per allocation: with `index`, the handle.
     pub serial: u64,
+    /// Size in bytes (whole sections).
     pub size: u64,
+    /// The `mmap` offset of the object (its byte offset in the pool).
     pub map_offset: u64,
+    /// Owner's uid (the allocating caller's euid).
     pub uid: u32,
+    /// Permission bits (`0o777` at most), as a file's.
     pub mode: u32,
 }
 
+/// `ALLOC`: a new object, owned by the caller.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AllocArgs {
@@ -142,19 +183,25 @@ pub struct AllocArgs {
     pub handle: ObjectHandle,
 }
 
+/// `OPEN`: an existing object by name.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenArgs {
+    /// In: the object's name, NUL padded.
     pub name: [u8; NAME_BYTES],
     /// Out.
     pub handle: ObjectHandle,
 }
 
+/// `FREE`: the handle of an object to unlink.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FreeArgs {
+    /// [`ObjectHandle::index`].
     pub index: u32,
+    /// Padding, 0.
     pub pad: u32,
+    /// [`ObjectHandle::serial`].
     pub serial: u64,
 }
 
@@ -162,20 +209,31 @@ pub struct FreeArgs {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ObjectInfo {
+    /// Object table index.
     pub index: u32,
+    /// `FLAG_*` (including `FLAG_UNLINKED` and `FLAG_CLEARING`).
     pub flags: u32,
+    /// Serial, unique per allocation.
     pub serial: u64,
+    /// Size in bytes (whole sections).
     pub size: u64,
+    /// The `mmap` offset of the object.
     pub map_offset: u64,
+    /// Owner's uid.
     pub uid: u32,
+    /// Permission bits.
     pub mode: u32,
+    /// Index of the host that allocated the object and owns its sections.
     pub owner_host: u32,
+    /// Padding, 0.
     pub pad: u32,
     /// Bit per host holding it.
     pub holders: u64,
+    /// The object's name, NUL padded (empty if it has none).
     pub name: [u8; NAME_BYTES],
 }
 
+/// `LIST`: a batch of [`ObjectInfo`] entries.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ListArgs {
@@ -191,13 +249,17 @@ pub struct ListArgs {
     pub next: u32,
 }
 
+/// `FORMAT`: the pool's geometry.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FormatArgs {
+    /// Host slots, `1..=MAX_HOSTS`.
     pub max_hosts: u32,
+    /// Object table entries, `1..=65536`.
     pub max_objects: u32,
 }
 
+/// `FORCE_RECLAIM`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReclaimArgs {
@@ -207,15 +269,24 @@ pub struct ReclaimArgs {
     pub reclaimed: u32,
 }
 
+/// This host's view of the pool ([`PoolInfo`]).
 pub const GET_INFO: u32 = ior::<PoolInfo>(IOC_TYPE, 1);
+/// Allocates an object ([`AllocArgs`]); the calling file holds it.
 pub const ALLOC: u32 = iowr::<AllocArgs>(IOC_TYPE, 2);
+/// Opens an object by name ([`OpenArgs`]): shared ones from any host,
+/// private ones of this host; needs read permission.
 pub const OPEN: u32 = iowr::<OpenArgs>(IOC_TYPE, 3);
+/// Unlinks an object ([`FreeArgs`]; owner or root): the name goes at
+/// once, the memory when the last use on every host goes.
 pub const FREE: u32 = iow::<FreeArgs>(IOC_TYPE, 4);
+/// Lists objects from an index ([`ListArgs`]).
 pub const LIST: u32 = iowr::<ListArgs>(IOC_TYPE, 5);
 /// CAP_SYS_ADMIN: formats the pool (destroys its contents).
 pub const FORMAT: u32 = iow::<FormatArgs>(IOC_TYPE, 6);
 /// CAP_SYS_ADMIN: reclaims a dead host's objects now.
 pub const FORCE_RECLAIM: u32 = iowr::<ReclaimArgs>(IOC_TYPE, 7);
+/// Sets the cache mode (`MAP_*`, a `u32`) of the file's later mappings;
+/// only `MAP_WRITE_BACK` is accepted.
 pub const SET_MAP_MODE: u32 = iow::<u32>(IOC_TYPE, 8);
 /// Waits until this host is attached and acknowledged (or fails).
 pub const WAIT_READY: u32 = io(IOC_TYPE, 9);

@@ -1,8 +1,11 @@
 //! ioctl command encoding (include/uapi/asm-generic/ioctl.h, as on x86):
 //! bits 0-7 number, 8-15 type, 16-29 argument size, 30-31 direction.
 
+/// Direction: no argument.
 pub const IOC_NONE: u32 = 0;
+/// Direction: user space writes the argument (the kernel reads it).
 pub const IOC_WRITE: u32 = 1;
+/// Direction: user space reads the argument (the kernel writes it).
 pub const IOC_READ: u32 = 2;
 
 const NR_SHIFT: u32 = 0;
@@ -11,6 +14,8 @@ const SIZE_SHIFT: u32 = 16;
 const DIR_SHIFT: u32 = 30;
 const SIZE_BITS: u32 = 14;
 
+/// `_IOC(dir, ty, nr, size)`: a command number from its direction
+/// (`IOC_*`), type byte, number and argument size in bytes.
 pub const fn ioc(dir: u32, ty: u8, nr: u8, size: usize) -> u32 {
     assert!(
         size < (1 << SIZE_BITS),

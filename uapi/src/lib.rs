@@ -1,9 +1,11 @@
 //! The cxlfabric user-space ABI, one definition for the kernel and the
-//! tools. The modules compile these files in through `support/uapi.rs`, so
-//! every file here is `no_std`, free of dependencies, and refers to its
-//! siblings only as `super::<file>`.
+//! tools. The modules build it as crate `cxlf_uapi` (`scripts/cxlfabric.mk`),
+//! which the support crate re-exports as `support::uapi`, so it is `no_std`
+//! and free of dependencies. Every public item says what it means and its
+//! unit: for the kernel and the tools alike, the ABI is its documentation.
 
 #![no_std]
+#![deny(missing_docs)]
 
 pub mod beluga;
 pub mod ioctl;

@@ -15,9 +15,11 @@
 
 use super::ioctl::{iow, iowr};
 
+/// Device node: `/dev/mchannel`.
 pub const DEVICE_NAME: &str = "mchannel";
 /// ioctl type byte of `/dev/mchannel`.
 pub const IOC_TYPE: u8 = 0xCA;
+/// Bytes of a name field: up to 31 name bytes and a NUL.
 pub const NAME_BYTES: usize = 32;
 /// Components on one channel's path (host port, switch, endpoint, and
 /// one more level of switching).
@@ -29,25 +31,32 @@ pub const NO_PARENT: u32 = u32::MAX;
 /// own (`mchannel_sched/core/src/window.rs`); `core/tests/abi_agreement.rs`
 /// holds them equal.
 pub const WEIGHT_MAX: u32 = 10_000;
-/// Run window bounds: T_W may be set from 50 us to 10 ms.
+/// Run window bounds: T_W may be set from 50 us to 10 ms. Shortest
+/// run window, ns.
 pub const T_W_MIN_NS: u64 = 50_000;
+/// Longest run window, ns (10 ms).
 pub const T_W_MAX_NS: u64 = 10_000_000;
+/// Run window of a channel that gives none (`t_w_ns` 0), ns (100 us).
 pub const T_W_DEFAULT_NS: u64 = 100_000;
 
-/// Kinds of fabric component.
+/// Kinds of fabric component (`ComponentSpec::kind`): a host's port.
 pub const COMPONENT_HOST_PORT: u32 = 1;
+/// A switch.
 pub const COMPONENT_SWITCH: u32 = 2;
+/// An endpoint (the memory device).
 pub const COMPONENT_ENDPOINT: u32 = 3;
 
 /// A fabric component (`REGISTER_COMPONENT`; the kernel fills `id`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ComponentSpec {
+    /// Kernel-chosen id (out).
     pub id: u32,
     /// `COMPONENT_*`.
     pub kind: u32,
     /// Configured maximum capacity, bytes per second (> 0).
     pub max_capacity: u64,
+    /// Name, NUL padded.
     pub name: [u8; NAME_BYTES],
 }
 
@@ -82,15 +91,21 @@ pub const METER_SCALE_MAX: u64 = 1_000_000;
 pub const PERF_BYTES_MAX: u64 = 1 << 20;
 
 /// `ChannelSpec::perf_type`: the event types of `<linux/perf_event.h>`
-/// a channel may use (dynamic PMU types are not accepted).
+/// a channel may use (dynamic PMU types are not accepted):
+/// `PERF_TYPE_HARDWARE`.
 pub const PERF_TYPE_HARDWARE: u32 = 0;
+/// `PERF_TYPE_SOFTWARE`.
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_TYPE_HW_CACHE`.
 pub const PERF_TYPE_HW_CACHE: u32 = 3;
+/// `PERF_TYPE_RAW`.
 pub const PERF_TYPE_RAW: u32 = 4;
 /// `perf_config` values of `<linux/perf_event.h>` the tools name: LLC
 /// misses (the default meter on hardware) and on-CPU time in ns (a
-/// software event, so a PMU-less testbed can run the perf path too).
+/// software event, so a PMU-less testbed can run the perf path too):
+/// `PERF_COUNT_HW_CACHE_MISSES`.
 pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+/// `PERF_COUNT_SW_TASK_CLOCK`: on-CPU time, ns.
 pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 
 /// A channel or group (`CREATE_CHANNEL`, the kernel fills `id`; and
@@ -98,6 +113,7 @@ pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelSpec {
+    /// Kernel-chosen id (out of `CREATE_CHANNEL`; in for `SET_CHANNEL`).
     pub id: u32,
     /// `CHANNEL_*`.
     pub flags: u32,
@@ -107,6 +123,7 @@ pub struct ChannelSpec {
     pub parent: u32,
     /// Components on the path (a child's path is its parent's).
     pub path: [u32; PATH_MAX],
+    /// Components used in `path` (0 for a child, which takes its parent's).
     pub path_len: u32,
     /// `METER_*` (a group has none).
     pub meter: u32,
@@ -121,6 +138,7 @@ pub struct ChannelSpec {
     /// With `CHANNEL_OWNER`: the uid (in the initial user namespace)
     /// that may attach its threads without `CAP_SYS_NICE`.
     pub owner_uid: u32,
+    /// Name, NUL padded.
     pub name: [u8; NAME_BYTES],
 }
 
@@ -132,10 +150,13 @@ pub const ATTACH_PROCESS: u32 = 1;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AttachArgs {
+    /// The channel to attach to (`ATTACH`).
     pub channel: u32,
+    /// `ATTACH_*`.
     pub flags: u32,
     /// Thread id, or process id with `ATTACH_PROCESS` (0: the caller).
     pub pid: i32,
+    /// Padding, 0.
     pub _pad: u32,
 }
 
@@ -147,6 +168,7 @@ pub struct AttachArgs {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CongestionArgs {
+    /// The component's id.
     pub component: u32,
     /// `0..=1_000_000`; 0 with a model.
     pub signal_ppm: u32,
@@ -158,22 +180,28 @@ pub struct CongestionArgs {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChannelStat {
+    /// The channel's id (in).
     pub id: u32,
+    /// Threads attached.
     pub threads: u32,
     /// Smoothed rate and demand, bytes per second.
     pub rate: u64,
+    /// Smoothed demand, bytes per second.
     pub demand: u64,
     /// Fair share per unit of weight on its path.
     pub alpha: u64,
     /// Current run budget per window.
     pub t_r_ns: u64,
+    /// Run window T_W, ns.
     pub t_w_ns: u64,
     /// Windows closed, and the time its threads spent parked.
     pub windows: u64,
+    /// Time its threads spent parked (throttled), ns.
     pub throttled_ns: u64,
     /// The time its threads ran in those windows, and their budgets
     /// (running beyond them is debt, paid back by later windows).
     pub run_ns: u64,
+    /// Run budgets granted for those windows, ns.
     pub granted_ns: u64,
     /// The most one window of one thread ran beyond its budget in the last
     /// control period (how late the budget timer fires; later windows
@@ -186,6 +214,7 @@ pub struct ChannelStat {
 /// per second, times in nanoseconds; `parent` is `NO_PARENT` or a group's
 /// id). The module's names are checked against these at build time.
 pub const SYSFS_ROOT: &str = "/sys/class/misc/mchannel";
+/// The attribute files of each channel directory.
 pub const CHANNEL_ATTRS: [&str; 16] = [
     "id",
     "weight",
@@ -223,13 +252,22 @@ pub const COMPONENT_ATTRS: [&str; 11] = [
     "owner",
 ];
 
+/// Registers a fabric component ([`ComponentSpec`]).
 pub const REGISTER_COMPONENT: u32 = iowr::<ComponentSpec>(IOC_TYPE, 1);
+/// Creates a channel or group ([`ChannelSpec`]).
 pub const CREATE_CHANNEL: u32 = iowr::<ChannelSpec>(IOC_TYPE, 2);
+/// Changes weight, T_W and meter of channel `id` ([`ChannelSpec`]).
 pub const SET_CHANNEL: u32 = iow::<ChannelSpec>(IOC_TYPE, 3);
+/// Destroys a channel or group (its id, a `u32`); `EBUSY` while threads
+/// are attached or children remain.
 pub const DESTROY_CHANNEL: u32 = iow::<u32>(IOC_TYPE, 4);
+/// Attaches a thread or process to a channel ([`AttachArgs`]).
 pub const ATTACH: u32 = iow::<AttachArgs>(IOC_TYPE, 5);
+/// Detaches a thread or process ([`AttachArgs`]).
 pub const DETACH: u32 = iow::<AttachArgs>(IOC_TYPE, 6);
+/// Sets a component's congestion signal ([`CongestionArgs`]).
 pub const INJECT: u32 = iow::<CongestionArgs>(IOC_TYPE, 7);
+/// Reads a channel's statistics ([`ChannelStat`]).
 pub const QUERY_CHANNEL: u32 = iowr::<ChannelStat>(IOC_TYPE, 8);
 /// The calling thread, attached to a `METER_REPORTED` channel, moved this
 /// many bytes since its last report (`u64`).

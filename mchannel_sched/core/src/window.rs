@@ -23,6 +23,35 @@ pub fn default_min_run_ns(t_w_ns: u64) -> u64 {
     (t_w_ns / 100).max(1)
 }
 
+/// A park may cost a thread at most 1 / `PARK_COST_RUNS` of the run
+/// around it (`amortized_min_run`).
+pub const PARK_COST_RUNS: u64 = 8;
+
+/// The least run (and park) a window gives when parking a thread costs it
+/// `park_cost_ns` of its CPU and the least run is `current_ns` now (0:
+/// none yet): `PARK_COST_RUNS` times the cost, rounded down to a power of
+/// two microseconds, at most `max_ns`. It goes up as soon as that power
+/// does, and down only when it falls to a quarter of the current value or
+/// less, so that a cost near a power of two does not switch window
+/// lengths (and with them the threads' grids) back and forth.
+///
+/// Where a park costs a few microseconds (hardware) this stays below the
+/// usual minimum run (50 us) and changes nothing; under full emulation a
+/// park costs a hundred microseconds and more, and windows of T_W = 100 us
+/// would have parks take half of a thread's CPU.
+pub fn amortized_min_run(park_cost_ns: u64, current_ns: u64, max_ns: u64) -> u64 {
+    let want_us = park_cost_ns.saturating_mul(PARK_COST_RUNS) / 1_000;
+    let new = match 63u32.checked_sub(want_us.leading_zeros()) {
+        Some(bits) => (1u64 << bits).saturating_mul(1_000).min(max_ns),
+        None => 0,
+    };
+    if new > current_ns || new.saturating_mul(4) <= current_ns {
+        new
+    } else {
+        current_ns
+    }
+}
+
 /// The share of a channel on its path: the least alpha of the components
 /// it crosses (Algorithm 1 lines 5-7, with the erratum fixed: the minimum
 /// starts from "unlimited" at every update, not from the last value). No
@@ -87,6 +116,15 @@ impl RunWindow {
     /// The longest window, ns: a whole number of T_W.
     pub fn max_window_ns(&self) -> u64 {
         self.max_window_ns
+    }
+
+    /// The same windows with a minimum run of at least `min_run_ns`
+    /// (unchanged if that exceeds the longest window).
+    pub fn with_min_run(self, min_run_ns: u64) -> RunWindow {
+        if min_run_ns <= self.min_run_ns {
+            return self;
+        }
+        RunWindow::new(self.t_w_ns, min_run_ns, self.max_window_ns).unwrap_or(self)
     }
 
     /// The budget of a channel of weight `weight` with fair share `alpha`

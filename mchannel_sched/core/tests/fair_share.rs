@@ -383,3 +383,37 @@ proptest! {
         }
     }
 }
+
+/// The least run follows what a park costs: unchanged on hardware, a
+/// power of two microseconds of `PARK_COST_RUNS` times the cost under
+/// emulation, moving up at once and down only past a quarter (issue #25).
+#[test]
+fn least_run_amortizes_the_park_cost() {
+    use mchannel_core::window::{amortized_min_run, PARK_COST_RUNS};
+    const MAX: u64 = 5_000_000;
+    assert_eq!(PARK_COST_RUNS, 8);
+    // Nothing measured yet; a park of a few microseconds (hardware):
+    // below the usual 50 us minimum run.
+    assert_eq!(amortized_min_run(0, 0, MAX), 0);
+    assert_eq!(amortized_min_run(5_000, 0, MAX), 32_000);
+    // 108 us under TCG: 864 us, down to 512 us.
+    assert_eq!(amortized_min_run(108_000, 0, MAX), 512_000);
+    assert_eq!(amortized_min_run(108_000, 256_000, MAX), 512_000);
+    // Kept while the cost falls less than to a quarter ...
+    assert_eq!(amortized_min_run(60_000, 512_000, MAX), 512_000);
+    assert_eq!(amortized_min_run(32_000, 512_000, MAX), 512_000);
+    // ... and followed below.
+    assert_eq!(amortized_min_run(31_000, 512_000, MAX), 128_000);
+    // At most the longest allowed.
+    assert_eq!(amortized_min_run(1_000_000, 0, MAX), 4_096_000);
+    assert_eq!(amortized_min_run(2_000_000, 0, MAX), MAX);
+    // With it, a half share of 100 us windows runs 550 us of 1.1 ms: one
+    // park per 1.1 ms instead of one per 100 us.
+    let w = RunWindow::new(100_000, 50_000, 10_000_000).unwrap();
+    let b = w.with_min_run(512_000).budget(1, 50, 100);
+    assert_eq!((b.t_r_ns, b.t_w_ns), (550_000, 1_100_000));
+    // A shorter one, or one past the longest window, changes nothing.
+    assert_eq!(w.with_min_run(10_000), w);
+    assert_eq!(w.with_min_run(20_000_000), w);
+    assert_eq!(w.budget(1, 50, 100).t_w_ns, 100_000);
+}

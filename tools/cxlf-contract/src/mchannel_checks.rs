@@ -807,8 +807,6 @@ pub fn share(
     tolerance: f64,
 ) -> Result<()> {
     let want_all = tree_shares(nodes)?;
-    let leaves_n = nodes.iter().filter(|n| !n.group).count();
-    let baseline = baseline(leaves_n, seconds / 2.0);
     let m = Mchannel::open(dev)?;
     let all_ids = create_share_tree(&m, nodes, t_w_us, meter)?;
     let leaves: Vec<usize> = (0..nodes.len()).filter(|&i| !nodes[i].group).collect();
@@ -836,9 +834,12 @@ pub fn share(
         .iter()
         .map(|s| s.run_ns as f64 / s.granted_ns.max(1) as f64)
         .collect();
+    let baseline = out.baseline;
     println!(
-        "the component carried {:.3} of its capacity; unattached, the threads ran {baseline:.3} CPUs together",
-        ran.iter().sum::<f64>()
+        "the component carried {:.3} of its capacity; never attached, the threads ran {baseline:.3} CPUs together (just before and after the detached phase: {:.3}, {:.3})",
+        ran.iter().sum::<f64>(),
+        out.baselines.0,
+        out.baselines.1
     );
     let user: Vec<f64> = out
         .attached
@@ -847,13 +848,17 @@ pub fn share(
         .collect();
     judge_shares(&want, &ran, &user, &used, tolerance)?;
     // Detached, nothing holds the threads back: together they run as much
-    // as the same threads did before any was attached (what this machine
-    // gives them: on a debug kernel, less than a CPU each).
+    // as as many threads never attached do (what this machine gives them:
+    // on a debug kernel, less than a CPU each), measured just before and
+    // just after them, so that a slow phase of the host or of the kernel's
+    // own work hits both alike.
     let total: f64 = out.after.iter().map(|a| a.run_fraction).sum();
     ensure!(
         total >= baseline * (1.0 - tolerance),
-        "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} before they were attached",
-        out.after.len()
+        "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} never attached (the mean of {:.3} just before and {:.3} just after)",
+        out.after.len(),
+        out.baselines.0,
+        out.baselines.1
     );
     Ok(())
 }
@@ -942,6 +947,55 @@ struct ShareOutcome {
     counted: Vec<f64>,
     attached: Vec<Progress>,
     after: Vec<Progress>,
+    /// The CPUs as many never-attached threads used together, just before
+    /// and just after the detached phase, and their mean.
+    baselines: (f64, f64),
+    baseline: f64,
+}
+
+/// The detached phase of a share test, between two baselines: each
+/// thread, once detached (or failed), waits for `go`, then all measure in
+/// step.
+struct Detached {
+    /// Threads detached (or failed) and waiting.
+    ready: AtomicUsize,
+    go: AtomicBool,
+    step: Lockstep,
+}
+
+impl Detached {
+    fn new(threads: usize) -> Detached {
+        Detached {
+            ready: AtomicUsize::new(0),
+            go: AtomicBool::new(false),
+            step: Lockstep::new(threads),
+        }
+    }
+
+    /// A streaming thread, detached: waits (asleep, so that the baseline
+    /// before has the CPUs to itself), then streams in step with the
+    /// others for `measure`.
+    fn run(&self, measure: Duration) -> Progress {
+        let mut s = Stream::new();
+        self.ready.fetch_add(1, Ordering::AcqRel);
+        while !self.go.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.step
+            .run(&mut s, Duration::from_millis(300), measure, || {})
+    }
+
+    /// The caller: when every thread is waiting, runs `before`, lets them
+    /// go and returns when they started measuring.
+    fn release<T>(&self, threads: usize, before: impl FnOnce() -> T) -> T {
+        while self.ready.load(Ordering::Acquire) < threads {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let r = before();
+        self.go.store(true, Ordering::Release);
+        self.step.started();
+        r
+    }
 }
 
 impl ShareRun<'_> {
@@ -949,18 +1003,30 @@ impl ShareRun<'_> {
     /// says), in lockstep, while this thread reads the kernel's view.
     fn streams(&self, m: &Mchannel, ids: &[u32], kinds: &[NodeMeter]) -> Result<ShareOutcome> {
         let step = Lockstep::new(ids.len());
+        let detached = Detached::new(ids.len());
+        let n = ids.len();
+        let phase = self.seconds / 2.0;
         std::thread::scope(|s| -> Result<_> {
-            let step = &step;
+            let (step, detached) = (&step, &detached);
             let hs: Vec<_> = ids
                 .iter()
                 .zip(kinds)
-                .map(|(&id, &kind)| s.spawn(move || self.stream_in(id, kind, step)))
+                .map(|(&id, &kind)| s.spawn(move || self.stream_in(id, kind, step, detached)))
                 .collect();
-            let (stats, counted) = self.kernel_view(m, ids, step)?;
+            let view = self.kernel_view(m, ids, step);
+            // Baselines by threads never attached, just before and just
+            // after the detached threads measure (none streams meanwhile).
+            let before = detached.release(n, || baseline(n, phase));
+            let mut results = vec![];
+            for h in hs {
+                results.push(h.join().expect("stream thread"));
+            }
+            let after_b = baseline(n, phase);
+            let (stats, counted) = view?;
             let mut attached = vec![];
             let mut after = vec![];
-            for h in hs {
-                let (p, q) = h.join().expect("stream thread")?;
+            for r in results {
+                let (p, q) = r?;
                 attached.push(p);
                 after.push(q);
             }
@@ -969,13 +1035,31 @@ impl ShareRun<'_> {
                 counted,
                 attached,
                 after,
+                baselines: (before, after_b),
+                baseline: (before + after_b) / 2.0,
             })
         })
     }
 
     /// A streaming thread: attached to channel `id` for the measured
     /// phases, then detached for a while.
-    fn stream_in(&self, id: u32, kind: NodeMeter, step: &Lockstep) -> Result<(Progress, Progress)> {
+    fn stream_in(
+        &self,
+        id: u32,
+        kind: NodeMeter,
+        step: &Lockstep,
+        detached: &Detached,
+    ) -> Result<(Progress, Progress)> {
+        // Whatever happened attached, the detached phase waits for every
+        // thread.
+        let p = self.attached_phase(id, kind, step);
+        let q = detached.run(Duration::from_secs_f64(self.seconds / 2.0));
+        Ok((p?, q))
+    }
+
+    /// Attached to channel `id`, streams in step with the others, then
+    /// detaches.
+    fn attached_phase(&self, id: u32, kind: NodeMeter, step: &Lockstep) -> Result<Progress> {
         let attached = Mchannel::open(self.dev).context("open").and_then(|m| {
             m.attach(id, 0, false).context("attach")?;
             Ok(m)
@@ -995,11 +1079,7 @@ impl ShareRun<'_> {
             step.run(&mut Stream::new(), self.warmup, self.measure, || {})
         };
         m.detach(0, false).context("detach")?;
-        let q = stream_for(
-            Duration::from_millis(300),
-            Duration::from_secs_f64(self.seconds / 2.0),
-        );
-        Ok((p, q))
+        Ok(p)
     }
 
     /// The kernel's view near the end of the measured phase: each

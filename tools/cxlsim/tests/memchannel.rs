@@ -76,24 +76,29 @@ fn utilization_under_overload_with_control() {
     let without = pts.iter().find(|p| !p.control).unwrap();
     eprintln!("{with:?}\n{without:?}");
     assert!(with.utilization >= 0.90, "{}", with.utilization);
-    assert!(with.jain > 0.98, "{}", with.jain);
-    assert!(without.jain < 0.95, "{}", without.jain);
+    assert!(with.jain_fair > 0.98, "{}", with.jain_fair);
+    assert!(without.jain_fair < 0.95, "{}", without.jain_fair);
 }
 
 /// Issue #25: from one thread to 1024 on one bottleneck, in channels of
-/// one thread (1, 3, 4, 7, 16, 160, 1024) and of four (160, 1024), the link
-/// carries at least 96 % of its bandwidth and the channels share it with
-/// Jain's index at least 0.99. Either check can fail: without control the
-/// channels get bandwidth in proportion to their requests in flight (Jain
-/// 0.94-0.95), and with the queue signal as it marked before the fix (a
-/// message finding 8 or more in the queue) 160 threads held the link at
-/// 78-85 % and 1024 at 55-56 %; with the averaged, burst-scaled mark but
-/// without the standing-queue gate, 3 and 16 single-thread channels held
-/// it at 92.2 % and 92.9 % (4 at 89.3 %); with the gate but windows at
+/// one thread (1, 3, 4, 7, 16, 160, 1024), of four (160, 1024) and of
+/// three (3, 5 and 7 channels, seeds 1 to 3), the link carries at least
+/// 96 % of its bandwidth and the channels share it with Jain's index at
+/// least 0.99, over their max-min fair shares (`mcexp::fair_shares`: the
+/// link's achievable bandwidth water-filled over each channel's bandwidth
+/// alone). Either check can fail: without control the channels get
+/// bandwidth in proportion to their requests in flight (Jain 0.94-0.95),
+/// and with the queue signal as it marked before the fix (a message
+/// finding 8 or more in the queue) 160 threads held the link at 78-85 %
+/// and 1024 at 55-56 %; with the averaged, burst-scaled mark but without
+/// the standing-queue gate, 3 and 16 single-thread channels held it at
+/// 92.2 % and 92.9 % (4 at 89.3 %); with the gate but windows at
 /// golden-ratio phases instead of the core's evenly spaced
-/// `stagger_phase`, 4 at 94.8 %. With the core's `Model` signal the link
-/// is held near the model's knee (90 %).
-/// The runs go in parallel: about 10 s on two cores.
+/// `stagger_phase`, 4 at 94.8 %. 5 x 3 passes by little (96.05-96.07 %:
+/// its loop is still climbing back from the first overload when the
+/// measurement ends; `cxlsim.rst`, "Odd numbers of channels of three").
+/// With the core's `Model` signal the link is held near the model's knee
+/// (90 %). The runs go in parallel: about 20 s on two cores.
 #[test]
 fn utilization_and_fairness_up_to_1024_threads() {
     let mut items: Vec<_> = mcexp::SCALE_TESTED
@@ -104,28 +109,61 @@ fn utilization_and_fairness_up_to_1024_threads() {
     items.push(((40, 4), SignalVariant::QueueInstant, true));
     items.push(((40, 4), SignalVariant::Model, true));
     let pts = mcexp::utilization_runs(&items, mcexp::SCALE_SIZE, 1, 0).unwrap();
-    for p in &pts {
+    let seeds: Vec<_> = mcexp::SCALE_TESTED_SEEDS
+        .iter()
+        .map(|&p| (p, SignalVariant::Queue, true))
+        .collect();
+    let mut more = Vec::new();
+    for seed in [2, 3] {
+        more.extend(mcexp::utilization_runs(&seeds, mcexp::SCALE_SIZE, seed, 0).unwrap());
+    }
+    for p in pts.iter().chain(&more) {
         eprintln!("{p:?}");
     }
     let n = mcexp::SCALE_TESTED.len();
     let (queue, rest) = pts.split_at(n);
     let (without, instant, model) = (&rest[0], &rest[1], &rest[2]);
     let mut bad = Vec::new();
-    for p in queue {
-        if p.utilization < 0.96 || p.jain < 0.99 {
+    for p in queue.iter().chain(&more) {
+        if p.utilization < 0.96 || p.jain_fair < 0.99 {
             bad.push(format!(
-                "{} x {}: utilization {:.4}, Jain {:.4}",
-                p.channels, p.threads_per_channel, p.utilization, p.jain
+                "{} x {}: utilization {:.4}, Jain over fair shares {:.4}",
+                p.channels, p.threads_per_channel, p.utilization, p.jain_fair
             ));
         }
     }
     assert!(bad.is_empty(), "below 96 % or 0.99: {bad:?}");
-    assert!(without.jain < 0.99, "without control: {without:?}");
+    assert!(without.jain_fair < 0.99, "without control: {without:?}");
     assert!(instant.utilization < 0.96, "instantaneous: {instant:?}");
     assert!(
-        (0.85..0.97).contains(&model.utilization) && model.jain >= 0.99,
+        (0.85..0.97).contains(&model.utilization) && model.jain_fair >= 0.99,
         "Model: {model:?}"
     );
+}
+
+/// Jain's index over max-min fair shares: a channel held at the
+/// bandwidth it takes alone, below an equal split, is treated fairly.
+#[test]
+fn fair_shares_water_fill_demand_ceilings() {
+    let f = mcexp::fair_shares(1.0, &[0.1, 0.6, 0.9], &[1.0, 1.0, 1.0]);
+    let want = [0.1, 0.45, 0.45];
+    assert!(
+        f.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-12),
+        "{f:?}"
+    );
+    // Weights 1:2 and no ceiling reached.
+    let f = mcexp::fair_shares(0.9, &[1.0, 1.0], &[1.0, 2.0]);
+    assert!(
+        (f[0] - 0.3).abs() < 1e-12 && (f[1] - 0.6).abs() < 1e-12,
+        "{f:?}"
+    );
+    // Ceilings under the capacity: each its ceiling.
+    let f = mcexp::fair_shares(1.0, &[0.56, 0.42], &[1.0, 1.0]);
+    assert_eq!(f, vec![0.56, 0.42]);
+    let x = [0.1, 0.45, 0.45];
+    assert!((mcexp::jain_normalized(&x, &want) - 1.0).abs() < 1e-12);
+    assert!(mcexp::jain(&x) < 0.81);
+    assert!(mcexp::jain_normalized(&[0.1, 0.55, 0.35], &want) < 0.99);
 }
 
 #[test]
