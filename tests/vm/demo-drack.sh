@@ -70,9 +70,10 @@ field() { echo "$2" | sed "s/.*\"$1\":\([0-9.]*\).*/\1/"; }
 fetch() { wget -q -O "$2" "http://10.0.0.2:8000/$1"; }
 wait_until 50 nicbench tcp --to $peer:7009 --bytes 1000 >/dev/null 2>&1
 
-echo "drack0 between two VMs over one beluga pool: host 0 ($me) sends, host 1 ($peer) serves"
-printf '%-12s %10s %20s   %s\n' mode "TCP Mbit/s" "UDP 64 B p50/p99 us" \
-	"TCP, B copied per frame 0 -> 1: host 0 (placed + by value), host 1 (headers + fallback + by value); host 1 lent / host 0 got back per frame"
+echo "drack0 between two VMs sharing one beluga pool: host 0 ($me) sends, host 1 ($peer) serves (nicbench)"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' "" TCP "UDP 64 B rr" "bytes copied per TCP frame 0 -> 1:" "" "per frame:"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' mode Mbit/s "p50/p99 us" "host 0 sender" "host 1 receiver" "lent by host 1,"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' "" "" "" "(placed+by value)" "(headers+fallback+by value)" "returned to host 0"
 for m in $modes; do
 	flag 2 "set-$m"
 	ethtool --set-priv-flags drack0 by-value $([ $m = by-value ] && echo on || echo off)
@@ -87,20 +88,30 @@ for m in $modes; do
 	fetch $m.1 /tmp/peer.$m.1
 	rr=$(nicbench --json udp-rr --to $peer:7009 --size 64 --count 1000)
 	d() { echo $(($(stat_of "$1.1" "$2") - $(stat_of "$1.0" "$2"))); }
-	frames=$(d /tmp/$m tx_frames)
+	tx=$(d /tmp/$m tx_frames)
 	rx=$(d /tmp/peer.$m rx_frames)
-	printf '%-12s %10.0f %9.0f / %-9.0f   %s + %s, %s + %s + %s; %s / %s\n' \
+	placed=$(d /tmp/$m tx_placed_bytes)
+	txval=$(d /tmp/$m tx_by_value_bytes)
+	hdr=$(d /tmp/peer.$m rx_header_bytes)
+	fb=$(d /tmp/peer.$m rx_fallback_copy_bytes)
+	rxval=$(d /tmp/peer.$m rx_by_value_bytes)
+	printf '%-12s %6.0f %5.0f / %-5.0f   %-18s %-28s %s, %s\n' \
 		$m "$tcp" "$(field p50_us "$rr")" "$(field p99_us "$rr")" \
-		"$(per "$(d /tmp/$m tx_placed_bytes)" "$frames")" \
-		"$(per "$(d /tmp/$m tx_by_value_bytes)" "$frames")" \
-		"$(per "$(d /tmp/peer.$m rx_header_bytes)" "$rx")" \
-		"$(per "$(d /tmp/peer.$m rx_fallback_copy_bytes)" "$rx")" \
-		"$(per "$(d /tmp/peer.$m rx_by_value_bytes)" "$rx")" \
-		"$(ratio "$(d /tmp/peer.$m rx_lent_frames)" "$rx")" \
-		"$(ratio "$(d /tmp/$m tx_returned_buffers)" "$frames")"
+		"$(per $placed $tx) + $(per $txval $tx)" \
+		"$(per $hdr $rx) + $(per $fb $rx) + $(per $rxval $rx)" \
+		"$(ratio "$(d /tmp/peer.$m rx_lent_frames)" $rx)" \
+		"$(ratio "$(d /tmp/$m tx_returned_buffers)" $tx)"
+	copied=$(($(per $placed $tx) + $(per $txval $tx) + $(per $hdr $rx) + $(per $fb $rx) + $(per $rxval $rx)))
+	case $m in
+	by-reference)
+		byref=$copied
+		fbpct=$(per $((100 * $(d /tmp/peer.$m rx_fallback_copy_frames))) $rx)
+		busy=$(d /tmp/peer.$m rx_page_busy_frames) ;;
+	*) byval=$copied ;;
+	esac
 done
 flag 6 finished
-echo "lent pages host 1 still holds after each run: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
-echo "by reference the payload is copied once (placed by the sender) and the receiver copies only headers; by value both copy every byte."
-echo "TCG emulation makes every copy cost alike and slow, so the Mbit/s say little: the bytes copied per frame, and their ratio between modes, are the point."
+echo "in all per frame: by reference $byref B copied, by value $byval B ($(ratio $byref $byval) of by value); by reference host 1 copied $fbpct% of the frames whole (fallback: lend cap reached, or the page still held; $busy page-busy)"
+echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
+echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
 trap - EXIT
