@@ -54,10 +54,14 @@ pub fn demo(hosts: usize, timeout: Duration, flavor: crate::kernel::Flavor) -> R
         println!("==================== {part}: two hosts ====================");
         for run in runs {
             // The setup blocks (region, topology, modules) were shown
-            // above; here only the part's own output, and any failure.
-            let failed = run.report.blocks.iter().any(|b| b.kind == "error");
+            // above; here host 0's report (host 1's output too if either
+            // failed) and any failed block.
+            let failed = runs
+                .iter()
+                .flat_map(|r| &r.report.blocks)
+                .any(|b| b.kind == "error");
             ok &= print_blocks(run, &format!("host {}: ", run.host), |name| {
-                failed || (name == *part && run.host == 0)
+                name == *part && (run.host == 0 || failed)
             });
         }
     }
