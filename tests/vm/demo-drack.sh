@@ -1,0 +1,117 @@
+# The demo's drack_netdev part (two hosts, both run it): drack0 between
+# the hosts over one beluga pool, host 0 the client, host 1 the server
+# (nicbench). For each mode (by reference, by value, both hosts alike):
+# TCP throughput 0 -> 1, UDP 64 B request/response latency, and what the
+# TCP transfer copied per frame on each side (ethtool -S). Host 0 prints
+# the report; host 1 hands its counters over eth0 (busybox httpd), so the
+# drack0 counters see only the measured traffic.
+set -e
+. /multihost/flags.inc
+me=10.0.9.$((11 + h))
+peer=10.0.9.$((12 - h))
+stat() { ethtool -S drack0 | awk -v n="$1:" '$1 == n { print $2 }'; }
+debug() {
+	echo "== host $h: drack0 counters and log at exit"
+	ethtool -S drack0 2>/dev/null | grep -v ': 0$'
+	dmesg | grep -i -e drack -e beluga | tail -n 20
+}
+trap 'debug' EXIT
+
+# The pool: the init loaded beluga_dax; host 0 formats, host 1 attaches.
+echo dax0.0 > $dax/device_dax/unbind
+if [ "$h" = 0 ]; then
+	echo dax0.0 > $dax/beluga_dax/bind
+	beluga format --hosts 4 --objects 256 >/dev/null
+	beluga wait
+	flag 0 formatted
+else
+	await 0 formatted >/dev/null
+	echo dax0.0 > $dax/beluga_dax/bind
+	beluga wait
+fi
+# The init loaded drack_netdev without a pool (no interface): reload it.
+rmmod drack_netdev 2>/dev/null || true
+[ "$h" = 0 ] || await 1 drack-loaded-0 >/dev/null
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=2000
+[ "$h" = 1 ] || flag 1 drack-loaded-0
+ip addr add $me/24 dev drack0
+ip link set drack0 up
+wait_until 100 carrier_is drack0 1
+
+modes="by-reference by-value"
+if [ "$h" = 1 ]; then
+	mkdir -p /tmp/www
+	httpd -p 10.0.0.2:8000 -h /tmp/www
+	nicbench serve --port 7009 &
+	srv=$!
+	for m in $modes; do
+		await 2 "set-$m" >/dev/null
+		ethtool --set-priv-flags drack0 by-value $([ $m = by-value ] && echo on || echo off)
+		ethtool -S drack0 > /tmp/www/$m.0
+		flag 3 "ready-$m"
+		await 4 "done-$m" >/dev/null
+		# The sockets have let go: every lent page is back.
+		wait_until 100 prints 0 stat peer0_lent_pages || true
+		ethtool -S drack0 > /tmp/www/$m.1
+		flag 5 "dumped-$m"
+	done
+	await 6 finished >/dev/null
+	kill $srv
+	wait $srv 2>/dev/null || true
+	trap - EXIT
+	exit 0
+fi
+
+# Host 0: the client and the report.
+stat_of() { awk -v n="$2:" '$1 == n { print $2 }' "$1"; }
+per() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.0f", y ? x / y : 0 }'; }
+ratio() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%.2f", y ? x / y : 0 }'; }
+field() { echo "$2" | sed "s/.*\"$1\":\([0-9.]*\).*/\1/"; }
+fetch() { wget -q -O "$2" "http://10.0.0.2:8000/$1"; }
+wait_until 50 nicbench tcp --to $peer:7009 --bytes 1000 >/dev/null 2>&1
+
+echo "drack0 between two VMs sharing one beluga pool: host 0 ($me) sends, host 1 ($peer) serves (nicbench)"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' "" TCP "UDP 64 B rr" "bytes copied per TCP frame 0 -> 1:" "" "per frame:"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' mode Mbit/s "p50/p99 us" "host 0 sender" "host 1 receiver" "lent by host 1,"
+printf '%-12s %6s %12s   %-18s %-28s %s\n' "" "" "" "(placed+by value)" "(headers+fallback+by value)" "returned to host 0"
+for m in $modes; do
+	flag 2 "set-$m"
+	ethtool --set-priv-flags drack0 by-value $([ $m = by-value ] && echo on || echo off)
+	await 3 "ready-$m" >/dev/null
+	ethtool -S drack0 > /tmp/$m.0
+	tcp=$(field mbit_s "$(nicbench --json tcp --to $peer:7009 --bytes 16000000)")
+	sleep 0.2
+	ethtool -S drack0 > /tmp/$m.1
+	flag 4 "done-$m"
+	await 5 "dumped-$m" >/dev/null
+	fetch $m.0 /tmp/peer.$m.0
+	fetch $m.1 /tmp/peer.$m.1
+	rr=$(nicbench --json udp-rr --to $peer:7009 --size 64 --count 1000)
+	d() { echo $(($(stat_of "$1.1" "$2") - $(stat_of "$1.0" "$2"))); }
+	tx=$(d /tmp/$m tx_frames)
+	rx=$(d /tmp/peer.$m rx_frames)
+	placed=$(d /tmp/$m tx_placed_bytes)
+	txval=$(d /tmp/$m tx_by_value_bytes)
+	hdr=$(d /tmp/peer.$m rx_header_bytes)
+	fb=$(d /tmp/peer.$m rx_fallback_copy_bytes)
+	rxval=$(d /tmp/peer.$m rx_by_value_bytes)
+	printf '%-12s %6.0f %5.0f / %-5.0f   %-18s %-28s %s, %s\n' \
+		$m "$tcp" "$(field p50_us "$rr")" "$(field p99_us "$rr")" \
+		"$(per $placed $tx) + $(per $txval $tx)" \
+		"$(per $hdr $rx) + $(per $fb $rx) + $(per $rxval $rx)" \
+		"$(ratio "$(d /tmp/peer.$m rx_lent_frames)" $rx)" \
+		"$(ratio "$(d /tmp/$m tx_returned_buffers)" $tx)"
+	copied=$(($(per $placed $tx) + $(per $txval $tx) + $(per $hdr $rx) + $(per $fb $rx) + $(per $rxval $rx)))
+	case $m in
+	by-reference)
+		byref=$copied
+		fbpct=$(per $((100 * $(d /tmp/peer.$m rx_fallback_copy_frames))) $rx)
+		busy=$(d /tmp/peer.$m rx_page_busy_frames) ;;
+	*) byval=$copied ;;
+	esac
+done
+flag 6 finished
+echo "in all per frame: by reference $byref B copied, by value $byval B ($(ratio $byref $byval) of by value); by reference host 1 copied $fbpct% of the frames whole (fallback: lend cap reached, or the page still held; $busy page-busy)"
+echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
+echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
+trap - EXIT
