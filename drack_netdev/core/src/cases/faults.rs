@@ -299,14 +299,16 @@ pub fn a_dead_destination_gives_every_buffer_back(pool: &mut [u8]) -> Outcome {
 pub fn a_reservation_across_a_destination_reload_is_stale(pool: &mut [u8]) -> Outcome {
     let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
     let (a, b) = (model.host(0), model.host(1));
-    let (mut s, _) = connect(&model, 8)?;
+    let (mut s, mut d) = connect(&model, 8)?;
     // Reserved at the session's start, its copy still running...
     let f = ok!(s.reserve(64, false));
     check_eq!(s.buffers().count(BufState::Out), 1);
+    check_eq!(d.session(), Session::Up);
     // ...while the destination reloads: the source resets (the tail goes
     // back to the start) and comes up again, its buffers resolved free.
+    // In place, as above.
     let g = geom();
-    let mut d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
+    d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
     ok!(d.start(&b));
     up(&model, &mut s, &mut d)?;
     check_eq!(s.buffers().count(BufState::Free), 8);
