@@ -146,6 +146,20 @@ impl RegionSource for Registry {
             }
         };
         // Dropping `holding` on failure gives the use back.
+        // `open` as admin skips the mode check: an object a user created
+        // under this name (before the kernel user loaded) would hand the
+        // kernel's data plane to that user's mapping. Only one the kernel
+        // made is taken.
+        if holding.handle.uid != KERNEL_UID || holding.handle.mode != KERNEL_MODE {
+            pr_err!(
+                "{}: region {:?} refused: the object is owned by uid {} mode {:o}, not the kernel's\n",
+                dev.name(),
+                name,
+                holding.handle.uid,
+                holding.handle.mode
+            );
+            return Err(EPERM);
+        }
         let len = usize::try_from(holding.size).map_err(|_| EINVAL)?;
         let mem = SharedMem::map(holding.phys(), len)?;
         let hook = RevokeHook::new()?;

@@ -57,6 +57,7 @@ macro_rules! suites {
                 a_reference_to_a_lent_buffer_is_dropped(pool),
                 bad_returns_are_refused(pool),
                 a_dead_destination_gives_every_buffer_back(pool),
+                a_reservation_across_a_destination_reload_is_stale(pool),
                 a_rejoining_source_waits_for_what_the_destination_holds(pool),
             ]
         );

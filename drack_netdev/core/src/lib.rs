@@ -8,8 +8,8 @@
 //! The pool is not coherent across hosts. Every access goes through
 //! [`mem::PoolMem`], with an explicit write-back after writing and an
 //! invalidate before reading; every line of the layout has one writer.
-//! [`model`] is a non-coherent model of several hosts' caches for the
-//! tests, in which a missing flush loses data.
+//! `model` (tests and KUnit only) is a non-coherent model of several
+//! hosts' caches, in which a missing flush loses data.
 //!
 //! Everything read from the pool is validated here before use: a hostile
 //! or crashed peer makes frames drop and counters rise, never an index go
@@ -39,6 +39,10 @@ pub mod counters;
 pub mod layout;
 pub mod lend;
 pub mod mem;
+// The test model: host tests (the `model` feature, which the crate's
+// dev-dependency on itself turns on for `tests/`) and KUnit, never the
+// module.
+#[cfg(any(test, cxlf_kunit, feature = "model"))]
 pub mod model;
 pub mod peer;
 pub mod refq;

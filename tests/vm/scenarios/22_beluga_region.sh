@@ -7,7 +7,8 @@
 # kernel's bytes through its own mapping; beluga_dax cannot be unloaded
 # while the user is loaded; an unbind under a kernel user runs its revoke
 # callback, completes, and later access sections fail; a page reference
-# the user keeps holds the pool's memory until it is dropped.
+# the user keeps holds the pool's memory until it is dropped; an object a
+# user made under the kernel user's name is refused.
 set -e
 . /lib/cxlfabric/lib.sh
 beluga_fresh
@@ -24,6 +25,27 @@ refute rmmod beluga_dax 2>/dev/null
 rmmod beluga_client_test
 dmesg | tail -n 5 | grep -q 'beluga_client_test: access while held: ok'
 beluga list | grep -q kclient.test
+beluga free kclient.test
+wait_until 50 sh -c '! beluga list | grep -q kclient.test'
+
+# A user who can open the pool squats the kernel user's name first: the
+# kernel user refuses the object (it is not the kernel's), whichever of
+# owner or mode differs.
+# (busybox's setpriv cannot change uids: su to a user of uid 1000.)
+mkdir -p /etc
+grep -q '^squatter:' /etc/passwd 2>/dev/null ||
+	echo 'squatter:x:1000:1000::/tmp:/bin/sh' >> /etc/passwd
+chmod 666 /dev/beluga0.0
+su squatter -c 'beluga alloc --size 2M --name kclient.test --shared --mode 600'
+chmod 660 /dev/beluga0.0
+beluga list --json | tr -d ' \n' | grep -q '"name":"kclient.test",[^}]*"uid":1000'
+refute insmod /lib/cxlfabric/beluga_client_test.ko 2>/dev/null
+dmesg | tail -n 5 | grep -q 'region "kclient.test" refused: the object is owned by uid 1000 mode 600'
+beluga free kclient.test
+wait_until 50 sh -c '! beluga list | grep -q kclient.test'
+beluga alloc --size 2M --name kclient.test --shared --mode 666
+refute insmod /lib/cxlfabric/beluga_client_test.ko 2>/dev/null
+dmesg | tail -n 5 | grep -q 'region "kclient.test" refused: the object is owned by uid 0 mode 666'
 beluga free kclient.test
 wait_until 50 sh -c '! beluga list | grep -q kclient.test'
 

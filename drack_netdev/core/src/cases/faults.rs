@@ -296,6 +296,45 @@ pub fn a_dead_destination_gives_every_buffer_back(pool: &mut [u8]) -> Outcome {
     Ok(())
 }
 
+pub fn a_reservation_across_a_destination_reload_is_stale(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    // Reserved at the session's start, its copy still running...
+    let f = ok!(s.reserve(64, false));
+    check_eq!(s.buffers().count(BufState::Out), 1);
+    check_eq!(d.session(), Session::Up);
+    // ...while the destination reloads: the source resets (the tail goes
+    // back to the start) and comes up again, its buffers resolved free.
+    // In place, as above.
+    let g = geom();
+    d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
+    ok!(d.start(&b));
+    up(&model, &mut s, &mut d)?;
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    // The position matches again, the session does not: a buffer resolved
+    // free must not also be queued.
+    check_eq!(s.commit(&a, &f, None), Err(TxError::Stale));
+    ok!(s.publish(&a));
+    d.poll(&b);
+    check!(d.recv(&b).is_none(), "a frame of the old session arrived");
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    // The same after the destination's death and rejoin.
+    let f = ok!(s.reserve(64, false));
+    s.peer_dead();
+    d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
+    ok!(d.start(&b));
+    up(&model, &mut s, &mut d)?;
+    check_eq!(s.commit(&a, &f, None), Err(TxError::Stale));
+    // A stale abort frees nothing the new session took (its buffer too).
+    for _ in 0..8 {
+        ok!(s.reserve(64, false));
+    }
+    s.abort(&f);
+    check_eq!(s.buffers().count(BufState::Out), 8);
+    Ok(())
+}
+
 pub fn a_rejoining_source_waits_for_what_the_destination_holds(pool: &mut [u8]) -> Outcome {
     let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
     let (a, b) = (model.host(0), model.host(1));

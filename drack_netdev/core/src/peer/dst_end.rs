@@ -304,6 +304,8 @@ impl DstEnd {
                 .then_some((first.csum_start, first.csum_offset)),
             pos: head,
             epoch: first.epoch,
+            // The source's own bookkeeping, not in the entries.
+            generation: 0,
         };
         for (k, e) in entries.iter().enumerate() {
             let off = if by_value {

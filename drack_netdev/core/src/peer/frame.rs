@@ -51,6 +51,9 @@ pub struct Frame {
     pub pos: u32,
     /// The source epoch of its session.
     pub epoch: u32,
+    /// The source's session generation it was reserved in (see
+    /// `SrcEnd::commit`); 0 in a received frame.
+    pub generation: u32,
 }
 
 impl Frame {

@@ -23,6 +23,9 @@ pub struct SrcEnd {
     pair: u32,
     epoch: u32,
     state: Session,
+    /// Bumped by every reset and peer death: a reservation of an earlier
+    /// session is stale even where the tail came back to where it was.
+    generation: u32,
     acked_dst_epoch: u32,
     start: u32,
     ring: Producer,
@@ -50,6 +53,7 @@ impl SrcEnd {
             pair,
             epoch,
             state: Session::Syncing,
+            generation: 0,
             acked_dst_epoch: 0,
             start: 0,
             ring: Producer::new(geom.ref_slots(), 0),
@@ -113,6 +117,7 @@ impl SrcEnd {
         self.ret_head = self.start;
         self.acked_dst_epoch = dst_epoch;
         self.state = Session::Syncing;
+        self.generation = self.generation.wrapping_add(1);
         bump(&mut self.counters.resets);
         self.publish(m)
     }
@@ -201,6 +206,7 @@ impl SrcEnd {
             u64::from(self.bufs.reclaim_all()),
         );
         self.state = Session::Down;
+        self.generation = self.generation.wrapping_add(1);
     }
 
     /// Reserves the next frame of `len` bytes: buffers (or by-value slots)
@@ -231,6 +237,7 @@ impl SrcEnd {
             csum: None,
             pos: self.ring.tail,
             epoch: self.epoch,
+            generation: self.generation,
         };
         let mut left = len;
         for i in 0..n {
@@ -265,9 +272,11 @@ impl SrcEnd {
         Ok(f)
     }
 
-    /// Gives a reserved frame's buffers back unsent.
+    /// Gives a reserved frame's buffers back unsent. Nothing for one of
+    /// an earlier session: its buffers were resolved again since (some
+    /// maybe taken anew), and giving them back would free them.
     pub fn abort(&mut self, f: &Frame) {
-        if !f.by_value {
+        if !f.by_value && f.generation == self.generation {
             for (b, _, _) in f.parts() {
                 self.bufs.untake(b);
             }
@@ -283,7 +292,14 @@ impl SrcEnd {
         f: &Frame,
         csum: Option<(u16, u16)>,
     ) -> Result<(), TxError> {
-        if f.pos != self.ring.tail || f.epoch != self.epoch || self.state != Session::Up {
+        // The generation, not the position: a reset puts the tail back at
+        // `start`, and a reservation taken there before the reset would
+        // pass a position check.
+        if f.generation != self.generation
+            || f.pos != self.ring.tail
+            || f.epoch != self.epoch
+            || self.state != Session::Up
+        {
             self.abort(f);
             return Err(TxError::Stale);
         }
