@@ -28,19 +28,28 @@ debug() {
 }
 trap 'debug' EXIT
 
-# A region whose header is not drack's (another user's data) is refused,
-# not formatted over; a host other than 0 does not format a fresh one
-# (host 0 makes both objects: they stay counted to it, and 50 counts
+# A region whose header is not drack's (another kernel user's data: root,
+# mode 600, as beluga_dax takes only such objects for a kernel region) is
+# refused, not formatted over; one a user made under the name is refused
+# as not the kernel's; a host other than 0 does not format a fresh one
+# (host 0 makes the objects: they stay counted to it, and 50 counts
 # host 1's).
 if [ "$h" = 0 ]; then
-	cxlf-contract beluga-share --name drack.bad --size $((4 << 20)) --seed 3 --hold /tmp/hold.bad >/dev/null &
+	cxlf-contract beluga-share --name drack.user --size $((4 << 20)) --seed 4 --hold /tmp/hold.user >/dev/null &
+	wait_until 600 test -e /tmp/hold.user
+	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.user host_index=0 hosts=2
+	dmesg | grep -q 'region "drack.user" refused: the object is owned by uid 0 mode 644'
+	rm /tmp/hold.user
+	wait
+	beluga free drack.user
+	cxlf-contract beluga-share --name drack.bad --size $((4 << 20)) --seed 3 --mode 600 --hold /tmp/hold.bad >/dev/null &
 	wait_until 600 test -e /tmp/hold.bad
 	refute insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.bad host_index=0 hosts=2
 	dmesg | grep -q 'region "drack.bad": header refused'
 	rm /tmp/hold.bad
 	wait
 	beluga free drack.bad
-	beluga alloc --size 4M --name drack.fresh --shared --mode 666 >/dev/null
+	beluga alloc --size 4M --name drack.fresh --shared >/dev/null
 	flag 48 fresh-made
 	await 49 fresh-checked
 	beluga free drack.fresh

@@ -286,6 +286,7 @@ pub fn share(
     size: u64,
     open: bool,
     seed: u64,
+    mode: u32,
     hold: Option<&Path>,
 ) -> Result<()> {
     let pool = Pool::open(dev)?;
@@ -294,7 +295,7 @@ pub fn share(
         pool.open_object(name)
             .with_context(|| format!("open {name}"))?
     } else {
-        pool.alloc(size, Some(name), Sharing::Shared, 0o644)?
+        pool.alloc(size, Some(name), Sharing::Shared, mode)?
     };
     let m = pool.map(&h)?;
     // The whole object: an opener does not know the creator's size.

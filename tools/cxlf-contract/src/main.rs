@@ -140,6 +140,10 @@ enum Cmd {
         open: bool,
         #[arg(long, default_value_t = 5)]
         seed: u64,
+        /// Permission bits of a created object, octal (600 with uid 0
+        /// is what a kernel user's region has).
+        #[arg(long, default_value = "644", value_parser = parse_mode)]
+        mode: u32,
         /// Keep holding the object until this file (created once the
         /// check passed) is removed.
         #[arg(long)]
@@ -269,6 +273,14 @@ enum Cmd {
     },
 }
 
+/// Permission bits, octal, at most 0o777.
+fn parse_mode(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text.trim(), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("bad mode {text:?}"))
+}
+
 fn parse_number(text: &str) -> Result<u64, String> {
     let t = text.trim();
     match t.strip_prefix("0x") {
@@ -334,8 +346,9 @@ fn run_beluga(cmd: Cmd) -> Result<()> {
             size,
             open,
             seed,
+            mode,
             hold,
-        } => beluga_checks::share(&dev, &name, size, open, seed, hold.as_deref()),
+        } => beluga_checks::share(&dev, &name, size, open, seed, mode, hold.as_deref()),
         Cmd::BelugaRace { dev, seconds } => beluga_checks::alloc_free_race(&dev, seconds),
         other => run_mchannel(other),
     }
