@@ -80,6 +80,9 @@ nicbench serve --port 7009 &
 srv=$!
 flag $((33 + h)) serving-$h
 await $((34 - h)) serving-$p
+# The peer's server listens once a small transfer gets through (its
+# flag only says it was started).
+wait_until 100 nicbench tcp --to "$peer:7009" --bytes 1000 >/dev/null 2>&1
 
 transfer() { # mode
 	placed0=$(stat tx_placed_bytes)
