@@ -6,7 +6,7 @@
 //! each heartbeat).
 
 use crate::io::NicIo;
-use crate::queue::{Counters, Queue};
+use crate::queue::{Counters, Queue, GROWING};
 use crate::recovery::{Resets, RESET_STATS};
 use crate::ring::device::{QueueStats, QUEUE_STATS_BYTES, QUEUE_STATS_NAMES, STATS_OFFSET};
 use crate::support::coherent::Coherent;
@@ -14,7 +14,8 @@ use crate::support::netdev::{ethtool_string, STRING_LEN};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::sync::Arc;
 
-/// The driver's counters of a queue pair, in [`driver_values`] order.
+/// The driver's counters of a queue pair, in [`driver_values`] order:
+/// first the [`GROWING`] ones, in `Counters::growing` order.
 const DRIVER_STATS: [&str; 22] = [
     "tx_packets",
     "tx_bytes",
@@ -40,6 +41,9 @@ const DRIVER_STATS: [&str; 22] = [
     "rx_dev_head",
 ];
 
+// The growing counters, then six ring indices.
+const _: () = assert!(DRIVER_STATS.len() == GROWING + 6);
+
 pub(crate) const STATS_PER_QUEUE: usize = DRIVER_STATS.len() + QUEUE_STATS_NAMES.len();
 
 /// Counters of a port with `queues` queue pairs.
@@ -49,34 +53,36 @@ pub(crate) fn count(queues: usize) -> usize {
         .saturating_add(RESET_STATS.len())
 }
 
-fn driver_values(q: &Queue) -> [u64; DRIVER_STATS.len()] {
-    let c: &Counters = &q.counters;
+/// Queue pair `q`'s counters: what it counted before it was last torn
+/// down (`retired`) plus what the running queue counted since, then the
+/// running queue's ring indices.
+fn driver_values(retired: &Counters, q: Option<&Queue>) -> [u64; DRIVER_STATS.len()] {
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let mut out = [0; DRIVER_STATS.len()];
+    let (growing, indices) = out.split_at_mut(GROWING);
+    for (o, c) in growing.iter_mut().zip(retired.growing()) {
+        *o = get(c);
+    }
+    let Some(q) = q else {
+        return out;
+    };
+    for (o, c) in growing.iter_mut().zip(q.counters.growing()) {
+        *o = o.saturating_add(get(c));
+    }
+    let c = &q.counters;
     let (tx_dev, rx_dev) = q.device_heads();
-    [
-        get(&c.tx_packets),
-        get(&c.tx_bytes),
-        get(&c.tx_dropped),
-        get(&c.tx_busy),
-        get(&c.tx_queue_stops),
-        get(&c.tx_queue_wakes),
-        get(&c.tx_faults),
-        get(&c.rx_packets),
-        get(&c.rx_bytes),
-        get(&c.rx_dropped),
-        get(&c.rx_faults),
-        get(&c.doorbells),
-        get(&c.polls),
-        get(&c.tx_bad_head),
-        get(&c.rx_bad_head),
-        get(&c.rx_bad_completion),
+    let now = [
         get(&c.tx_head),
         get(&c.tx_tail),
         u64::from(tx_dev),
         get(&c.rx_head),
         get(&c.rx_tail),
         u64::from(rx_dev),
-    ]
+    ];
+    for (o, v) in indices.iter_mut().zip(now) {
+        *o = v;
+    }
+    out
 }
 
 /// `queue_resets`, ..., `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
@@ -110,17 +116,24 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// The values for `out` (as many queues as it has room for): zeros for a
-/// queue that is not running.
-pub(crate) fn values(io: &NicIo, resets: &Resets, lanes: &[Arc<Queue>], out: &mut [u64]) {
+/// The values for `out` (as many queues as it has room for): a queue
+/// pair that is not running shows what it counted, and zeros for its
+/// indices and the device's counters.
+pub(crate) fn values(
+    io: &NicIo,
+    resets: &Resets,
+    retired: &[Counters],
+    lanes: &[Arc<Queue>],
+    out: &mut [u64],
+) {
     let (port, queues) = out.split_at_mut(RESET_STATS.len().min(out.len()));
     for (o, v) in port.iter_mut().zip(resets.values()) {
         *o = v;
     }
     for (q, chunk) in queues.chunks_mut(STATS_PER_QUEUE).enumerate() {
-        let driver = lanes
-            .get(q)
-            .map_or([0; DRIVER_STATS.len()], |l| driver_values(l));
+        let driver = retired.get(q).map_or([0; DRIVER_STATS.len()], |r| {
+            driver_values(r, lanes.get(q).map(|l| &**l))
+        });
         let mut raw = [0u8; QUEUE_STATS_BYTES];
         let at = (STATS_OFFSET as usize).saturating_add(q.saturating_mul(QUEUE_STATS_BYTES));
         let device = match io.mem.read(at, &mut raw) {

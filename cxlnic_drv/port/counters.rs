@@ -1,37 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The interface's counters: the running queues' plus those of queues
-//! torn down (`retired`), which keep counting for the interface.
+//! torn down (`retired`, per queue pair), which keep counting for the
+//! interface and for `ethtool -S`.
 //!
 //! Locks: `lanes` (an IRQ-off leaf).
 
 use super::state::Port;
-use crate::queue::Counters;
+use crate::queue::{Counters, Queue};
 use crate::support::netdev::Stats;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 impl Port {
-    /// Adds a queue's counters to the retired ones (it is being torn
+    /// Keeps a queue's counts in its slot of `retired` (it is being torn
     /// down, and its counters are final).
-    pub(super) fn retire(&self, c: &Counters) {
-        let pairs = [
-            (&self.retired.tx_packets, &c.tx_packets),
-            (&self.retired.tx_bytes, &c.tx_bytes),
-            (&self.retired.tx_dropped, &c.tx_dropped),
-            (&self.retired.rx_packets, &c.rx_packets),
-            (&self.retired.rx_bytes, &c.rx_bytes),
-            (&self.retired.rx_dropped, &c.rx_dropped),
-            (&self.retired.rx_faults, &c.rx_faults),
-            (&self.retired.tx_faults, &c.tx_faults),
-        ];
-        for (to, from) in pairs {
-            to.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
+    pub(super) fn retire(&self, q: &Queue) {
+        if let Some(slot) = self.retired.get(usize::from(q.index())) {
+            slot.absorb(&q.counters);
         }
     }
 
     /// Adds the interface's counters to `s` (`ndo_get_stats64`).
     pub(super) fn sum(&self, s: &mut Stats) {
-        add(s, &self.retired);
+        for c in self.retired.iter() {
+            add(s, c);
+        }
         for q in self.lanes.lock().iter() {
             add(s, &q.counters);
         }

@@ -206,7 +206,7 @@ impl Port {
         let table = {
             let mut lanes = self.lanes.lock();
             for q in lanes.iter() {
-                self.retire(&q.counters);
+                self.retire(q);
             }
             core::mem::take(&mut *lanes)
         };

@@ -65,7 +65,9 @@ impl NetDevice for Port {
             None => {
                 // A TX queue the stack took on (`ethtool -L`) before the
                 // restart that brings its queue pair.
-                this.retired.tx_dropped.fetch_add(1, Ordering::Relaxed);
+                if let Some(c) = this.retired.get(usize::from(queue)) {
+                    c.tx_dropped.fetch_add(1, Ordering::Relaxed);
+                }
                 Ok(())
             }
         }
@@ -141,6 +143,6 @@ impl NetDevice for Port {
 
     fn stat_values(this: &Arc<Self>, out: &mut [u64]) {
         let lanes = this.lanes.lock();
-        stats::values(&this.io, &this.resets, &lanes, out);
+        stats::values(&this.io, &this.resets, &this.retired, &lanes, out);
     }
 }

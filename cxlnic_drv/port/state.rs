@@ -136,8 +136,10 @@ pub(crate) struct Port {
     /// release.
     #[pin]
     pub(super) txq: [TxSlot; QUEUES_MAX as usize],
-    /// Counters of queues torn down (the interface's keep counting).
-    pub(super) retired: Counters,
+    /// Slot `q`: what queue pair `q`'s queues counted before they were
+    /// torn down (restarts, `ethtool -G`/`-L`, MTU changes, link down),
+    /// so no counter of the interface or of `ethtool -S` goes back.
+    pub(super) retired: [Counters; QUEUES_MAX as usize],
     /// Rings the device has not let go of yet: freed by the watch when it
     /// does. While any are held, the watch neither configures the device
     /// again nor restarts its queues (each time would hold more).
@@ -167,7 +169,7 @@ impl Port {
                 up <- new_mutex!(None, "cxlnic:up"),
                 lanes <- crate::support::new_raw_spinlock_irq!(KVec::new(), "cxlnic:lanes"),
                 txq <- pin_init_array_from_fn(|_| TxSlot::new()),
-                retired: Counters::default(),
+                retired: Default::default(),
                 held <- new_mutex!(KVec::new(), "cxlnic:held"),
                 resets: Resets::default(),
                 pace: Pace::new(),

@@ -33,4 +33,4 @@ mod state;
 mod tx;
 
 pub(crate) use rings::Shape;
-pub(crate) use state::{Counters, Queue};
+pub(crate) use state::{Counters, Queue, GROWING};

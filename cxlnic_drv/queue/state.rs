@@ -48,6 +48,42 @@ pub(crate) struct Counters {
     pub(crate) rx_tail: AtomicU64,
 }
 
+/// How many of [`Counters`] only grow ([`Counters::growing`]).
+pub(crate) const GROWING: usize = 16;
+
+impl Counters {
+    /// The counters that only grow, in `ethtool -S` order (the rest are
+    /// ring indices). A queue pair's totals keep them over restarts.
+    pub(crate) fn growing(&self) -> [&AtomicU64; GROWING] {
+        [
+            &self.tx_packets,
+            &self.tx_bytes,
+            &self.tx_dropped,
+            &self.tx_busy,
+            &self.tx_queue_stops,
+            &self.tx_queue_wakes,
+            &self.tx_faults,
+            &self.rx_packets,
+            &self.rx_bytes,
+            &self.rx_dropped,
+            &self.rx_faults,
+            &self.doorbells,
+            &self.polls,
+            &self.tx_bad_head,
+            &self.rx_bad_head,
+            &self.rx_bad_completion,
+        ]
+    }
+
+    /// Adds the growing counters of `from` (a queue pair being torn
+    /// down, its counts final) to these.
+    pub(crate) fn absorb(&self, from: &Counters) {
+        for (to, from) in self.growing().into_iter().zip(from.growing()) {
+            to.fetch_add(from.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+}
+
 /// Adds `n` to counter `c`.
 pub(super) fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
@@ -132,6 +168,11 @@ impl Queue {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The queue pair's index in the port.
+    pub(crate) fn index(&self) -> u16 {
+        self.rings.index
     }
 
     /// The queue's placement, for the device config.

@@ -149,6 +149,11 @@ nic_debug() {
 	peer ethtool -S "$nic_b" 2>/dev/null | grep -v ': 0$'
 	grep cxlnic /proc/interrupts
 	dmesg | tail -n 30
+	# The next scenario starts from nothing: this one's jobs, peer and
+	# module go.
+	kill $(jobs -p) 2> /dev/null
+	ip netns del peer 2> /dev/null
+	rmmod cxlnic_drv 2> /dev/null
 }
 
 # Fails the scenario when `cmd...` succeeds. A bare `! cmd` line cannot

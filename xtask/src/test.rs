@@ -385,18 +385,31 @@ fn print_scenario_output(run: &HostRun, name: &str) {
         .blocks("scenario-output")
         .filter(|b| b.name == name)
     {
-        for line in block
-            .text
-            .lines()
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+        for line in excerpt(&block.text) {
             eprintln!("      | {line}");
         }
     }
+}
+
+/// What a failed scenario's traced output (`sh -x`) shows: first the
+/// lines before an exit trap's `set +x` (the command that failed, which
+/// the trap's own output can bury), then the output's end.
+fn excerpt(text: &str) -> Vec<&str> {
+    const BEFORE: usize = 8;
+    const TAIL: usize = 20;
+    let lines: Vec<&str> = text.lines().collect();
+    let tail_from = lines.len().saturating_sub(TAIL);
+    let trap = lines
+        .iter()
+        .rposition(|l| l.trim_start_matches('+').trim() == "set +x");
+    let mut out = Vec::new();
+    if let Some(t) = trap.filter(|&t| t < tail_from) {
+        out.push("(the commands before the failure, then the output's end)");
+        out.extend(&lines[t.saturating_sub(BEFORE)..t]);
+        out.push("...");
+    }
+    out.extend(&lines[tail_from..]);
+    out
 }
 
 /// Whether filter `only` selects scenario `name` of directory `dir`
@@ -530,5 +543,20 @@ mod tests {
         t.record("c", Outcome::Skip);
         assert_eq!((t.passed, t.failed, t.skipped), (1, 1, 1));
         assert_eq!(t.failures, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn a_failed_command_before_a_long_trap_is_shown_first() {
+        let mut text = String::from("+ setup\n+ test 3 -gt 5\n+ nic_debug\n+ set +x\n");
+        for i in 0..40 {
+            text.push_str(&format!("dmesg {i}\n"));
+        }
+        let shown = excerpt(&text);
+        assert!(shown[..6].contains(&"+ test 3 -gt 5"));
+        assert_eq!(shown.last(), Some(&"dmesg 39"));
+        assert!(!shown.contains(&"dmesg 19"));
+        // Short output, or no trap: the end alone.
+        assert_eq!(excerpt("+ a\n+ set +x\nx\n"), vec!["+ a", "+ set +x", "x"]);
+        assert_eq!(excerpt("+ a\nb\n"), vec!["+ a", "b"]);
     }
 }

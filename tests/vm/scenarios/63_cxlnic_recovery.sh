@@ -41,6 +41,7 @@ pings() {
 for f in tx-head-forged:resets_tx_stuck rx-head-forged:resets_faults; do
 	echo "== ${f%:*}: traffic returns by itself"
 	resets=$(port_stat queue_resets) why=$(port_stat ${f#*:})
+	packets=$(nic_stat $nic_a tx_packets)
 	nic_model inject 0 ${f%:*}
 	pings &
 	pinger=$!
@@ -49,6 +50,9 @@ for f in tx-head-forged:resets_tx_stuck rx-head-forged:resets_faults; do
 	kill $pinger
 	wait $pinger || true
 	port_stat_above ${f#*:} $why
+	# No counter goes back: what the torn-down rings counted stays.
+	test "$(nic_stat $nic_a tx_packets)" -ge "$packets"
+	test "$(cat /sys/class/net/$nic_a/statistics/tx_packets)" -ge "$packets"
 	wait_until 50 ping -c 1 -W 1 10.11.0.2
 	nicbench tcp --to $to --bytes 2000000
 	dmesg_has "$nic_a: queue 0: .*: restarting the rings of every queue pair"
