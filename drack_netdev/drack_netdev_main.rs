@@ -99,6 +99,9 @@ impl Drack0 {
         let at = Placement::detached(mac_of(link.me))
             .named(kernel::c_str!("drack%d"))
             .mtu_range(netdev::MTU_MIN, drack_core::layout::MTU_MAX)
+            // A TX queue per peer (`tx.rs`), the one at our index for
+            // frames to every peer.
+            .queues(link.geom.hosts(), 1)
             .sw_irq_coalesce();
         let reg = Registration::register(link.clone(), &at)?;
         let napi = Arc::new(Napi::add(&reg.netdev(), link.clone(), 0)?, GFP_KERNEL)?;

@@ -51,6 +51,10 @@ pub(crate) type Ends = (KVec<Option<KBox<SrcEnd>>>, KVec<Option<KBox<DstEnd>>>);
 /// This host's source ends, one per peer (`None` at our own index).
 pub(crate) struct TxSide {
     pub(crate) ends: KVec<Option<KBox<SrcEnd>>>,
+    /// Peers whose TX queue transmit stopped because a maximal frame no
+    /// longer fit (a bit each): the poll wakes them when one fits again
+    /// or the session went down.
+    pub(crate) stopped: u32,
 }
 
 /// What this host knows of a peer's heartbeat.
@@ -125,7 +129,7 @@ impl Link {
                 me,
                 epoch,
                 lease_ns,
-                tx <- new_raw_spinlock_irq!(TxSide { ends: ends.0 }, "drack:tx"),
+                tx <- new_raw_spinlock_irq!(TxSide { ends: ends.0, stopped: 0 }, "drack:tx"),
                 rx <- new_raw_spinlock_irq!(
                     RxSide {
                         ends: ends.1,

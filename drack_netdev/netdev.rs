@@ -31,6 +31,8 @@ pub(crate) const MTU_MIN: u32 = 68;
 impl NetDevice for Link {
     fn open(this: &Arc<Self>, dev: &Netdev<'_>) -> Result {
         this.up.store(true, Ordering::Release);
+        // Every peer's queue starts awake: none is stopped for room.
+        this.tx.lock().stopped = 0;
         dev.tx_all(true);
         Ok(())
     }
@@ -50,6 +52,13 @@ impl NetDevice for Link {
         _queue: u16,
     ) -> core::result::Result<(), SkBuff> {
         this.xmit(dev, skb)
+    }
+
+    const HAS_SELECT_QUEUE: bool = true;
+
+    fn select_queue(this: &Arc<Self>, _dev: &Netdev<'_>, skb: &SkBuff) -> u16 {
+        // A frame that is not linear is dropped by transmit anyway.
+        this.queue_of(skb.linear().unwrap_or(&[]))
     }
 
     fn stats(this: &Arc<Self>, s: &mut Stats) {

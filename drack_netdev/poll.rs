@@ -17,6 +17,7 @@ use crate::stats::bump;
 use crate::support::napi::{NapiPoll, Poll};
 use crate::support::time::boottime_ns;
 use core::sync::atomic::Ordering;
+use drack_core::layout::FRAME_MAX;
 use drack_core::peer::{beat, heartbeat, Session};
 use kernel::prelude::*;
 use kernel::sync::ArcBorrow;
@@ -43,7 +44,7 @@ impl Poll for Link {
             return 0;
         };
         this.housekeeping(&mem, boottime_ns());
-        let returned = this.poll_sources(&mem);
+        let returned = this.poll_sources(&mem, napi);
         this.carrier_from_sessions(napi);
         let work = this.receive_all(&mem, napi, budget);
         if work < budget {
@@ -182,14 +183,39 @@ impl Link {
         Seen::Same
     }
 
-    /// Polls every source end; whether buffers came back.
-    fn poll_sources(&self, mem: &Mem<'_>) -> bool {
+    /// Polls every source end; whether buffers came back. Wakes the TX
+    /// queues of peers with room for a maximal frame again, or whose
+    /// session went down (their frames are then dropped, counted).
+    fn poll_sources(&self, mem: &Mem<'_>, napi: &NapiPoll<'_>) -> bool {
+        let by_value = self.by_value.load(Ordering::Relaxed);
         let mut tx = self.tx.lock();
         let mut returned = false;
         for end in tx.ends.iter_mut().flatten() {
             let before = end.counters.returned;
             end.poll(mem);
             returned |= end.counters.returned != before;
+        }
+        let mut wake = 0u32;
+        for p in self.peers() {
+            let bit = 1u32.checked_shl(p).unwrap_or(0);
+            if tx.stopped & bit == 0 {
+                continue;
+            }
+            let room = tx
+                .end(p)
+                .is_none_or(|e| e.session() != Session::Up || e.fits(FRAME_MAX, by_value));
+            if room {
+                tx.stopped &= !bit;
+                wake |= bit;
+            }
+        }
+        drop(tx);
+        // Outside `tx`: waking schedules the queue's qdisc.
+        for p in self.peers() {
+            if wake & 1u32.checked_shl(p).unwrap_or(0) != 0 {
+                napi.netdev().txq_wake(u16::try_from(p).unwrap_or(u16::MAX));
+                bump(&self.counters.tx_queue_wakes);
+            }
         }
         returned
     }

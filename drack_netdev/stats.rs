@@ -32,6 +32,12 @@ pub(crate) struct Counters {
     /// Frames dropped because the destination's ring or buffers were
     /// full (a broadcast counts each peer missed).
     pub(crate) tx_dropped_full: AtomicU64,
+    /// A peer's TX queue stopped for room, and woken again.
+    pub(crate) tx_queue_stops: AtomicU64,
+    pub(crate) tx_queue_wakes: AtomicU64,
+    /// Frames given back to the stack, their peer's queue stopped (a
+    /// frame for every peer took the room first).
+    pub(crate) tx_busy: AtomicU64,
     pub(crate) rx_frames: AtomicU64,
     pub(crate) rx_bytes: AtomicU64,
     pub(crate) rx_lent_frames: AtomicU64,
@@ -61,7 +67,7 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const OWN: [&str; 19] = [
+const OWN: [&str; 22] = [
     "tx_frames",
     "tx_bytes",
     "tx_placed_bytes",
@@ -69,6 +75,9 @@ const OWN: [&str; 19] = [
     "tx_dropped_frames",
     "tx_no_session_frames",
     "tx_dropped_full_frames",
+    "tx_queue_stops",
+    "tx_queue_wakes",
+    "tx_busy_frames",
     "rx_frames",
     "rx_bytes",
     "rx_lent_frames",
@@ -141,8 +150,15 @@ fn core_values(c: &CoreCounters) -> [u64; CORE.len()] {
 }
 
 /// Per peer: its session (0 down, 1 syncing, 2 up; source end, then
-/// destination end) and the pages of it the stack holds.
-const PEER: [&str; 4] = ["tx_session", "rx_session", "lent_pages", "released_buffers"];
+/// destination end), the pages of it the stack holds, and whether its TX
+/// queue is stopped for room (1) or not (0).
+const PEER: [&str; 5] = [
+    "tx_session",
+    "rx_session",
+    "lent_pages",
+    "released_buffers",
+    "tx_queue_stopped",
+];
 
 fn session_value(s: Session) -> u64 {
     match s {
@@ -202,6 +218,9 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.tx_dropped),
         get(&c.tx_no_session),
         get(&c.tx_dropped_full),
+        get(&c.tx_queue_stops),
+        get(&c.tx_queue_wakes),
+        get(&c.tx_busy),
         get(&c.rx_frames),
         get(&c.rx_bytes),
         get(&c.rx_lent_frames),
@@ -218,7 +237,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
     let hosts = link.geom.hosts() as usize;
     let mut tx = [0u64; CORE.len()];
     let mut tx_state = [Session::Down; drack_core::layout::HOSTS_MAX as usize];
-    {
+    let stopped = {
         let side = link.tx.lock();
         for (i, e) in side.ends.iter().enumerate() {
             if let Some(e) = e {
@@ -228,7 +247,8 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
                 }
             }
         }
-    }
+        side.stopped
+    };
     let mut rx = [0u64; CORE.len()];
     let mut peer = [[0u64; PEER.len()]; drack_core::layout::HOSTS_MAX as usize];
     {
@@ -241,6 +261,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
                     session_value(e.session()),
                     u64::from(e.lends().lent()),
                     u64::from(e.lends().released()),
+                    u64::from(stopped.checked_shr(i as u32).map_or(0, |v| v & 1)),
                 ];
             }
         }

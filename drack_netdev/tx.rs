@@ -6,14 +6,20 @@
 //! session); per destination the frame is placed into this host's pool
 //! buffers (or the queue's by-value slots) by the source end: reserve
 //! under `tx`, copy and write back without it, commit and publish under
-//! it. A frame for a destination without room (ring or buffers full) is
-//! dropped and counted (`tx_dropped_full_frames`): the one queue is
-//! shared by all peers, so stopping it for one that does not consume
-//! would stall traffic to every other.
+//! it.
+//!
+//! Each peer has a TX queue of its own (queue `p` for host `p`, chosen
+//! by `ndo_select_queue`), so a destination that does not consume holds
+//! back only its own frames: after the post that leaves no room for a
+//! maximal frame (queue slots or buffers) transmit stops that queue, and
+//! the poll wakes it when the returns make room again or the session
+//! goes down. Frames for every peer go on queue `me` (this host's index,
+//! no peer's), which never stops: a peer without room misses the frame
+//! (`tx_dropped_full_frames`, a count per peer missed).
 
 #![deny(clippy::arithmetic_side_effects)]
 
-use crate::link::{Link, MAC_PREFIX};
+use crate::link::{Link, TxSide, MAC_PREFIX};
 use crate::pool::Mem;
 use crate::stats::{add, bump};
 use crate::support::netdev::{Netdev, SkBuff};
@@ -41,8 +47,21 @@ impl Link {
         Dest::One(u32::from(mac[5]))
     }
 
-    /// Sends or drops `skb`; never gives it back (the queue never stops).
-    pub(crate) fn xmit(&self, _dev: &Netdev<'_>, skb: SkBuff) -> Result<(), SkBuff> {
+    /// The TX queue of `frame` (`ndo_select_queue`): the peer's own, or
+    /// `me` for frames to every peer.
+    pub(crate) fn queue_of(&self, frame: &[u8]) -> u16 {
+        let q = match self.dest(frame) {
+            Dest::One(p) if p != self.me && p < self.geom.hosts() => p,
+            _ => self.me,
+        };
+        u16::try_from(q).unwrap_or(0)
+    }
+
+    /// Sends or drops `skb`. Gives it back only when its peer's queue
+    /// ran out of room after all (a frame for every peer took the room
+    /// since the last transmit's check): the queue is stopped by then,
+    /// and the stack sends it again once the poll wakes the queue.
+    pub(crate) fn xmit(&self, dev: &Netdev<'_>, skb: SkBuff) -> Result<(), SkBuff> {
         let c = &self.counters;
         // Without NETIF_F_SG the stack hands over linear frames only.
         let (Some(frame), Some(mem)) = (skb.linear(), self.mem()) else {
@@ -64,13 +83,17 @@ impl Link {
                 return Ok(());
             }
             Dest::One(p) => {
-                let r = self.send_to(&mem, p, frame, by_value, csum);
+                let r = self.send_to(&mem, p, frame, by_value, csum, Some(dev));
+                if matches!(r, Err(TxError::RingFull | TxError::NoBuffer)) {
+                    bump(&c.tx_busy);
+                    return Err(skb);
+                }
                 self.count(r)
             }
             Dest::All => self
                 .peers()
                 .map(|p| {
-                    let r = self.send_to(&mem, p, frame, by_value, csum);
+                    let r = self.send_to(&mem, p, frame, by_value, csum, None);
                     self.count(r)
                 })
                 .fold(false, |a, b| a | b),
@@ -104,7 +127,9 @@ impl Link {
         }
     }
 
-    /// Places `frame` for peer `p` and queues its reference.
+    /// Places `frame` for peer `p` and queues its reference. On `p`'s
+    /// own queue (`own`: the interface) the queue is stopped when this
+    /// frame, or the next maximal one, finds no room.
     fn send_to(
         &self,
         mem: &Mem<'_>,
@@ -112,12 +137,21 @@ impl Link {
         frame: &[u8],
         by_value: bool,
         csum: Option<(u16, u16)>,
+        own: Option<&Netdev<'_>>,
     ) -> Result<(), TxError> {
         let len = u32::try_from(frame.len()).map_err(|_| TxError::Len)?;
         let f = {
             let mut tx = self.tx.lock();
             let end = tx.end(p).ok_or(TxError::NotUp)?;
-            end.reserve(len, by_value)?
+            match end.reserve(len, by_value) {
+                Ok(f) => f,
+                Err(e) => {
+                    if let (TxError::RingFull | TxError::NoBuffer, Some(dev)) = (e, own) {
+                        self.stop_queue(&mut tx, dev, p);
+                    }
+                    return Err(e);
+                }
+            }
         };
         // The counted placement, outside the lock: only transmit (one
         // queue, serialised by the stack) reserves and commits.
@@ -148,6 +182,11 @@ impl Link {
             }
         }
         end.publish(mem)?;
+        let full = !end.fits(FRAME_MAX, by_value);
+        if let (true, Some(dev)) = (full, own) {
+            // Under `tx`, as the poll's wake: no wake is lost between.
+            self.stop_queue(&mut tx, dev, p);
+        }
         drop(tx);
         let copied = if by_value {
             &self.counters.tx_by_value_bytes
@@ -159,7 +198,19 @@ impl Link {
     }
 }
 
-impl crate::link::TxSide {
+impl Link {
+    /// Stops peer `p`'s TX queue until the poll finds room (`tx` held).
+    fn stop_queue(&self, tx: &mut TxSide, dev: &Netdev<'_>, p: u32) {
+        let bit = 1u32.checked_shl(p).unwrap_or(0);
+        if tx.stopped & bit == 0 {
+            tx.stopped |= bit;
+            dev.txq_stop(u16::try_from(p).unwrap_or(u16::MAX));
+            bump(&self.counters.tx_queue_stops);
+        }
+    }
+}
+
+impl TxSide {
     /// The source end towards `p`.
     pub(crate) fn end(&mut self, p: u32) -> Option<&mut drack_core::peer::SrcEnd> {
         self.ends.get_mut(p as usize)?.as_deref_mut()

@@ -66,6 +66,15 @@ pub trait NetDevice: Send + Sync + Sized + 'static {
         skb: SkBuff,
         queue: u16,
     ) -> core::result::Result<(), SkBuff>;
+    /// Whether the interface picks each packet's TX queue itself
+    /// ([`NetDevice::select_queue`]); else the stack hashes flows.
+    const HAS_SELECT_QUEUE: bool = false;
+    /// The TX queue for `skb` (`ndo_select_queue`, transmit context), of
+    /// those the stack uses (it caps a larger one). The packet stays the
+    /// stack's.
+    fn select_queue(_this: &Arc<Self>, _dev: &Netdev<'_>, _skb: &SkBuff) -> u16 {
+        0
+    }
     /// The counters.
     fn stats(this: &Arc<Self>, stats: &mut Stats);
     /// A new MTU (in the range given at registration), while down or up.

@@ -47,6 +47,15 @@ impl TxBuffers {
         self.live().filter(|&&b| b == s).count() as u32
     }
 
+    /// Whether at least `n` buffers are free (stops at the `n`th).
+    pub fn has_free(&self, n: u32) -> bool {
+        self.live()
+            .filter(|&&b| b == BufState::Free)
+            .take(n as usize)
+            .count()
+            == n as usize
+    }
+
     /// A buffer's state (`None` out of range).
     pub fn state(&self, buf: u16) -> Option<BufState> {
         self.live().nth(usize::from(buf)).copied()

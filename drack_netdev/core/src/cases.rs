@@ -15,8 +15,8 @@
 
 use super::alloc::BufState;
 use super::layout::{
-    Geometry, Header, RefEntry, ReturnEntry, BUF_BYTES, CTL_BASE, FRAME_MAX, HOSTS_MAX, LINE,
-    REF_BY_VALUE,
+    Geometry, Header, RefEntry, ReturnEntry, BUF_BYTES, CTL_BASE, FRAME_MAX, FRAME_MIN, HOSTS_MAX,
+    LINE, REF_BY_VALUE,
 };
 use super::lend::Lend;
 use super::mem::{OutOfBounds, PoolMem};
@@ -45,6 +45,7 @@ macro_rules! suites {
             [
                 a_frame_goes_by_reference_and_its_buffer_comes_back(pool),
                 a_jumbo_frame_takes_three_buffers(pool),
+                fits_says_whether_a_frame_would_be_taken(pool),
                 by_value_frames_use_their_position_s_slot(pool),
                 the_lend_cap_makes_the_driver_copy(pool),
                 a_missing_write_back_keeps_the_session_down(pool),
@@ -325,6 +326,39 @@ pub fn a_jumbo_frame_takes_three_buffers(pool: &mut [u8]) -> Outcome {
     check_eq!(s.buffers().count(BufState::Free), 8);
     check_eq!(s.reserve(FRAME_MAX + 1, false), Err(TxError::Len));
     check_eq!(s.reserve(13, false), Err(TxError::Len));
+    Ok(())
+}
+
+/// What a transmit queue stops and wakes by: `fits` agrees with
+/// `reserve` as buffers and queue slots run out and come back, and is
+/// false without a session.
+pub fn fits_says_whether_a_frame_would_be_taken(pool: &mut [u8]) -> Outcome {
+    let (pool, buf) = split(pool);
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    check!(s.fits(FRAME_MAX, false) && s.fits(FRAME_MAX, true));
+    // Two jumbo frames take 6 of the 8 buffers and queue slots.
+    let n = payload(1, FRAME_MAX as usize, buf);
+    for _ in 0..2 {
+        ok!(s.send(&a, &buf[..n], false, None));
+    }
+    check!(!s.fits(FRAME_MAX, false) && !s.fits(FRAME_MAX, true));
+    check!(s.fits(2 * BUF_BYTES as u32, false));
+    check!(matches!(
+        s.reserve(FRAME_MAX, false),
+        Err(TxError::RingFull | TxError::NoBuffer)
+    ));
+    // The destination takes both and returns their buffers.
+    d.poll(&b);
+    while let Some(f) = d.recv(&b) {
+        d.copied(&b, &f);
+    }
+    ok!(d.publish(&b));
+    s.poll(&a);
+    check!(s.fits(FRAME_MAX, false));
+    s.peer_dead();
+    check!(!s.fits(FRAME_MIN, false) && !s.fits(FRAME_MIN, true));
     Ok(())
 }
 

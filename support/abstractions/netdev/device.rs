@@ -15,7 +15,9 @@ use kernel::str::CStr;
 ///
 /// # Invariants
 ///
-/// `raw` is an `sk_buff` this value owns.
+/// `raw` is an `sk_buff` this value owns, or, only behind a shared
+/// reference for the length of a callback (`ndo_select_queue`), one the
+/// stack lends it to read.
 pub struct SkBuff {
     pub(crate) raw: *mut bindings::sk_buff,
 }

@@ -22,6 +22,11 @@ impl<T: NetDevice> Ops<T> {
         ndo_open: Some(ndo_open::<T>),
         ndo_stop: Some(ndo_stop::<T>),
         ndo_start_xmit: Some(ndo_start_xmit::<T>),
+        ndo_select_queue: if T::HAS_SELECT_QUEUE {
+            Some(ndo_select_queue::<T>)
+        } else {
+            None
+        },
         ndo_get_stats64: Some(ndo_get_stats64::<T>),
         ndo_change_mtu: Some(ndo_change_mtu::<T>),
         ndo_validate_addr: Some(bindings::eth_validate_addr),
@@ -131,6 +136,24 @@ unsafe extern "C" fn ndo_start_xmit<T: NetDevice>(
             bindings::netdev_tx_NETDEV_TX_BUSY
         }
     }
+}
+
+/// # Safety
+///
+/// Called by the net core in transmit context, for an interface
+/// registered by [`Registration<T>`], with a buffer it keeps.
+unsafe extern "C" fn ndo_select_queue<T: NetDevice>(
+    dev: *mut bindings::net_device,
+    skb: *mut bindings::sk_buff,
+    _sb_dev: *mut bindings::net_device,
+) -> u16 {
+    // SAFETY: a registered interface (function contract).
+    let this = unsafe { this::<T>(dev) };
+    // SAFETY: the interface lives for the call.
+    let dev = unsafe { Netdev::from_raw(dev) };
+    // Lent for the call: never dropped here, so never freed.
+    let skb = core::mem::ManuallyDrop::new(SkBuff { raw: skb });
+    T::select_queue(&this.0, &dev, &skb)
 }
 
 /// # Safety

@@ -209,6 +209,17 @@ impl SrcEnd {
         self.generation = self.generation.wrapping_add(1);
     }
 
+    /// Whether [`SrcEnd::reserve`] would now take a frame of `len` bytes
+    /// (the session up, queue slots and buffers for it): a transmit
+    /// queue stops when a maximal frame no longer fits.
+    pub fn fits(&self, len: u32, by_value: bool) -> bool {
+        if self.state != Session::Up || (by_value && !self.geom.by_value()) {
+            return false;
+        }
+        let n = len.div_ceil(BUF_BYTES as u32);
+        self.ring.space() >= n && (by_value || self.bufs.has_free(n))
+    }
+
     /// Reserves the next frame of `len` bytes: buffers (or by-value slots)
     /// and their offsets, to be filled, written back and then
     /// [`SrcEnd::commit`]ted (or [`SrcEnd::abort`]ed) before the next.
