@@ -250,9 +250,35 @@ impl Config<'_> {
         }
         for (p, d) in ends.1.iter_mut().enumerate() {
             if let Some(d) = d {
+                let held = Self::adopt(mem, d);
                 d.start(mem).map_err(|_| fail(p))?;
+                if held > 0 {
+                    pr_info!(
+                        "host {}: the stack still holds {} of its buffers (lent before a reload): kept from it until let go\n",
+                        p,
+                        held
+                    );
+                }
             }
         }
         Ok(())
+    }
+
+    /// Adopts the buffers of `d`'s pair whose pages the stack still
+    /// holds, lent by an earlier load of this module (a socket has not
+    /// read them): the source must not send in them until they come
+    /// back. Returns how many.
+    fn adopt(mem: &Mem<'_>, d: &mut DstEnd) -> u32 {
+        let geom = *d.geometry();
+        let mut held = 0u32;
+        for b in 0..geom.bufs() {
+            let busy = geom
+                .buffer(d.pair(), b)
+                .is_some_and(|off| !mem.page_idle(off));
+            if busy && u16::try_from(b).is_ok_and(|b| d.adopt(b)) {
+                held = held.saturating_add(1);
+            }
+        }
+        held
     }
 }

@@ -1,8 +1,9 @@
 //! The source's buffers of one pair: which are free, out at the
 //! destination, or still held by it from an earlier session. Pure
 //! bookkeeping: a buffer leaves only through [`TxBuffers::take`] and
-//! comes back only through one accepted return, a reclaim after the
-//! destination died, or the destination's held bitmap at a new session.
+//! comes back only through one accepted return or the destination's held
+//! bitmap at a new session (also after the destination died: its host
+//! may live on, its stack holding pages).
 
 use super::counters::Fault;
 use super::layout::{BUFS_MAX, LINE};
@@ -103,27 +104,18 @@ impl TxBuffers {
         Ok(())
     }
 
-    /// The destination is gone (its lease expired): every buffer is ours
-    /// again. Returns how many were not free.
-    pub fn reclaim_all(&mut self) -> u32 {
+    /// A new session starts, or the destination died: what was out or
+    /// reserved is unknown until the destination's held bitmap says.
+    /// Returns how many.
+    pub fn suspect_all(&mut self) -> u32 {
         let mut n = 0u32;
-        for s in self.state.iter_mut().take(self.bufs as usize) {
-            if *s != BufState::Free {
-                n = n.saturating_add(1);
-                *s = BufState::Free;
-            }
-        }
-        n
-    }
-
-    /// A new session starts: what was out or reserved is unknown until the
-    /// destination's held bitmap says.
-    pub fn suspect_all(&mut self) {
         for s in self.state.iter_mut().take(self.bufs as usize) {
             if matches!(*s, BufState::Out | BufState::Reserved) {
                 *s = BufState::Unknown;
+                n = n.saturating_add(1);
             }
         }
+        n
     }
 
     /// The destination acknowledged the session with its held bitmap (bit

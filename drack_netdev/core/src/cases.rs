@@ -57,7 +57,8 @@ macro_rules! suites {
                 hostile_entries_are_dropped_and_counted(pool),
                 a_reference_to_a_lent_buffer_is_dropped(pool),
                 bad_returns_are_refused(pool),
-                a_dead_destination_gives_every_buffer_back(pool),
+                a_dead_destination_gives_back_what_it_does_not_hold(pool),
+                a_reloaded_destination_keeps_what_its_stack_holds(pool),
                 a_reservation_across_a_destination_reload_is_stale(pool),
                 a_rejoining_source_waits_for_what_the_destination_holds(pool),
             ]

@@ -58,7 +58,8 @@ pub struct Counters {
     pub ring_full: u64,
     /// Sessions (re)started with the peer.
     pub resets: u64,
-    /// Buffers reclaimed without a return (peer dead or rejoined).
+    /// Buffers out with a destination that died or reset: taken back
+    /// without a return (as unknown until its held bitmap says).
     pub reclaimed: u64,
     /// Rejected entries, by [`Fault`]: CRC.
     pub crc: u64,

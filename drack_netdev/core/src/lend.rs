@@ -99,6 +99,20 @@ impl LendTable {
         }
     }
 
+    /// Takes idle `buf` as lent in an earlier session (*old*): the stack
+    /// still holds its page from an earlier load of this host's module.
+    /// False unless idle.
+    pub fn adopt(&mut self, buf: u16) -> bool {
+        match self.slot(buf) {
+            Some(s @ Lend::Idle) => {
+                *s = Lend::Lent { old: true };
+                self.lent = self.lent.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Marks idle `buf` (a copied or rejected frame's, of this session)
     /// to be given back; false unless idle.
     pub fn hold(&mut self, buf: u16) -> bool {

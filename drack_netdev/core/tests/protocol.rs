@@ -11,7 +11,9 @@ mod common;
 
 use std::collections::{HashSet, VecDeque};
 
-use common::{backing, connect, dst, number_of, payload, read_frame, src, world};
+use common::{
+    backing, connect, dst, dst_adopting, number_of, payload, read_frame, read_part, src, world,
+};
 use drack_core::alloc::BufState;
 use drack_core::layout::{Geometry, FRAME_MAX, FRAME_MIN};
 use drack_core::mem::PoolMem;
@@ -64,10 +66,33 @@ fn geometry() -> impl Strategy<Value = Geometry> {
         .prop_map(|(slots, bufs)| Geometry::new(2, slots, bufs, true).unwrap())
 }
 
+/// A buffer the stack holds: where, and what it read there when lent.
+struct Held {
+    buf: u16,
+    off: u64,
+    bytes: Vec<u8>,
+}
+
+impl Held {
+    /// The stack lets go: what it holds was never written over (the
+    /// source sent nothing in a buffer the destination held).
+    fn let_go(self, model: &Model<'_>, d: &mut DstEnd) {
+        let b = model.host(1);
+        let len = u16::try_from(self.bytes.len()).unwrap();
+        assert_eq!(
+            read_part(&b, self.off, len),
+            self.bytes,
+            "lent buffer {} written over",
+            self.buf
+        );
+        assert!(d.release(&b, self.buf));
+    }
+}
+
 /// The destination side's test state: what it holds, what it expects.
 #[derive(Default)]
 struct Rx {
-    lent: Vec<u16>,
+    lent: Vec<Held>,
     /// Sent in the current session, in order.
     sent: VecDeque<u32>,
     /// Sent in an earlier session: may arrive (once) or be lost.
@@ -92,7 +117,11 @@ impl Rx {
             assert!(self.old.remove(&n), "frame {n} out of order");
         }
         if !f.by_value && lend && d.lend(&f) {
-            self.lent.extend(f.parts().map(|(b, _, _)| b));
+            self.lent.extend(f.parts().map(|(buf, off, len)| Held {
+                buf,
+                off,
+                bytes: read_part(&b, off, len),
+            }));
         } else {
             d.copied(&b, &f);
         }
@@ -132,8 +161,8 @@ fn step(
         }
         Op::Release(k) => {
             if !rx.lent.is_empty() {
-                let buf = rx.lent.swap_remove(k % rx.lent.len());
-                assert!(d.release(&b, buf));
+                let n = rx.lent.len();
+                rx.lent.swap_remove(k % n).let_go(model, d);
             }
         }
         Op::DstPublish => d.publish(&b).unwrap(),
@@ -158,8 +187,8 @@ fn drain(
         s.poll(&model.host(0));
         d.poll(&b);
         while rx.take(model, d, true) {}
-        for buf in rx.lent.drain(..) {
-            assert!(d.release(&b, buf));
+        for h in std::mem::take(&mut rx.lent) {
+            h.let_go(model, d);
         }
         d.publish(&b).unwrap();
         if rx.sent.is_empty() && s.buffers().count(BufState::Free) == bufs {
@@ -239,6 +268,10 @@ enum Life {
     /// The destination crashes (its stack let go of everything when its
     /// module went) and rejoins; the source may have seen its lease expire.
     DstRejoin(bool),
+    /// The destination's module reloads while its stack keeps what was
+    /// lent (adopted by the new load); the source may have seen its lease
+    /// expire.
+    DstReload(bool),
 }
 
 fn life() -> impl Strategy<Value = Life> {
@@ -246,6 +279,7 @@ fn life() -> impl Strategy<Value = Life> {
         30 => op().prop_map(Life::Op),
         1 => any::<bool>().prop_map(Life::SrcRejoin),
         1 => any::<bool>().prop_map(Life::DstRejoin),
+        1 => any::<bool>().prop_map(Life::DstReload),
     ]
 }
 
@@ -271,18 +305,26 @@ proptest! {
                         }
                         *s = src(model, &geom, start.wrapping_add(*next));
                     }
-                    Life::DstRejoin(seen_dead) => {
+                    Life::DstRejoin(seen_dead) | Life::DstReload(seen_dead) => {
                         if *seen_dead {
                             s.peer_dead();
-                            prop_assert_eq!(s.buffers().count(BufState::Free), geom.bufs());
+                            // Nothing counts as out; what was is
+                            // unknown until the destination says.
+                            prop_assert_eq!(s.buffers().count(BufState::Out), 0);
+                            prop_assert_eq!(s.buffers().count(BufState::Reserved), 0);
                         }
-                        // Its module went only once its stack let go.
-                        rx.lent.clear();
-                        *d = dst(model, &geom, cap);
+                        if matches!(l, Life::DstReload(_)) {
+                            let held: Vec<u16> = rx.lent.iter().map(|h| h.buf).collect();
+                            *d = dst_adopting(model, &geom, cap, &held);
+                        } else {
+                            // A crash: its stack is gone with it.
+                            rx.lent.clear();
+                            *d = dst(model, &geom, cap);
+                        }
                     }
                 }
                 // A new session drops what the old one had in flight.
-                if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_))
+                if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_) | Life::DstReload(_))
                     || resets != (s.counters.resets, d.counters.resets)
                 {
                     rx.old.extend(rx.sent.drain(..));

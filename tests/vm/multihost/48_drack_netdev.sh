@@ -8,7 +8,9 @@
 # the placement on TX, headers only on RX, the lent pages all back
 # afterwards; by value: one more copy on each side), MTU 9000 with an
 # 8972-byte ping, the peer's own TX queue stopped and woken for room
-# instead of frames dropped, and rmmod under traffic on host 1 (host 0 sees the
+# instead of frames dropped, a reload of host 1's module while its stack
+# holds lent pages (adopted, never written over), and rmmod under
+# traffic on host 1 (host 0 sees the
 # carrier go after the lease and unloads too).
 set -e
 . /multihost/flags.inc
@@ -147,6 +149,49 @@ above tx_queue_stops 0
 wait_until 50 prints 0 stat peer${p}_tx_queue_stopped
 test "$(stat tx_queue_wakes)" = "$(stat tx_queue_stops)"
 test "$(stat tx_dropped_full_frames)" -le 2
+
+# A reload while the stack holds lent pages: host 0 sends a transfer to
+# a server on host 1 that reads nothing yet (its frames stay in lent
+# pages in the socket); host 1 unloads and loads drack_netdev again; the
+# new load finds those pages still referenced and adopts their buffers,
+# so host 0 keeps them reserved while 2 MiB more go through every other
+# buffer; then the server reads, and the held bytes are intact.
+if [ "$h" = 1 ]; then
+	rm -f /tmp/go
+	nicbench serve --port 7010 --hold-until /tmp/go &
+	held_srv=$!
+	flag 60 holding
+	wait_until 100 above peer0_lent_pages 4
+	note "host 1: $(stat peer0_lent_pages) pages lent to the unread socket before rmmod"
+	rmmod drack_netdev
+	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=2000
+	note "host 1: $(dmesg | grep 'host 0: the stack still holds' | tail -n 1)"
+	dmesg | grep -q 'host 0: the stack still holds [0-9]* of its buffers'
+	test "$(stat peer0_lent_pages)" -gt 0
+	ip addr add $me/24 dev drack0
+	ip link set drack0 up
+	wait_until 100 carrier_is drack0 1
+	flag 61 reloaded
+	await 62 sent-more
+	touch /tmp/go
+	await 63 held-checked
+	kill $held_srv
+	wait $held_srv 2>/dev/null || true
+	# The socket let go: every adopted buffer went back.
+	wait_until 100 prints 0 stat peer0_lent_pages
+else
+	await 60 holding
+	nicbench tcp --to "$peer:7010" --bytes 20000 --seed 11 --answer-secs 150 > /tmp/held.out 2>&1 &
+	held=$!
+	await 61 reloaded
+	wait_until 100 nicbench tcp --to "$peer:7009" --bytes 1000 >/dev/null 2>&1
+	nicbench tcp --to "$peer:7009" --bytes $((2 << 20)) --seed 12
+	flag 62 sent-more
+	wait $held || true
+	note "host 0: held transfer: $(cat /tmp/held.out)"
+	grep -q 'checksum matches' /tmp/held.out
+	flag 63 held-checked
+fi
 
 # Jumbo frames: three buffers per frame.
 ip link set drack0 mtu 9000

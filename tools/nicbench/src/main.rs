@@ -33,6 +33,11 @@ enum Cmd {
     Serve {
         #[arg(long, default_value_t = 7001)]
         port: u16,
+        /// Read nothing of a TCP transfer until this file exists: what
+        /// arrived stays queued in the socket (a test of the buffers the
+        /// interface lent the stack).
+        #[arg(long)]
+        hold_until: Option<std::path::PathBuf>,
     },
     /// Send `bytes` over TCP; check the server's hash of them.
     Tcp {
@@ -43,6 +48,10 @@ enum Cmd {
         /// Seed of the bytes sent.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// How long to wait for the server's answer, seconds (longer
+        /// for a server that holds transfers, `serve --hold-until`).
+        #[arg(long, default_value_t = 30)]
+        answer_secs: u64,
     },
     /// UDP request/response round trips of `size` bytes.
     UdpRr {
@@ -102,8 +111,13 @@ fn fill(state: &mut u64, buf: &mut [u8]) {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Serve { port } => serve(port),
-        Cmd::Tcp { to, bytes, seed } => report(cli.json, &tcp(to, bytes, seed)?),
+        Cmd::Serve { port, hold_until } => serve(port, hold_until),
+        Cmd::Tcp {
+            to,
+            bytes,
+            seed,
+            answer_secs,
+        } => report(cli.json, &tcp(to, bytes, seed, answer_secs)?),
         Cmd::UdpRr { to, size, count } => report(cli.json, &udp_rr(to, size, count)?),
         Cmd::UdpStream { to, size, secs } => report(cli.json, &udp_stream(to, size, secs)?),
     }
@@ -118,13 +132,17 @@ fn report<T: Serialize + std::fmt::Display>(json: bool, r: &T) -> Result<()> {
     Ok(())
 }
 
-fn serve(port: u16) -> Result<()> {
+fn serve(port: u16, hold_until: Option<std::path::PathBuf>) -> Result<()> {
     let tcp = TcpListener::bind(("0.0.0.0", port)).context("TCP bind")?;
     let udp = UdpSocket::bind(("0.0.0.0", port)).context("UDP bind")?;
     std::thread::spawn(move || serve_udp(udp));
     for conn in tcp.incoming() {
         let Ok(conn) = conn else { continue };
+        let hold = hold_until.clone();
         std::thread::spawn(move || {
+            while hold.as_ref().is_some_and(|f| !f.exists()) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             if let Err(e) = serve_tcp(conn) {
                 eprintln!("nicbench: tcp: {e:#}");
             }
@@ -208,10 +226,10 @@ impl std::fmt::Display for TcpResult {
     }
 }
 
-fn tcp(to: SocketAddr, bytes: u64, seed: u64) -> Result<TcpResult> {
+fn tcp(to: SocketAddr, bytes: u64, seed: u64, answer_secs: u64) -> Result<TcpResult> {
     let mut conn = TcpStream::connect_timeout(&to, Duration::from_secs(5))
         .with_context(|| format!("connect to {to}"))?;
-    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
+    conn.set_read_timeout(Some(Duration::from_secs(answer_secs.max(1))))?;
     conn.set_write_timeout(Some(Duration::from_secs(30)))?;
     let start = Instant::now();
     conn.write_all(&bytes.to_le_bytes())?;

@@ -75,8 +75,17 @@ impl DstEnd {
         })
     }
 
-    /// Publishes our line and held bitmap (a fresh join: nothing held,
-    /// no source acknowledged).
+    /// Before [`DstEnd::start`]: buffer `buf` of this pair is still held
+    /// by this host's stack (its page referenced), lent by an earlier
+    /// load of the module. It stays lent (old) in the held bitmap, so the
+    /// source does not send in it, until the stack lets go. False if out
+    /// of range or already adopted.
+    pub fn adopt(&mut self, buf: u16) -> bool {
+        self.lend.adopt(buf)
+    }
+
+    /// Publishes our line and held bitmap (a fresh join: nothing held but
+    /// what was adopted, no source acknowledged).
     pub fn start<M: PoolMem + ?Sized>(&mut self, m: &M) -> Result<(), OutOfBounds> {
         publish(m, held_at(&self.geom, self.pair)?, &self.lend.held())?;
         self.publish(m)
@@ -89,6 +98,10 @@ impl DstEnd {
     /// The pair index.
     pub fn pair(&self) -> u32 {
         self.pair
+    }
+    /// The region's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geom
     }
     /// The lend table.
     pub fn lends(&self) -> &LendTable {

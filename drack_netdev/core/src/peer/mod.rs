@@ -26,10 +26,15 @@
 //! A host that rejoins (new epoch, after a crash or reload) thus resets
 //! the queues of all its pairs without either side reloading. A peer is
 //! dead only when its lease expired (beluga's, observed by the module):
-//! then [`SrcEnd::peer_dead`] reclaims every buffer and
-//! [`DstEnd::peer_dead`] stops reading the queue; the lend table stays
-//! until the stack lets go and gives back at the next session. Until
-//! the dead peer rejoins with a new epoch, its lines are ignored.
+//! then [`SrcEnd::peer_dead`] stops sending and takes what was out as
+//! unknown (not free: a host whose module went may live on, its stack
+//! holding pages it lent), and [`DstEnd::peer_dead`] stops reading the
+//! queue; the lend table stays until the stack lets go and gives back at
+//! the next session. Until the dead peer rejoins with a new epoch, its
+//! lines are ignored. A destination that rejoins after its module
+//! reloaded first adopts ([`DstEnd::adopt`]) the buffers whose pages its
+//! stack still holds: they are in its held bitmap, so the source keeps
+//! them reserved until they come back.
 
 mod dst_end;
 mod frame;

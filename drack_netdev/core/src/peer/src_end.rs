@@ -111,8 +111,15 @@ impl SrcEnd {
         publish(m, src_line_at(&self.geom, self.pair)?, &l.encode())
     }
 
+    /// What was out with the destination is unknown until its held
+    /// bitmap says (counted in `reclaimed`).
+    fn suspect(&mut self) {
+        let n = self.bufs.suspect_all();
+        add(&mut self.counters.reclaimed, u64::from(n));
+    }
+
     fn reset<M: PoolMem + ?Sized>(&mut self, m: &M, dst_epoch: u32) -> Result<(), OutOfBounds> {
-        self.bufs.suspect_all();
+        self.suspect();
         self.ring = Producer::new(self.geom.ref_slots(), self.start);
         self.ret_head = self.start;
         self.acked_dst_epoch = dst_epoch;
@@ -154,6 +161,7 @@ impl SrcEnd {
                     return Ok(());
                 }
                 let held: [u8; LINE as usize] = fetch(m, held_at(&self.geom, self.pair)?)?;
+                // Unknown buffers it does not hold are ours again.
                 self.bufs.resolve(&held);
                 self.state = Session::Up;
                 // The destination gives back what it released at once.
@@ -198,13 +206,12 @@ impl SrcEnd {
         self.publish(m)
     }
 
-    /// The destination's lease expired: every buffer is ours again and
-    /// nothing is sent until it rejoins with a new epoch.
+    /// The destination's lease expired: nothing is sent until it rejoins
+    /// with a new epoch. What it had is unknown until then, not ours: a
+    /// host whose module went (not its stack) may still hold pages it
+    /// lent; its held bitmap at the next session says which.
     pub fn peer_dead(&mut self) {
-        add(
-            &mut self.counters.reclaimed,
-            u64::from(self.bufs.reclaim_all()),
-        );
+        self.suspect();
         self.state = Session::Down;
         self.generation = self.generation.wrapping_add(1);
     }

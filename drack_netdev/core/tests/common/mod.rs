@@ -33,9 +33,18 @@ pub fn src(model: &Model<'_>, geom: &Geometry, start: u32) -> SrcEnd {
 
 /// Host 1 joins as the destination of pair (0, 1), lending at most `cap`.
 pub fn dst(model: &Model<'_>, geom: &Geometry, cap: u32) -> DstEnd {
+    dst_adopting(model, geom, cap, &[])
+}
+
+/// As [`dst`], after a reload of host 1's module whose stack still holds
+/// the pages of buffers `held`.
+pub fn dst_adopting(model: &Model<'_>, geom: &Geometry, cap: u32, held: &[u16]) -> DstEnd {
     let m = model.host(1);
     let e = join(&m, geom, 1).expect("join");
     let mut d = DstEnd::new(*geom, 1, 0, e, cap).expect("pair");
+    for b in held {
+        assert!(d.adopt(*b), "buffer {b} adopted twice");
+    }
     d.start(&m).expect("start");
     d
 }
@@ -63,12 +72,17 @@ pub fn payload(n: u32, len: usize) -> Vec<u8> {
 pub fn read_frame<M: PoolMem>(m: &M, f: &Frame) -> Vec<u8> {
     let mut out = Vec::new();
     for (_, off, len) in f.parts() {
-        let mut b = vec![0u8; usize::from(len)];
-        m.invalidate(off, u64::from(len)).expect("in the pool");
-        m.read(off, &mut b).expect("in the pool");
-        out.extend_from_slice(&b);
+        out.extend_from_slice(&read_part(m, off, len));
     }
     out
+}
+
+/// What host `m` reads of `len` bytes at `off` (invalidating first).
+pub fn read_part<M: PoolMem>(m: &M, off: u64, len: u16) -> Vec<u8> {
+    let mut b = vec![0u8; usize::from(len)];
+    m.invalidate(off, u64::from(len)).expect("in the pool");
+    m.read(off, &mut b).expect("in the pool");
+    b
 }
 
 /// The frame number in a payload, if the payload is that frame's.
