@@ -21,6 +21,7 @@ use kernel::sync::Arc;
 
 use cxlf_support as support;
 
+mod lease;
 mod link;
 mod netdev;
 mod poll;

@@ -72,9 +72,13 @@ pub(crate) struct Lease {
 pub(crate) struct RxSide {
     pub(crate) ends: KVec<Option<KBox<DstEnd>>>,
     pub(crate) leases: [Lease; HOSTS_MAX as usize],
+    /// Our epoch (a rejoin takes a new one, `lease.rs`).
+    pub(crate) epoch: u32,
     /// Our own heartbeat: the beat and when it was last written.
     pub(crate) beat: u64,
     pub(crate) beat_ns: u64,
+    /// When this host last rejoined (0: never since load).
+    pub(crate) rejoined_ns: u64,
 }
 
 /// drack0.
@@ -88,7 +92,6 @@ pub(crate) struct Link {
     pub(crate) pool: Pool,
     pub(crate) geom: Geometry,
     pub(crate) me: u32,
-    pub(crate) epoch: u32,
     pub(crate) lease_ns: u64,
     #[pin]
     pub(crate) tx: RawSpinLockIrq<TxSide>,
@@ -127,15 +130,16 @@ impl Link {
                 pool,
                 geom,
                 me,
-                epoch,
                 lease_ns,
                 tx <- new_raw_spinlock_irq!(TxSide { ends: ends.0, stopped: 0 }, "drack:tx"),
                 rx <- new_raw_spinlock_irq!(
                     RxSide {
                         ends: ends.1,
                         leases: [Lease::default(); HOSTS_MAX as usize],
+                        epoch,
                         beat: 0,
                         beat_ns: now,
+                        rejoined_ns: 0,
                     },
                     "drack:rx"
                 ),

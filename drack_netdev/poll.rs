@@ -6,8 +6,7 @@
 //! carrier, then receive from each source. An idle poll doubles the
 //! timer's interval up to 1 ms; traffic resets it.
 //!
-//! A peer is dead only when its heartbeat line has not changed for a
-//! lease, as this host observed it; a damaged line is not evidence.
+//! Heartbeats, leases and rejoining are `lease.rs`'s.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -18,20 +17,8 @@ use crate::support::napi::{NapiPoll, Poll};
 use crate::support::time::boottime_ns;
 use core::sync::atomic::Ordering;
 use drack_core::layout::FRAME_MAX;
-use drack_core::peer::{beat, heartbeat, Session};
-use kernel::prelude::*;
+use drack_core::peer::Session;
 use kernel::sync::ArcBorrow;
-
-/// What a housekeeping pass saw of a peer's heartbeat.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Seen {
-    /// Nothing new to say.
-    Same,
-    /// It began beating, in this epoch.
-    Beats(u32),
-    /// Its lease just expired.
-    Dead,
-}
 
 impl Poll for Link {
     fn poll(this: ArcBorrow<'_, Self>, napi: &NapiPoll<'_>, budget: u32) -> u32 {
@@ -102,85 +89,6 @@ impl Link {
             self.rx_settle(mem, *p, any);
         }
         work
-    }
-
-    /// Every quarter lease: our beat, and the peers' leases.
-    fn housekeeping(&self, mem: &Mem<'_>, now: u64) {
-        let period = self.lease_ns / 4;
-        let mut seen = [Seen::Same; drack_core::layout::HOSTS_MAX as usize];
-        let beat_ok = {
-            let mut rx = self.rx.lock();
-            if now.saturating_sub(rx.beat_ns) < period {
-                return;
-            }
-            rx.beat_ns = now;
-            rx.beat = rx.beat.wrapping_add(1);
-            let ok = beat(mem, &self.geom, self.me, self.epoch, rx.beat).is_ok();
-            for p in self.peers() {
-                let hb = heartbeat(mem, &self.geom, p).map(|h| (h.epoch, h.beat));
-                let s = self.watch(&mut rx, p, hb, now);
-                if s == Seen::Dead {
-                    if let Some(end) = rx.end(p) {
-                        end.peer_dead();
-                    }
-                }
-                if let Some(slot) = seen.get_mut(p as usize) {
-                    *slot = s;
-                }
-            }
-            ok
-        };
-        // Printed without `rx` (interrupts off there), rate-limited: a
-        // peer can make its heartbeat come and go at will.
-        if !beat_ok {
-            pr_warn!("cannot write this host's heartbeat line\n");
-        }
-        for (p, s) in seen.iter().enumerate() {
-            match s {
-                Seen::Beats(epoch) => {
-                    crate::support::pr_info_ratelimited!("peer {} beats (epoch {})\n", p, epoch);
-                }
-                Seen::Dead => crate::support::pr_info_ratelimited!(
-                    "peer {}: no heartbeat for a lease ({} ms): dead\n",
-                    p,
-                    self.lease_ns / 1_000_000
-                ),
-                Seen::Same => {}
-            }
-        }
-        let mut tx = self.tx.lock();
-        for (p, _) in seen.iter().enumerate().filter(|(_, s)| **s == Seen::Dead) {
-            if let Some(end) = tx.end(p as u32) {
-                end.peer_dead();
-            }
-        }
-    }
-
-    /// Folds peer `p`'s heartbeat (epoch, beat) in: whether it just
-    /// began beating or its lease just expired.
-    fn watch(
-        &self,
-        rx: &mut crate::link::RxSide,
-        p: u32,
-        seen: Option<(u32, u64)>,
-        now: u64,
-    ) -> Seen {
-        let Some(l) = rx.leases.get_mut(p as usize) else {
-            return Seen::Same;
-        };
-        if let Some((epoch, b)) = seen.filter(|s| *s != (l.epoch, l.beat)) {
-            (l.epoch, l.beat, l.changed_ns) = (epoch, b, now);
-            if !l.live {
-                l.live = true;
-                return Seen::Beats(epoch);
-            }
-            return Seen::Same;
-        }
-        if l.live && now.saturating_sub(l.changed_ns) > self.lease_ns {
-            l.live = false;
-            return Seen::Dead;
-        }
-        Seen::Same
     }
 
     /// Polls every source end; whether buffers came back. Wakes the TX

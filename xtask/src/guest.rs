@@ -8,6 +8,8 @@
 //! @@ END
 //! @@ DONE
 //! @@ KILL-ME                     (multi-host: the harness kills this VM)
+//! @@ PAUSE-ME <ms>                (multi-host: the harness stops this VM
+//!                                  for <ms>, at most a minute)
 //! @@ POKE <offset> <hex bytes>   (multi-host: the harness writes the
 //!                                 bytes into the shared pool at region
 //!                                 offset <offset>, from outside the VMs)
@@ -46,6 +48,10 @@ pub struct GuestReport {
     pub pokes: Vec<Poke>,
     /// Commands for the NIC device model (`@@ NIC`), in order.
     pub nic: Vec<String>,
+    /// Pauses a scenario asked for (`@@ PAUSE-ME <ms>`), in order: the
+    /// host stops the VM (SIGSTOP) for that long, up to a minute, as a
+    /// machine that stalls without crashing.
+    pub pauses: Vec<u64>,
 }
 
 /// A write into the shared CXL pool, at an offset of the 2-way region.
@@ -121,6 +127,11 @@ impl GuestReport {
                 Some("HELLO") => report.hello = Some(command["HELLO ".len()..].to_string()),
                 Some("DONE") => report.done = true,
                 Some("KILL-ME") => report.kill_requested = true,
+                Some("PAUSE-ME") => {
+                    if let Some(ms) = words.next().and_then(|w| w.parse::<u64>().ok()) {
+                        report.pauses.push(ms.min(60_000));
+                    }
+                }
                 Some("NIC") => report
                     .nic
                     .push(command["NIC ".len().min(command.len())..].to_string()),
@@ -218,6 +229,12 @@ mod tests {
         let report = GuestReport::parse(complete_lines(text));
         assert_eq!(report.nic, ["inject 0 tx-head"]);
         assert_eq!(complete_lines("@@ POKE 0x10 ab"), "");
+    }
+
+    #[test]
+    fn pauses_parse_capped_at_a_minute() {
+        let r = GuestReport::parse("@@ PAUSE-ME 5000\n@@ PAUSE-ME x\n@@ PAUSE-ME 999999\n");
+        assert_eq!(r.pauses, [5000, 60_000]);
     }
 
     #[test]

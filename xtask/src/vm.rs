@@ -525,6 +525,8 @@ fn boot_once(
     let mut killed = vec![false; children.len()];
     let mut poked = vec![0usize; children.len()];
     let mut told = vec![0usize; children.len()];
+    let mut paused = vec![0usize; children.len()];
+    let mut resume: Vec<Option<std::time::Instant>> = vec![None; children.len()];
     loop {
         for (i, (host, child)) in children.iter_mut().enumerate() {
             // One read of what the guest asked for, every 200 ms: whole
@@ -539,6 +541,23 @@ fn boot_once(
                     .args(["-KILL", "--", &format!("-{}", child.id())])
                     .status();
                 killed[i] = true;
+            }
+            // A stall without a crash: the whole group stops, QEMU's
+            // clocks jump when it resumes (the guest sees the time pass).
+            if resume[i].is_some_and(|t| std::time::Instant::now() >= t) {
+                let _ = Command::new("kill")
+                    .args(["-CONT", "--", &format!("-{}", child.id())])
+                    .status();
+                resume[i] = None;
+            }
+            if resume[i].is_none() && !killed[i] {
+                if let Some(ms) = report.pauses.get(paused[i]) {
+                    let _ = Command::new("kill")
+                        .args(["-STOP", "--", &format!("-{}", child.id())])
+                        .status();
+                    resume[i] = Some(std::time::Instant::now() + Duration::from_millis(*ms));
+                    paused[i] += 1;
+                }
             }
             for poke in report.pokes.iter().skip(poked[i]) {
                 apply_poke(run_dir, poke)?;

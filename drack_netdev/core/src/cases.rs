@@ -358,7 +358,7 @@ pub fn fits_says_whether_a_frame_would_be_taken(pool: &mut [u8]) -> Outcome {
     ok!(d.publish(&b));
     s.poll(&a);
     check!(s.fits(FRAME_MAX, false));
-    s.peer_dead();
+    s.peer_dead(&a);
     check!(!s.fits(FRAME_MIN, false) && !s.fits(FRAME_MIN, true));
     Ok(())
 }

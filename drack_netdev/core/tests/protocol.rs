@@ -18,7 +18,7 @@ use drack_core::alloc::BufState;
 use drack_core::layout::{Geometry, FRAME_MAX, FRAME_MIN};
 use drack_core::mem::PoolMem;
 use drack_core::model::Model;
-use drack_core::peer::{DstEnd, Session, SrcEnd, TxError};
+use drack_core::peer::{join, DstEnd, Session, SrcEnd, TxError};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -272,6 +272,13 @@ enum Life {
     /// lent (adopted by the new load); the source may have seen its lease
     /// expire.
     DstReload(bool),
+    /// The destination declares the source dead though it only stalled:
+    /// the source sees the acknowledgement withdrawn and rejoins in
+    /// place with a new epoch.
+    SrcZombie,
+    /// The source declares the destination dead though it only stalled:
+    /// likewise, its stack keeping what was lent.
+    DstZombie,
 }
 
 fn life() -> impl Strategy<Value = Life> {
@@ -280,6 +287,8 @@ fn life() -> impl Strategy<Value = Life> {
         1 => any::<bool>().prop_map(Life::SrcRejoin),
         1 => any::<bool>().prop_map(Life::DstRejoin),
         1 => any::<bool>().prop_map(Life::DstReload),
+        1 => Just(Life::SrcZombie),
+        1 => Just(Life::DstZombie),
     ]
 }
 
@@ -300,14 +309,32 @@ proptest! {
                     Life::Op(op) => step(model, s, d, rx, next, op),
                     Life::SrcRejoin(seen_dead) => {
                         if *seen_dead {
-                            d.peer_dead();
+                            d.peer_dead(&model.host(1));
                             prop_assert_eq!(d.session(), Session::Down);
                         }
                         *s = src(model, &geom, start.wrapping_add(*next));
                     }
+                    Life::SrcZombie => {
+                        let (a, b) = (model.host(0), model.host(1));
+                        let up = (s.session(), d.session()) == (Session::Up, Session::Up);
+                        d.peer_dead(&b);
+                        s.poll(&a);
+                        prop_assert!(s.dropped() || !up, "the source missed its death");
+                        s.rejoin(&a, join(&a, &geom, 0).unwrap()).unwrap();
+                        prop_assert!(!s.dropped());
+                    }
+                    Life::DstZombie => {
+                        let (a, b) = (model.host(0), model.host(1));
+                        let up = (s.session(), d.session()) == (Session::Up, Session::Up);
+                        s.peer_dead(&a);
+                        prop_assert_eq!(s.buffers().count(BufState::Out), 0);
+                        d.poll(&b);
+                        prop_assert!(d.dropped() || !up, "the destination missed its death");
+                        d.rejoin(&b, join(&b, &geom, 1).unwrap()).unwrap();
+                    }
                     Life::DstRejoin(seen_dead) | Life::DstReload(seen_dead) => {
                         if *seen_dead {
-                            s.peer_dead();
+                            s.peer_dead(&model.host(0));
                             // Nothing counts as out; what was is
                             // unknown until the destination says.
                             prop_assert_eq!(s.buffers().count(BufState::Out), 0);
@@ -324,7 +351,7 @@ proptest! {
                     }
                 }
                 // A new session drops what the old one had in flight.
-                if matches!(l, Life::SrcRejoin(_) | Life::DstRejoin(_) | Life::DstReload(_))
+                if !matches!(l, Life::Op(_))
                     || resets != (s.counters.resets, d.counters.resets)
                 {
                     rx.old.extend(rx.sent.drain(..));

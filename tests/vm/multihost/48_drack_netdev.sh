@@ -9,9 +9,10 @@
 # afterwards; by value: one more copy on each side), MTU 9000 with an
 # 8972-byte ping, the peer's own TX queue stopped and woken for room
 # instead of frames dropped, a reload of host 1's module while its stack
-# holds lent pages (adopted, never written over), and rmmod under
-# traffic on host 1 (host 0 sees the
-# carrier go after the lease and unloads too).
+# holds lent pages (adopted, never written over), rmmod under traffic
+# on host 1 (host 0 sees the carrier go after the lease and unloads
+# too), and a stall of host 1 past its lease (its VM stopped): it rejoins
+# by itself.
 set -e
 . /multihost/flags.inc
 
@@ -224,6 +225,37 @@ fi
 kill $srv 2>/dev/null || true
 wait 2>/dev/null || true
 [ "$h" = 1 ] || rmmod drack_netdev
+
+# A stall past the lease without a crash: both load drack0 again with a
+# 300 ms lease (beluga's stays 2 s, which the stall must not reach);
+# the harness stops host 1's VM for 1.2 s (SIGSTOP); host 0 declares it
+# dead; host 1 sees its own beats lapsed and rejoins in a new epoch by
+# itself, and traffic flows again without a reload.
+dmesg_has() { dmesg | grep -q "$1"; }
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=300
+ip addr add $me/24 dev drack0
+ip link set drack0 up
+wait_until 100 carrier_is drack0 1
+flag $((64 + h)) short-up-$h
+await $((65 - h)) short-up-$p
+if [ "$h" = 1 ]; then
+	echo "@@ PAUSE-ME 1200" > /dev/ttyS1
+	# The harness stops the VM within its 200 ms poll; this spans it.
+	sleep 1
+	wait_until 100 dmesg_has 'rejoining in epoch'
+	note "host 1: $(dmesg | grep 'rejoining in epoch' | tail -n 1)"
+	wait_until 100 carrier_is drack0 1
+	flag 66 rejoined-1
+	await 67 pinged-0
+else
+	wait_until 100 dmesg_has 'peer 1: no heartbeat for a lease (300 ms): dead'
+	await 66 rejoined-1
+	wait_until 100 ping -c 1 -W 2 "$peer"
+	ping -c 3 -W 5 "$peer"
+	note "host 0: $(dmesg | grep 'drack_netdev: peer 1' | tail -n 2 | tr '\n' ' ')"
+	flag 67 pinged-0
+fi
+rmmod drack_netdev
 {
 	echo "@@ BEGIN drack-report host$h"
 	sed 's/^/@|/' /tmp/drack.report

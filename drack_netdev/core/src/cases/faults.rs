@@ -272,7 +272,7 @@ pub fn a_dead_destination_gives_back_what_it_does_not_hold(pool: &mut [u8]) -> O
     check_eq!(s.buffers().count(BufState::Out), 5);
     // Its lease expired: nothing is sent, and what was out is unknown
     // (its host may live on with pages lent), not free.
-    s.peer_dead();
+    s.peer_dead(&a);
     check_eq!((s.session(), s.counters.reclaimed), (Session::Down, 5));
     check_eq!(s.buffers().count(BufState::Unknown), 5);
     check_eq!(s.buffers().count(BufState::Free), 3);
@@ -316,7 +316,7 @@ pub fn a_reloaded_destination_keeps_what_its_stack_holds(pool: &mut [u8]) -> Out
     // The module goes (the page stays with the stack) and the source
     // sees the lease expire; the module loads again and finds the page
     // still referenced.
-    s.peer_dead();
+    s.peer_dead(&a);
     let g = geom();
     d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
     check!(d.adopt(held));
@@ -366,7 +366,7 @@ pub fn a_reservation_across_a_destination_reload_is_stale(pool: &mut [u8]) -> Ou
     check_eq!(s.buffers().count(BufState::Free), 8);
     // The same after the destination's death and rejoin.
     let f = ok!(s.reserve(64, false));
-    s.peer_dead();
+    s.peer_dead(&a);
     d = ok!(DstEnd::new(g, 1, 0, ok!(join(&b, &g, 1)), 8));
     ok!(d.start(&b));
     up(&model, &mut s, &mut d)?;
@@ -396,7 +396,7 @@ pub fn a_rejoining_source_waits_for_what_the_destination_holds(pool: &mut [u8]) 
     check!(d.recv(&b).is_some(), "left in the queue");
     let old = s.epoch();
     // The source crashes and rejoins, without a reload of the destination.
-    d.peer_dead();
+    d.peer_dead(&b);
     d.copied(&b, &copied);
     check_eq!(d.lends().released(), 1, "kept until the next session");
     // In place, as above.

@@ -39,6 +39,9 @@ pub struct DstEnd {
     rets: ReturnRing,
     lend: LendTable,
     dirty: bool,
+    /// The source withdrew its acknowledgement of our epoch while up: it
+    /// declared this host dead (see [`DstEnd::dropped`]).
+    dropped: bool,
     /// What happened.
     pub counters: Counters,
 }
@@ -71,6 +74,7 @@ impl DstEnd {
             rets: ReturnRing::new(geom, pair),
             lend: LendTable::new(geom.bufs(), cap),
             dirty: false,
+            dropped: false,
             counters: Counters::default(),
         })
     }
@@ -113,9 +117,16 @@ impl DstEnd {
     /// once the head passed them) and after returns.
     pub fn publish<M: PoolMem + ?Sized>(&mut self, m: &M) -> Result<(), OutOfBounds> {
         self.dirty = false;
+        // Down (the source declared dead) the acknowledgement is
+        // withdrawn: a source that did not die sees it and rejoins.
+        let ack = if self.state == Session::Down {
+            0
+        } else {
+            self.acked_src_epoch
+        };
         let l = DstLine {
             dst_epoch: self.epoch,
-            ack_src_epoch: self.acked_src_epoch,
+            ack_src_epoch: ack,
             head: self.cons.head,
             ret_tail: self.ret.tail,
         };
@@ -169,6 +180,11 @@ impl DstEnd {
             // Down: a dead source's lines, until it rejoins.
             return Ok(());
         }
+        if s.ack_dst_epoch == 0 {
+            // Withdrawn: it declared us dead.
+            self.dropped = true;
+            return Ok(());
+        }
         if s.ack_dst_epoch != self.epoch {
             self.counters.count(Fault::Desync);
             return Ok(());
@@ -190,10 +206,35 @@ impl DstEnd {
     }
 
     /// The source's lease expired: stop reading its queue. Lent buffers
-    /// stay lent; given back at its next session.
-    pub fn peer_dead(&mut self) {
+    /// stay lent; given back at its next session. Our line withdraws its
+    /// acknowledgement, so a source that only stalled learns it was
+    /// declared dead.
+    pub fn peer_dead<M: PoolMem + ?Sized>(&mut self, m: &M) {
         self.state = Session::Down;
         self.ready = 0;
+        if self.publish(m).is_err() {
+            self.counters.count(Fault::Access);
+        }
+    }
+
+    /// Whether the source declared this host dead while the session was
+    /// up: this host must rejoin with a new epoch ([`DstEnd::rejoin`]).
+    pub fn dropped(&self) -> bool {
+        self.dropped
+    }
+
+    /// This host rejoined in `epoch` (from [`join`](super::join)): a new
+    /// session, in place. What the stack holds stays lent, old from now
+    /// on, and is in the held bitmap the source resolves by.
+    pub fn rejoin<M: PoolMem + ?Sized>(&mut self, m: &M, epoch: u32) -> Result<(), OutOfBounds> {
+        self.epoch = epoch;
+        self.acked_src_epoch = 0;
+        self.dropped = false;
+        self.state = Session::Syncing;
+        self.ready = 0;
+        self.lend.age();
+        publish(m, held_at(&self.geom, self.pair)?, &self.lend.held())?;
+        self.publish(m)
     }
 
     fn ctx(&self, pos: u32) -> EntryCtx {

@@ -27,6 +27,9 @@ pub struct SrcEnd {
     /// session is stale even where the tail came back to where it was.
     generation: u32,
     acked_dst_epoch: u32,
+    /// The destination withdrew its acknowledgement of our epoch while
+    /// up: it declared this host dead (see [`SrcEnd::dropped`]).
+    dropped: bool,
     start: u32,
     ring: Producer,
     queue: RefQueue,
@@ -55,6 +58,7 @@ impl SrcEnd {
             state: Session::Syncing,
             generation: 0,
             acked_dst_epoch: 0,
+            dropped: false,
             start: 0,
             ring: Producer::new(geom.ref_slots(), 0),
             queue: RefQueue::new(geom, pair),
@@ -102,9 +106,16 @@ impl SrcEnd {
     /// Writes back our line: epoch, acknowledged destination epoch, tail
     /// and return head.
     pub fn publish<M: PoolMem + ?Sized>(&self, m: &M) -> Result<(), OutOfBounds> {
+        // Down (the destination declared dead) the acknowledgement is
+        // withdrawn: a destination that did not die sees it and rejoins.
+        let ack = if self.state == Session::Down {
+            0
+        } else {
+            self.acked_dst_epoch
+        };
         let l = SrcLine {
             src_epoch: self.epoch,
-            ack_dst_epoch: self.acked_dst_epoch,
+            ack_dst_epoch: ack,
             tail: self.ring.tail,
             ret_head: self.ret_head,
         };
@@ -168,6 +179,12 @@ impl SrcEnd {
                 self.take_returns(m, d.ret_tail)
             }
             Session::Up => {
+                if d.ack_src_epoch == 0 {
+                    // Withdrawn: it declared us dead (our epoch is a
+                    // zombie's to it until we rejoin).
+                    self.dropped = true;
+                    return Ok(());
+                }
                 if d.ack_src_epoch != self.epoch {
                     self.counters.count(Fault::Desync);
                     return Ok(());
@@ -209,11 +226,38 @@ impl SrcEnd {
     /// The destination's lease expired: nothing is sent until it rejoins
     /// with a new epoch. What it had is unknown until then, not ours: a
     /// host whose module went (not its stack) may still hold pages it
-    /// lent; its held bitmap at the next session says which.
-    pub fn peer_dead(&mut self) {
+    /// lent; its held bitmap at the next session says which. Our line
+    /// withdraws its acknowledgement, so a destination that only stalled
+    /// learns it was declared dead.
+    pub fn peer_dead<M: PoolMem + ?Sized>(&mut self, m: &M) {
         self.suspect();
         self.state = Session::Down;
         self.generation = self.generation.wrapping_add(1);
+        if self.publish(m).is_err() {
+            self.counters.count(Fault::Access);
+        }
+    }
+
+    /// Whether the destination declared this host dead while the session
+    /// was up (it withdrew its acknowledgement of our epoch): this host
+    /// must rejoin with a new epoch ([`SrcEnd::rejoin`]) to be heard.
+    pub fn dropped(&self) -> bool {
+        self.dropped
+    }
+
+    /// This host rejoined in `epoch` (from [`join`](super::join); it was
+    /// declared dead, or its own beats lapsed): a new session, in place.
+    /// What was out is unknown until the destination's held bitmap.
+    pub fn rejoin<M: PoolMem + ?Sized>(&mut self, m: &M, epoch: u32) -> Result<(), OutOfBounds> {
+        self.suspect();
+        self.epoch = epoch;
+        self.generation = self.generation.wrapping_add(1);
+        self.acked_dst_epoch = 0;
+        self.dropped = false;
+        self.state = Session::Syncing;
+        self.ring = Producer::new(self.geom.ref_slots(), self.start);
+        self.ret_head = self.start;
+        self.publish(m)
     }
 
     /// Whether [`SrcEnd::reserve`] would now take a frame of `len` bytes
