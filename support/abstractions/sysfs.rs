@@ -152,11 +152,8 @@ impl<T: Attributes> Dir<T> {
             // `'static` names and code).
             unsafe {
                 attr.write(core::mem::zeroed());
-                helpers::cxlf_sysfs_attr_init(&raw mut (*attr).attr);
-                (*attr).attr.name = attr_name.as_char_ptr();
-                (*attr).attr.mode = 0o444;
+                read_only(&raw mut (*attr).attr, attr_name, list.add(i));
                 (*attr).show = Some(show_attribute::<T>);
-                list.add(i).write(&raw mut (*attr).attr);
             }
         }
         let group = raw.group.get();
@@ -271,4 +268,26 @@ unsafe extern "C" fn show_attribute<T: Attributes>(
         raw.data.show(index, &mut out)?;
         Ok(out.len() as isize)
     })
+}
+
+/// Sets up `attr` (zeroed, inside its wrapper whose `show` the caller
+/// sets) as a read-only attribute named `name`, and lists it at `slot`.
+///
+/// # Safety
+///
+/// `attr` and `slot` are valid for writes and not shared yet, and `attr`
+/// lives as long as the attribute group `slot` belongs to.
+pub(crate) unsafe fn read_only(
+    attr: *mut bindings::attribute,
+    name: &'static CStr,
+    slot: *mut *mut bindings::attribute,
+) {
+    // SAFETY: `attr` and `slot` are writable and unshared (function
+    // contract); the name is 'static.
+    unsafe {
+        helpers::cxlf_sysfs_attr_init(attr);
+        (*attr).name = name.as_char_ptr();
+        (*attr).mode = 0o444;
+        slot.write(attr);
+    }
 }

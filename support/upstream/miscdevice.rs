@@ -16,7 +16,6 @@
 use crate::bindings;
 use crate::error;
 use crate::fs::File;
-use crate::helpers;
 use crate::mm::VmaNew;
 pub use crate::sysfs::AttributeBuffer;
 use crate::sysfs::Parent;
@@ -242,11 +241,8 @@ impl Raw {
             for (i, (attr, attr_name)) in raw.attrs.iter().zip(T::ATTRIBUTES).enumerate() {
                 let attr = attr.get();
                 attr.write(core::mem::zeroed());
-                helpers::cxlf_sysfs_attr_init(&raw mut (*attr).attr);
-                (*attr).attr.name = attr_name.as_char_ptr();
-                (*attr).attr.mode = 0o444;
+                crate::sysfs::read_only(&raw mut (*attr).attr, attr_name, list.add(i));
                 (*attr).show = Some(show_attribute::<T>);
-                list.add(i).write(&raw mut (*attr).attr);
             }
             let misc = raw.misc.get();
             misc.write(core::mem::zeroed());
