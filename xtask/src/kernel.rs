@@ -46,6 +46,9 @@ impl Flavor {
 
 pub struct KernelTree {
     pub dir: PathBuf,
+    /// What it was built as (the guests' timing-based tests scale their
+    /// leases on a debug kernel).
+    pub flavor: Flavor,
 }
 
 impl KernelTree {
@@ -152,6 +155,7 @@ pub fn ensure(flavor: Flavor) -> Result<KernelTree> {
     if let Some(dir) = std::env::var_os("CXLFABRIC_KDIR") {
         let tree = KernelTree {
             dir: PathBuf::from(dir),
+            flavor,
         };
         if !tree.bzimage().exists() || !tree.dir.join("rust/libkernel.rmeta").exists() {
             bail!(
@@ -169,7 +173,7 @@ fn build_cached(flavor: Flavor) -> Result<KernelTree> {
     let dir = tree_dir(flavor)?;
     if dir.join(STAMP_BUILT).exists() {
         eprintln!("kernel: cached tree {}", dir.display());
-        return Ok(KernelTree { dir });
+        return Ok(KernelTree { dir, flavor });
     }
     remove_abandoned(flavor, &dir)?;
     std::fs::create_dir_all(&dir)?;
@@ -218,5 +222,5 @@ fn build_cached(flavor: Flavor) -> Result<KernelTree> {
         &log_dir.join("build.log"),
     )?;
     std::fs::write(dir.join(STAMP_BUILT), "")?;
-    Ok(KernelTree { dir })
+    Ok(KernelTree { dir, flavor })
 }

@@ -316,10 +316,17 @@ fn qemu_args(
         .only
         .as_ref()
         .map_or(String::new(), |o| format!(" cxlfabric.only={o}"));
+    // KASAN and lockdep make everything several times slower: leases and
+    // the waits built on them scale by this (`CXLFABRIC_SLOW` in the
+    // guest).
+    let slow = match tree.flavor {
+        crate::kernel::Flavor::Debug => " cxlfabric.slow=4",
+        crate::kernel::Flavor::Default => "",
+    };
     push(
         "-append",
         format!(
-            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host} cxlfabric.hosts={}{only}",
+            "console=ttyS0 loglevel=4 panic=-1 oops=panic cxlfabric.mode={} cxlfabric.host={host} cxlfabric.hosts={}{only}{slow}",
             opts.mode.name(),
             opts.hosts
         ),

@@ -8,7 +8,7 @@ set -e
 . /lib/cxlfabric/lib.sh
 . /multihost/flags.inc
 
-grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=2000
+grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=$((2000 * slow))
 echo dax0.0 > $dax/device_dax/unbind
 if [ "$h" = 0 ]; then
 	echo dax0.0 > $dax/beluga_dax/bind

@@ -12,7 +12,7 @@ mch=/sys/class/misc/mchannel
 # counted to the host that allocated it) is host 0's: scenario 50 counts
 # host 1's sections after its death.
 [ "$h" = 0 ] || await 20 mchannel-loaded-0
-insmod /lib/cxlfabric/mchannel_sched.ko pool=beluga0.0 host_index=$h lease_ms=1000
+insmod /lib/cxlfabric/mchannel_sched.ko pool=beluga0.0 host_index=$h lease_ms=$((1000 * slow))
 [ "$h" = 1 ] || flag 20 mchannel-loaded-0
 c=$(mchannel component --name cxl-sw --kind switch --capacity 100000000)
 ch=$(mchannel create --name stream-$h --path "$c" --meter 100 --t-w-us 1000)

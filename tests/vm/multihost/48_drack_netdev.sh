@@ -67,7 +67,7 @@ refute test -e /sys/class/net/drack0
 
 # Host 1 waits for host 0's format.
 [ "$h" = 0 ] || await 30 drack-loaded-0
-insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=2000
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((2000 * slow))
 [ "$h" = 1 ] || flag 30 drack-loaded-0
 ethtool -i drack0 | grep -q '^driver: drack_netdev'
 ethtool -g drack0 | grep -q 'RX:.*128'
@@ -165,7 +165,7 @@ if [ "$h" = 1 ]; then
 	wait_until 100 above peer0_lent_pages 4
 	note "host 1: $(stat peer0_lent_pages) pages lent to the unread socket before rmmod"
 	rmmod drack_netdev
-	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=2000
+	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=$((2000 * slow))
 	note "host 1: $(dmesg | grep 'host 0: the stack still holds' | tail -n 1)"
 	dmesg | grep -q 'host 0: the stack still holds [0-9]* of its buffers'
 	test "$(stat peer0_lent_pages)" -gt 0
@@ -232,14 +232,14 @@ wait 2>/dev/null || true
 # dead; host 1 sees its own beats lapsed and rejoins in a new epoch by
 # itself, and traffic flows again without a reload.
 dmesg_has() { dmesg | grep -q "$1"; }
-insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=300
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((300 * slow))
 ip addr add $me/24 dev drack0
 ip link set drack0 up
 wait_until 100 carrier_is drack0 1
 flag $((64 + h)) short-up-$h
 await $((65 - h)) short-up-$p
 if [ "$h" = 1 ]; then
-	echo "@@ PAUSE-ME 1200" > /dev/ttyS1
+	echo "@@ PAUSE-ME $((1200 * slow))" > /dev/ttyS1
 	# The harness stops the VM within its 200 ms poll; this spans it.
 	sleep 1
 	wait_until 100 dmesg_has 'rejoining in epoch'
@@ -248,7 +248,7 @@ if [ "$h" = 1 ]; then
 	flag 66 rejoined-1
 	await 67 pinged-0
 else
-	wait_until 100 dmesg_has 'peer 1: no heartbeat for a lease (300 ms): dead'
+	wait_until 100 dmesg_has "peer 1: no heartbeat for a lease ($((300 * slow)) ms): dead"
 	await 66 rejoined-1
 	wait_until 100 ping -c 1 -W 2 "$peer"
 	ping -c 3 -W 5 "$peer"

@@ -851,10 +851,14 @@ pub fn share(
     // as as many threads never attached do (what this machine gives them:
     // on a debug kernel, less than a CPU each), measured just before and
     // just after them, so that a slow phase of the host or of the kernel's
-    // own work hits both alike.
+    // own work hits both alike. The bar is the lower of the two, less
+    // the tolerance: on a debug kernel the two differ by up to 7 %, and
+    // a thread left throttled would run its share (here at most two
+    // thirds of what it runs free), far below either.
     let total: f64 = out.after.iter().map(|a| a.run_fraction).sum();
+    let low = out.baselines.0.min(out.baselines.1);
     ensure!(
-        total >= baseline * (1.0 - tolerance),
+        total >= low * (1.0 - tolerance),
         "detached, {} threads ran {total:.3} CPUs together, {baseline:.3} never attached (the mean of {:.3} just before and {:.3} just after)",
         out.after.len(),
         out.baselines.0,
