@@ -64,7 +64,9 @@ impl Link {
             let why = if lapsed {
                 Some(Rejoin::Lapsed(since / 1_000_000))
             } else {
-                dropped_by.or_else(|| dropped_by_rx(&rx)).map(Rejoin::Dropped)
+                dropped_by
+                    .or_else(|| dropped_by_rx(&rx))
+                    .map(Rejoin::Dropped)
             };
             let rejoined = why.and_then(|w| self.rejoin_rx(&mut rx, mem, now).map(|e| (e, w)));
             rx.beat_ns = now;
