@@ -111,7 +111,7 @@ impl Link {
             }
             let room = tx
                 .end(p)
-                .is_none_or(|e| e.session() != Session::Up || e.fits(FRAME_MAX, by_value));
+                .map_or(true, |e| e.session() != Session::Up || e.fits(FRAME_MAX, by_value));
             if room {
                 tx.stopped &= !bit;
                 wake |= bit;

@@ -141,6 +141,10 @@ test "$(stat rx_dup_lent_entries)" = 0
 test "$(stat tx_bad_return_entries)" = 0
 # Our transmit sets no checksum hints, so none was ignored.
 test "$(stat rx_csum_hint_ignored_frames)" = 0
+# A UDP flood each way, faster than the peer's poll takes frames in.
+nicbench udp-stream --to "$peer:7009" --size 1400 --secs 2 >/dev/null 2>&1 || true
+flag $((68 + h)) flooded-$h
+await $((69 - h)) flooded-$p
 # A full destination stops its peer's TX queue (the stack holds the
 # frames) instead of dropping them: the transfers stopped it, the poll
 # woke it every time, and no frame to the peer was dropped for room (a
@@ -161,6 +165,8 @@ if [ "$h" = 1 ]; then
 	rm -f /tmp/go
 	nicbench serve --port 7010 --hold-until /tmp/go &
 	held_srv=$!
+	# Listening (port 7010 is 0x1B62) before host 0 connects.
+	wait_until 50 grep -q ':1B62 00000000:0000 0A' /proc/net/tcp
 	flag 60 holding
 	wait_until 100 above peer0_lent_pages 4
 	note "host 1: $(stat peer0_lent_pages) pages lent to the unread socket before rmmod"
