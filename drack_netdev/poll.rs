@@ -109,9 +109,9 @@ impl Link {
             if tx.stopped & bit == 0 {
                 continue;
             }
-            let room = tx
-                .end(p)
-                .map_or(true, |e| e.session() != Session::Up || e.fits(FRAME_MAX, by_value));
+            let room = tx.end(p).map_or(true, |e| {
+                e.session() != Session::Up || e.fits(FRAME_MAX, by_value)
+            });
             if room {
                 tx.stopped &= !bit;
                 wake |= bit;
