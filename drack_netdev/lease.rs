@@ -24,7 +24,8 @@
 
 use crate::link::{Link, RxSide};
 use crate::pool::Mem;
-use drack_core::layout::HOSTS_MAX;
+use crate::setup::LEASE_MS_MAX;
+use drack_core::layout::{Heartbeat, HOSTS_MAX};
 use drack_core::peer::{beat, heartbeat, join};
 use kernel::prelude::*;
 
@@ -35,8 +36,8 @@ enum Seen {
     Same,
     /// It began beating, in this epoch.
     Beats(u32),
-    /// Its lease just expired.
-    Dead,
+    /// Its lease (this many milliseconds) just expired.
+    Dead(u64),
 }
 
 /// Why this host rejoins.
@@ -71,11 +72,12 @@ impl Link {
             let rejoined = why.and_then(|w| self.rejoin_rx(&mut rx, mem, now).map(|e| (e, w)));
             rx.beat_ns = now;
             rx.beat = rx.beat.wrapping_add(1);
-            let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat).is_ok();
+            let lease_ms = u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX);
+            let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms).is_ok();
             for p in self.peers() {
-                let hb = heartbeat(mem, &self.geom, p).map(|h| (h.epoch, h.beat));
+                let hb = heartbeat(mem, &self.geom, p);
                 let s = self.watch(&mut rx, p, hb, now, lapsed);
-                if s == Seen::Dead {
+                if matches!(s, Seen::Dead(_)) {
                     if let Some(end) = rx.end(p) {
                         end.peer_dead(mem);
                     }
@@ -108,7 +110,11 @@ impl Link {
                     }
                 }
             }
-            for (p, _) in seen.iter().enumerate().filter(|(_, s)| **s == Seen::Dead) {
+            for (p, _) in seen
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| matches!(s, Seen::Dead(_)))
+            {
                 if let Some(end) = tx.end(p as u32) {
                     end.peer_dead(mem);
                 }
@@ -135,10 +141,10 @@ impl Link {
                 Seen::Beats(epoch) => {
                     crate::support::pr_info_ratelimited!("peer {} beats (epoch {})\n", p, epoch);
                 }
-                Seen::Dead => crate::support::pr_info_ratelimited!(
+                Seen::Dead(ms) => crate::support::pr_info_ratelimited!(
                     "peer {}: no heartbeat for a lease ({} ms): dead\n",
                     p,
-                    self.lease_ns / 1_000_000
+                    ms
                 ),
                 Seen::Same => {}
             }
@@ -174,22 +180,31 @@ impl Link {
         Some(epoch)
     }
 
-    /// Folds peer `p`'s heartbeat (epoch, beat) in: whether it just
-    /// began beating or its lease just expired. After this host's own
+    /// Folds peer `p`'s heartbeat line in: whether it just began beating
+    /// or its lease just expired. The lease is the longer of ours and the
+    /// one the peer announces (at most the largest `lease_ms`): a peer
+    /// loaded with a longer lease beats less often. After this host's own
     /// beats `lapsed`, a line that did not change proves nothing (this
     /// host did not look): the lease starts afresh.
     fn watch(
         &self,
         rx: &mut RxSide,
         p: u32,
-        seen: Option<(u32, u64)>,
+        seen: Option<Heartbeat>,
         now: u64,
         lapsed: bool,
     ) -> Seen {
         let Some(l) = rx.leases.get_mut(p as usize) else {
             return Seen::Same;
         };
-        if let Some((epoch, b)) = seen.filter(|s| *s != (l.epoch, l.beat)) {
+        if let Some(h) = seen {
+            let announced = u64::from(h.lease_ms.min(LEASE_MS_MAX)).saturating_mul(1_000_000);
+            l.lease_ns = self.lease_ns.max(announced);
+        }
+        if let Some((epoch, b)) = seen
+            .map(|h| (h.epoch, h.beat))
+            .filter(|s| *s != (l.epoch, l.beat))
+        {
             (l.epoch, l.beat, l.changed_ns) = (epoch, b, now);
             if !l.live {
                 l.live = true;
@@ -201,9 +216,10 @@ impl Link {
             l.changed_ns = now;
             return Seen::Same;
         }
-        if l.live && now.saturating_sub(l.changed_ns) > self.lease_ns {
+        let lease = l.lease_ns.max(self.lease_ns);
+        if l.live && now.saturating_sub(l.changed_ns) > lease {
             l.live = false;
-            return Seen::Dead;
+            return Seen::Dead(lease / 1_000_000);
         }
         Seen::Same
     }

@@ -66,6 +66,8 @@ pub(crate) struct Lease {
     pub(crate) changed_ns: u64,
     /// Seen beating and not expired since.
     pub(crate) live: bool,
+    /// The lease it announced, nanoseconds (0: none).
+    pub(crate) lease_ns: u64,
 }
 
 /// This host's destination ends and what it knows of its peers.

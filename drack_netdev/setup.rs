@@ -23,7 +23,7 @@ const LEND_ALL: u32 = 3;
 
 /// Lease bounds, milliseconds.
 const LEASE_MS_MIN: u32 = 100;
-const LEASE_MS_MAX: u32 = 600_000;
+pub(crate) const LEASE_MS_MAX: u32 = 600_000;
 
 /// What the module parameters ask for.
 pub(crate) struct Config<'a> {

@@ -15,8 +15,8 @@
 
 use super::alloc::BufState;
 use super::layout::{
-    Geometry, Header, RefEntry, ReturnEntry, BUF_BYTES, CTL_BASE, FRAME_MAX, FRAME_MIN, HOSTS_MAX,
-    LINE, REF_BY_VALUE,
+    Geometry, Header, Heartbeat, RefEntry, ReturnEntry, BUF_BYTES, CTL_BASE, FRAME_MAX, FRAME_MIN,
+    HOSTS_MAX, LINE, REF_BY_VALUE,
 };
 use super::lend::Lend;
 use super::mem::{OutOfBounds, PoolMem};
@@ -238,6 +238,17 @@ pub fn records_round_trip_and_checksums_catch_a_flip() -> Outcome {
     let mut h = geom().header().encode();
     h[13] ^= 1;
     check!(Header::decode(&h, u64::MAX).is_err());
+    let hb = Heartbeat {
+        epoch: u32::MAX,
+        host: 3,
+        beat: u64::MAX - 1,
+        lease_ms: 600_000,
+    };
+    let mut line = hb.encode();
+    check_eq!(Heartbeat::decode(&line), Some(hb));
+    // A line from before the lease field reads as "not announced".
+    line[12..16].fill(0);
+    check_eq!(Heartbeat::decode(&line).map(|h| h.lease_ms), Some(0));
     Ok(())
 }
 

@@ -363,6 +363,12 @@ pub struct Heartbeat {
     pub host: u32,
     /// Increments while the host is alive (leases are beluga's).
     pub beat: u64,
+    /// The lease the host beats for, milliseconds: it beats at least
+    /// four times a lease. 0: not announced (a line from before this
+    /// field, or a fresh join). Observers wait the longer of their own
+    /// lease and this before they call the host dead, so hosts loaded
+    /// with different leases do not declare each other dead.
+    pub lease_ms: u32,
 }
 
 /// A heartbeat line's magic.
@@ -373,12 +379,14 @@ pub const SRC_MAGIC: u32 = 0x4452_5352; // "RSRD"
 pub const DST_MAGIC: u32 = 0x4452_4453; // "SDRD"
 
 impl Heartbeat {
-    /// The line: magic, epoch, host, beat.
+    /// The line: magic, epoch, host, lease, beat (the lease in bytes
+    /// that were zero before it existed).
     pub fn encode(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
         put(&mut b, 0, &HEARTBEAT_MAGIC.to_le_bytes());
         put(&mut b, 4, &self.epoch.to_le_bytes());
         put(&mut b, 8, &self.host.to_le_bytes());
+        put(&mut b, 12, &self.lease_ms.to_le_bytes());
         put(&mut b, 16, &self.beat.to_le_bytes());
         b
     }
@@ -388,6 +396,7 @@ impl Heartbeat {
             epoch: le32(b, 4),
             host: le32(b, 8),
             beat: le64(b, 16),
+            lease_ms: le32(b, 12),
         })
     }
 }

@@ -26,6 +26,7 @@ note() { echo "$*" >> /tmp/drack.report; }
 rm -f /tmp/drack.report
 above() { test "$(stat "$1")" -gt "$2"; }
 debug() {
+	set +x
 	echo "== host $h at exit"
 	ethtool -S drack0 2>/dev/null | grep -v ': 0$'
 	dmesg | grep -i drack | tail -n 30
@@ -231,6 +232,9 @@ fi
 kill $srv 2>/dev/null || true
 wait 2>/dev/null || true
 [ "$h" = 1 ] || rmmod drack_netdev
+# Both gone before both load again.
+flag $((70 + h)) unloaded-$h
+await $((71 - h)) unloaded-$p
 
 # A stall past the lease without a crash: both load drack0 again with a
 # 300 ms lease (beluga's stays 2 s, which the stall must not reach);

@@ -26,19 +26,22 @@ pub fn heartbeat<M: PoolMem + ?Sized>(m: &M, geom: &Geometry, host: u32) -> Opti
     Heartbeat::decode(&b).filter(|h| h.host == host)
 }
 
-/// Writes host `me`'s heartbeat line.
+/// Writes host `me`'s heartbeat line: `beat` in `epoch`, for a lease of
+/// `lease_ms`.
 pub fn beat<M: PoolMem + ?Sized>(
     m: &M,
     geom: &Geometry,
     me: u32,
     epoch: u32,
     beat: u64,
+    lease_ms: u32,
 ) -> Result<(), OutOfBounds> {
     let at = geom.heartbeat(me).ok_or(OutOfBounds)?;
     let h = Heartbeat {
         epoch,
         host: me,
         beat,
+        lease_ms,
     };
     publish(m, at, &h.encode())
 }
@@ -51,6 +54,6 @@ pub fn join<M: PoolMem + ?Sized>(m: &M, geom: &Geometry, me: u32) -> Result<u32,
         0 => 1,
         e => e,
     };
-    beat(m, geom, me, epoch, 0)?;
+    beat(m, geom, me, epoch, 0, 0)?;
     Ok(epoch)
 }
