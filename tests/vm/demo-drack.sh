@@ -102,6 +102,7 @@ for m in $modes; do
 		"$(ratio "$(d /tmp/peer.$m rx_lent_frames)" $rx)" \
 		"$(ratio "$(d /tmp/$m tx_returned_buffers)" $tx)"
 	copied=$(($(per $placed $tx) + $(per $txval $tx) + $(per $hdr $rx) + $(per $fb $rx) + $(per $rxval $rx)))
+	stops="$stops $m $(d /tmp/$m tx_queue_stops) stops / $(d /tmp/$m tx_dropped_full_frames) dropped;"
 	case $m in
 	by-reference)
 		byref=$copied
@@ -112,6 +113,7 @@ for m in $modes; do
 done
 flag 6 finished
 echo "in all per frame: by reference $byref B copied, by value $byval B ($(ratio $byref $byval) of by value); by reference host 1 copied $fbpct% of the frames whole (fallback: lend cap reached, or the page still held; $busy page-busy)"
+echo "host 0's TX queue to host 1 when host 1 had no room:$stops (a full peer stops only its own queue; the stack holds its frames)"
 echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
 echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
 trap - EXIT
