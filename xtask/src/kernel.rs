@@ -19,7 +19,7 @@ const STAMP_BUILT: &str = ".cxlfabric-built";
 pub enum Flavor {
     /// The tree every test and the demo use.
     Default,
-    /// KASAN, lockdep, kmemleak, KFENCE: built only when asked for.
+    /// KASAN, lockdep, kmemleak, KFENCE, DEBUG_VM: built only when asked for.
     Debug,
 }
 
