@@ -905,7 +905,7 @@ pub const SCALE_TESTED: [(u32, u32); 12] = [
 
 /// The sizes of [`SCALE_TESTED`] `tests/memchannel.rs` also runs with
 /// seeds 2 and 3 (few threads, quick).
-pub const SCALE_TESTED_SEEDS: [(u32, u32); 3] = [(3, 3), (5, 3), (7, 3)];
+pub const SCALE_TESTED_SEEDS: [(u32, u32); 4] = [(3, 1), (3, 3), (5, 3), (7, 3)];
 
 /// The points of `cxlsim bench --only memchannel-scale`.
 pub fn scale_points(full: bool) -> Vec<(u32, u32)> {
