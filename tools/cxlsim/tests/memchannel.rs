@@ -109,13 +109,18 @@ fn utilization_and_fairness_up_to_1024_threads() {
     items.push(((40, 4), SignalVariant::QueueInstant, true));
     items.push(((40, 4), SignalVariant::Model, true));
     let pts = mcexp::utilization_runs(&items, mcexp::SCALE_SIZE, 1, 0).unwrap();
-    let seeds: Vec<_> = mcexp::SCALE_TESTED_SEEDS
-        .iter()
-        .map(|&p| (p, SignalVariant::Queue, true))
-        .collect();
-    let mut more = Vec::new();
+    let queue_at = |points: &[(u32, u32)]| -> Vec<_> {
+        points
+            .iter()
+            .map(|&p| (p, SignalVariant::Queue, true))
+            .collect()
+    };
+    let untuned = queue_at(&mcexp::SCALE_UNTUNED);
+    let mut more = mcexp::utilization_runs(&untuned, mcexp::SCALE_SIZE, 1, 0).unwrap();
     for seed in [2, 3] {
-        more.extend(mcexp::utilization_runs(&seeds, mcexp::SCALE_SIZE, seed, 0).unwrap());
+        let mut points = queue_at(&mcexp::SCALE_TESTED_SEEDS);
+        points.extend(untuned.iter().copied());
+        more.extend(mcexp::utilization_runs(&points, mcexp::SCALE_SIZE, seed, 0).unwrap());
     }
     for p in pts.iter().chain(&more) {
         eprintln!("{p:?}");
