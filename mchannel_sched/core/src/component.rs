@@ -196,7 +196,7 @@ impl Component {
     ///
     /// Eq. 4 divides by the rate it counts (`tree::counted_rate`: a leaf
     /// this component's queue holds back counts at its share while the
-    /// component is congested; `tree::eq4_rate`: above F only up to C), F
+    /// component is congested; `tree::eq4_rate`: while F <= C), F
     /// (`rate`, and Algorithm 1's `F <= C`) is the rate measured. The slot
     /// carries the counted rate: every host's Eq. 4 counts the same.
     pub fn update_shared(&mut self, nodes: &mut [Node], remote: Remote) -> (u64, u64) {

@@ -140,15 +140,19 @@ pub fn counted_rate(node: &Node, congested: bool) -> u64 {
 }
 
 /// The rate Eq. 4 divides by, given the measured aggregate `rate`, the
-/// `counted` one (`counted_rate`) and the capacity: the counted rate, but
-/// above the measured one only up to the capacity. Held-back leaves stop
-/// alpha from rising past them; they do not deepen a cut that a rate
-/// above the capacity makes anyway (at the start of an overload every
-/// leaf runs unthrottled and is held back: counting each at its share
-/// there cut alpha further than Eq. 4 and left 256 x 4 and 1024 x 1 at
-/// 94-96 % at some seeds).
+/// `counted` one (`counted_rate`) and the capacity: the counted rate
+/// while the measured one is at most the capacity (where Eq. 4 would
+/// raise alpha past the held-back leaves), else the measured one (Eq. 4
+/// cuts anyway; at the start of an overload every leaf runs unthrottled
+/// and is held back, and counting each at its share there cut alpha
+/// deeper than Eq. 4 and left 256 x 4 and 1024 x 1 at 94-96 % at some
+/// seeds).
 pub fn eq4_rate(rate: u64, counted: u64, capacity: u64) -> u64 {
-    rate.max(counted.min(capacity))
+    if rate > capacity {
+        rate
+    } else {
+        rate.max(counted)
+    }
 }
 
 /// One sampling period over a checked tree (`check` returned `Ok`): sums
