@@ -123,9 +123,10 @@ pub const HELD_BACK_DIV: u64 = 4;
 /// longer runs deepen the queue: three channels on one link settled with
 /// the unthrottled one 18 % under the others
 /// (`Documentation/cxlfabric/cxlsim.rst`, "3 x 1"). A leaf that sends
-/// well under its share, or is throttled elsewhere on its path (its rate
-/// is that share), counts at its rate, as does every leaf of a component
-/// that reports no congestion.
+/// well under its share counts at its rate, as does every leaf of a
+/// component that reports no congestion, and one throttled elsewhere on
+/// its path unless that share is within a quarter under this one (the
+/// most it is over-counted).
 pub fn counted_rate(node: &Node, congested: bool) -> u64 {
     if !congested || node.inner {
         return node.rate;
