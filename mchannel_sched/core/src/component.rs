@@ -193,16 +193,27 @@ impl Component {
     /// their rates add to F and their demands to the cap, and a peer that
     /// owns the component sets alpha for everyone. Returns this host's own
     /// aggregate rate and largest per-weight demand, for its slot.
+    ///
+    /// Eq. 4 divides by the rate it counts (`tree::counted_rate`: a leaf
+    /// this component's queue holds back counts at its share while the
+    /// component is congested; `tree::eq4_rate`: while F <= C), F
+    /// (`rate`, and Algorithm 1's `F <= C`) is the rate measured. The slot
+    /// carries the counted rate: every host's Eq. 4 counts the same.
     pub fn update_shared(&mut self, nodes: &mut [Node], remote: Remote) -> (u64, u64) {
-        let (rate, cap) = tree::sum_up(nodes);
-        self.rate = rate.saturating_add(remote.rate);
+        let sums = tree::sum_up(nodes, self.signal > Q32::ZERO);
+        self.rate = sums.rate.saturating_add(remote.rate);
+        let counted = tree::eq4_rate(
+            self.rate,
+            sums.counted.saturating_add(remote.rate),
+            self.capacity,
+        );
         // INVARIANT: `fair_share` never returns zero; neither does `max(1)`.
         self.alpha = match remote.owner_alpha {
             Some(a) => a.max(1),
-            None => fair_share(self.alpha, self.capacity, self.rate, cap.max(remote.cap)),
+            None => fair_share(self.alpha, self.capacity, counted, sums.cap.max(remote.cap)),
         };
         tree::divide_down(nodes, self.alpha);
-        (rate, cap)
+        (sums.counted, sums.cap)
     }
 
     /// Eq. 6: `l = (1 - g) l + g L` for the congestion signal `L` (the

@@ -54,7 +54,8 @@ pub struct Slot {
     pub version: u32,
     /// Advanced by the writer every control period.
     pub heartbeat: u64,
-    /// The writer's aggregate rate through the component, bytes/s.
+    /// The writer's aggregate rate through the component as its Eq. 4
+    /// counts it (`tree::counted_rate`), bytes/s.
     pub rate: u64,
     /// The writer's largest per-weight demand at the component, bytes/s.
     pub cap: u64,

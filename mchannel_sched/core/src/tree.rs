@@ -41,6 +41,10 @@ pub struct Node {
     /// Computed, inner node: the largest per-weight demand of its
     /// children (the cap of its Eq. 4).
     pub child_cap: u64,
+    /// Computed: the rate its parent's Eq. 4 counts for it (the sum of
+    /// its children's for an inner node). A leaf's rate, or its share
+    /// when the component's queue holds it back (`counted_rate`).
+    pub counted: u64,
 }
 
 impl Node {
@@ -57,6 +61,7 @@ impl Node {
             alpha: 0,
             inner: false,
             child_cap: 0,
+            counted: 0,
         }
     }
 }
@@ -101,41 +106,118 @@ fn per_weight(demand: u64, weight: u32) -> u64 {
     demand.div_ceil(w)
 }
 
+/// A leaf the component's queue holds back runs within 1 / `HELD_BACK_DIV`
+/// under its share (`counted_rate`).
+pub const HELD_BACK_DIV: u64 = 4;
+
+/// The rate Eq. 4 counts for a leaf: its rate, except while the
+/// component is congested (its last signal above zero) for a leaf that
+/// its share here does not throttle (demand below `weight * alpha`) yet
+/// whose rate is within 1 / [`HELD_BACK_DIV`] under that share: then the
+/// share. Such a leaf is held back by the component's queue, not by its
+/// own demand: a thread keeping requests in flight moves fewer bytes
+/// while a queue stands, and its demand (bytes over the time it ran)
+/// falls with it. Counted at its rate, it would not set the fair share
+/// (CSFQ counts a flow at the fair rate unless it sends less), Eq. 4
+/// would hand what the queue took from it to the throttled leaves, whose
+/// longer runs deepen the queue: three channels on one link settled with
+/// the unthrottled one 18 % under the others
+/// (`Documentation/cxlfabric/cxlsim.rst`, "3 x 1"). A leaf that sends
+/// well under its share counts at its rate, as does every leaf of a
+/// component that reports no congestion, and one throttled elsewhere on
+/// its path unless that share is within a quarter under this one (the
+/// most it is over-counted).
+pub fn counted_rate(node: &Node, congested: bool) -> u64 {
+    if !congested || node.inner {
+        return node.rate;
+    }
+    let share = node.alpha.saturating_mul(u64::from(node.weight));
+    let near = share.saturating_sub(share / HELD_BACK_DIV);
+    if node.demand < share && node.rate >= near {
+        share
+    } else {
+        node.rate
+    }
+}
+
+/// The rate Eq. 4 divides by, given the measured aggregate `rate`, the
+/// `counted` one (`counted_rate`) and the capacity: the counted rate
+/// while the measured one is at most the capacity (where Eq. 4 would
+/// raise alpha past the held-back leaves), else the measured one (Eq. 4
+/// cuts anyway; at the start of an overload every leaf runs unthrottled
+/// and is held back, and counting each at its share there cut alpha
+/// deeper than Eq. 4 and left 256 x 4 and 1024 x 1 at 94-96 % at some
+/// seeds).
+pub fn eq4_rate(rate: u64, counted: u64, capacity: u64) -> u64 {
+    if rate > capacity {
+        rate
+    } else {
+        rate.max(counted)
+    }
+}
+
 /// One sampling period over a checked tree (`check` returned `Ok`): sums
 /// demand and rate upward, then applies Eq. 4 downward from the component
 /// with capacity `capacity` and share `alpha` (the component's own, kept
-/// by the caller). Returns the component's new alpha.
+/// by the caller). Returns the component's new alpha. No congestion
+/// signal: every leaf counts at its rate (`counted_rate`).
 pub fn update(nodes: &mut [Node], capacity: u64, alpha: u64) -> u64 {
-    let (top_rate, top_cap) = sum_up(nodes);
-    let root_alpha = fair_share(alpha, capacity, top_rate, top_cap);
+    let sums = sum_up(nodes, false);
+    let root_alpha = fair_share(
+        alpha,
+        capacity,
+        eq4_rate(sums.rate, sums.counted, capacity),
+        sums.cap,
+    );
     divide_down(nodes, root_alpha);
     root_alpha
 }
 
-/// Sums demand and rate upward; returns the top level's aggregate rate
-/// and largest per-weight demand (what Eq. 4 at the component needs).
-pub fn sum_up(nodes: &mut [Node]) -> (u64, u64) {
+/// What [`sum_up`] returns: the top level's aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sums {
+    /// The aggregate rate, as measured (the component's F).
+    pub rate: u64,
+    /// The aggregate of what Eq. 4 counts (`counted_rate`).
+    pub counted: u64,
+    /// The largest per-weight demand (the cap of Eq. 4).
+    pub cap: u64,
+}
+
+/// Sums demand, rate and counted rate upward; returns the top level's
+/// aggregates (what Eq. 4 at the component needs). `congested`: the
+/// component's last signal was above zero (`counted_rate`).
+pub fn sum_up(nodes: &mut [Node], congested: bool) -> Sums {
     // Children come after parents, so a reverse pass has every child
     // added before its parent is added to the grandparent.
     for node in nodes.iter_mut().filter(|n| n.inner) {
         node.demand = 0;
         node.rate = 0;
+        node.counted = 0;
         node.child_cap = 0;
     }
-    let (mut top_rate, mut top_cap) = (0u64, 0u64);
+    let mut top = Sums::default();
     for i in (0..nodes.len()).rev() {
-        let Some(&node) = nodes.get(i) else { continue };
+        let Some(node) = nodes.get_mut(i) else {
+            continue;
+        };
+        if !node.inner {
+            node.counted = counted_rate(node, congested);
+        }
+        let node = *node;
         let cap = per_weight(node.demand, node.weight);
         if node.parent == ROOT {
-            top_rate = top_rate.saturating_add(node.rate);
-            top_cap = top_cap.max(cap);
+            top.rate = top.rate.saturating_add(node.rate);
+            top.counted = top.counted.saturating_add(node.counted);
+            top.cap = top.cap.max(cap);
         } else if let Some(p) = nodes.get_mut(usize::from(node.parent)) {
             p.demand = p.demand.saturating_add(node.demand);
             p.rate = p.rate.saturating_add(node.rate);
+            p.counted = p.counted.saturating_add(node.counted);
             p.child_cap = p.child_cap.max(cap);
         }
     }
-    (top_rate, top_cap)
+    top
 }
 
 /// Eq. 4 downward from the component's share `root_alpha`: each inner
@@ -154,7 +236,8 @@ pub fn divide_down(nodes: &mut [Node], root_alpha: u64) {
             .saturating_mul(u64::from(node.weight))
             .min(node.demand);
         let alpha = if node.inner {
-            fair_share(node.alpha, granted, node.rate, node.child_cap)
+            let f = eq4_rate(node.rate, node.counted, granted);
+            fair_share(node.alpha, granted, f, node.child_cap)
         } else {
             parent_alpha
         };
