@@ -173,7 +173,9 @@ if [ "$h" = 1 ]; then
 	wait_until 100 above peer0_lent_pages 4
 	note "host 1: $(stat peer0_lent_pages) pages lent to the unread socket before rmmod"
 	rmmod drack_netdev
-	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=$((2000 * slow))
+	# A lend cap of 24: the unread socket (a slow reader) holds most of
+	# it, so the next transfer's frames fall back to counted copies.
+	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=$((2000 * slow)) lend_cap=24
 	note "host 1: $(dmesg | grep 'host 0: the stack still holds' | tail -n 1)"
 	dmesg | grep -q 'host 0: the stack still holds [0-9]* of its buffers'
 	test "$(stat peer0_lent_pages)" -gt 0
@@ -182,6 +184,8 @@ if [ "$h" = 1 ]; then
 	wait_until 100 carrier_is drack0 1
 	flag 61 reloaded
 	await 62 sent-more
+	above rx_fallback_copy_frames 0
+	note "host 1 with the slow reader: $(stat rx_lent_frames) frames lent, $(stat rx_fallback_copy_frames) copied (lend cap 24)"
 	touch /tmp/go
 	await 63 held-checked
 	kill $held_srv
