@@ -80,6 +80,12 @@ ip link set drack0 up
 wait_until 100 carrier_is drack0 1
 flag $((31 + h)) drack-up-$h
 await $((32 - h)) drack-up-$p
+# The peer's state in sysfs as in ethtool -S.
+peerdir=/sys/class/net/drack0/peers/$p
+wait_until 50 reads $peerdir/tx_session = up
+reads $peerdir/rx_session = up
+reads $peerdir/alive = 1
+test "$(cat $peerdir/epoch)" -gt 0
 
 ping -c 3 -W 5 "$peer"
 nicbench serve --port 7009 &
@@ -225,6 +231,8 @@ if [ "$h" = 0 ]; then
 	# Host 1's heartbeat stops: after the lease the carrier goes.
 	wait_until 200 carrier_is drack0 0
 	note "host 0: carrier down after host 1's rmmod: $(dmesg | grep 'drack_netdev: peer 1' | tail -n 1)"
+	reads $peerdir/alive = 0
+	reads $peerdir/tx_session = down
 	kill $tcp 2>/dev/null || true
 	wait $tcp 2>/dev/null || true
 else
