@@ -84,7 +84,8 @@ await $((32 - h)) drack-up-$p
 peerdir=/sys/class/net/drack0/peers/$p
 wait_until 50 reads $peerdir/tx_session = up
 reads $peerdir/rx_session = up
-reads $peerdir/alive = 1
+# Alive from the first heartbeat pass (a quarter lease) on.
+wait_until 50 reads $peerdir/alive = 1
 test "$(cat $peerdir/epoch)" -gt 0
 
 ping -c 3 -W 5 "$peer"
