@@ -317,7 +317,8 @@ if [ "$h" = 1 ]; then
 	touch /tmp/go2
 	want=$(nicbench hash --bytes 20000 --seed 13)
 	wait_until 100 grep -q "tcp 20000 bytes, hash $want" /tmp/ub.srv
-	wait_until 300 test "$(dmesg | grep -c 'beluga0.0: released')" -gt "$released"
+	released_more() { test "$(dmesg | grep -c 'beluga0.0: released')" -gt "$released"; }
+	wait_until 300 released_more
 	kill $held_srv
 	wait $held_srv 2>/dev/null || true
 	rmmod drack_netdev
