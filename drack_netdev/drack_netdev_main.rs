@@ -24,6 +24,7 @@ use cxlf_support as support;
 mod lease;
 mod link;
 mod netdev;
+mod peers;
 mod poll;
 mod pool;
 mod rx;
@@ -71,13 +72,15 @@ support::params::module_param_uint!(
 );
 
 /// drack0, torn down in field order: the timer (no more polls
-/// scheduled), NAPI (disabled and removed), the interface (unregistered:
+/// scheduled), NAPI (disabled and removed), the per-peer sysfs files
+/// (before the interface they are under), the interface (unregistered:
 /// no more transmits), then the state, whose lend table is forgotten
 /// without putting the stack's page references (beluga's unbind waits
 /// for those), and the region.
 struct Drack0 {
     _ticker: ArcHrTimerHandle<ticker::Ticker>,
     _napi: Arc<Napi<Link>>,
+    _peers: peers::PeerFiles,
     reg: Registration<Link>,
     _link: Arc<Link>,
 }
@@ -107,11 +110,13 @@ impl Drack0 {
         let reg = Registration::register(link.clone(), &at)?;
         let napi = Arc::new(Napi::add(&reg.netdev(), link.clone(), 0)?, GFP_KERNEL)?;
         napi.enable();
+        let peers = peers::PeerFiles::new(reg.as_parent(), &link)?;
         let ticker = ticker::Ticker::start(napi.clone())?;
         pr_info!("{} is host {}'s interface\n", reg.name(), link.me);
         Ok(Drack0 {
             _ticker: ticker,
             _napi: napi,
+            _peers: peers,
             reg,
             _link: link,
         })

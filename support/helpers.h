@@ -112,6 +112,8 @@ struct net_device;
 struct net_device_ops;
 struct sk_buff;
 void *cxlf_netdev_priv(struct net_device *dev);
+struct kobject;
+struct kobject *cxlf_netdev_kobj(struct net_device *dev);
 void cxlf_netdev_set_netdev_ops(struct net_device *dev,
 				const struct net_device_ops *ops);
 void cxlf_netdev_set_ethtool_ops(struct net_device *dev,

@@ -58,6 +58,12 @@ extern "C" {
     pub(crate) fn cxlf_skb_set_shared_frag(skb: *mut bindings::sk_buff);
 }
 
+// An interface's sysfs directory as a parent of the driver's own.
+#[cfg(all(cxlf_support = "netdev", cxlf_support = "sysfs"))]
+extern "C" {
+    pub(crate) fn cxlf_netdev_kobj(dev: *mut bindings::net_device) -> *mut bindings::kobject;
+}
+
 #[cfg(cxlf_support = "netdev")]
 extern "C" {
     pub(crate) fn cxlf_netdev_priv(dev: *mut bindings::net_device) -> *mut c_void;

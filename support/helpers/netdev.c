@@ -17,6 +17,12 @@ void *cxlf_netdev_priv(struct net_device *dev)
 	return netdev_priv(dev);
 }
 
+/* In C: the embedded device's kobject (sysfs directories under it). */
+struct kobject *cxlf_netdev_kobj(struct net_device *dev)
+{
+	return &dev->dev.kobj;
+}
+
 /* In C: a field of the opaque struct. */
 void cxlf_netdev_set_netdev_ops(struct net_device *dev,
 				const struct net_device_ops *ops)

@@ -2,7 +2,8 @@
 # the hosts over one beluga pool, host 0 the client, host 1 the server
 # (nicbench). For each mode (by reference, by value, both hosts alike):
 # TCP throughput 0 -> 1, UDP 64 B request/response latency, and what the
-# TCP transfer copied per frame on each side (ethtool -S). Host 0 prints
+# TCP transfer copied per frame on each side (ethtool -S); then host 1
+# unloads drack_netdev and loads it again (peer down, rejoin). Host 0 prints
 # the report; host 1 hands its counters over eth0 (busybox httpd), so the
 # drack0 counters see only the measured traffic.
 set -e
@@ -58,6 +59,16 @@ if [ "$h" = 1 ]; then
 	await 6 finished >/dev/null
 	kill $srv
 	wait $srv 2>/dev/null || true
+	# Peer down and rejoin: unloaded, then loaded again (a new epoch).
+	await 7 go-down >/dev/null
+	rmmod drack_netdev
+	flag 8 unloaded
+	await 9 seen-dead >/dev/null
+	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=2000
+	ip addr add $me/24 dev drack0
+	ip link set drack0 up
+	flag 10 loaded-again
+	await 11 demo-done >/dev/null
 	trap - EXIT
 	exit 0
 fi
@@ -112,8 +123,25 @@ for m in $modes; do
 	esac
 done
 flag 6 finished
+
+# Peer down and rejoin.
+uptime_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
+flag 7 go-down
+await 8 unloaded >/dev/null
+t0=$(uptime_cs)
+wait_until 100 carrier_is drack0 0
+dead=$(($(uptime_cs) - t0))
+flag 9 seen-dead
+await 10 loaded-again >/dev/null
+t0=$(uptime_cs)
+wait_until 100 carrier_is drack0 1
+back=$(($(uptime_cs) - t0))
+ping -c 1 -W 5 $peer >/dev/null
+epoch=$(cat /sys/class/net/drack0/peers/1/epoch)
+flag 11 demo-done
 echo "in all per frame: by reference $byref B copied, by value $byval B ($(ratio $byref $byval) of by value); by reference host 1 copied $fbpct% of the frames whole (fallback: lend cap reached, or the page still held; $busy page-busy)"
 echo "host 0's TX queue to host 1 when host 1 had no room:$stops (a full peer stops only its own queue; the stack holds its frames)"
 echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
+echo "peer down and rejoin: host 1 unloaded drack_netdev; host 0 saw it dead and took drack0's carrier down after $((dead / 100)).$((dead % 100 / 10)) s (lease 2 s); host 1 loaded it again: carrier up $((back / 100)).$((back % 100 / 10)) s later, host 1 in epoch $epoch, ping answered, no reload on host 0"
 echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
 trap - EXIT

@@ -24,7 +24,8 @@ use std::time::Duration;
 #[command(name = "cargo xtask", about = "cxlfabric build, boot and test harness")]
 struct Cli {
     /// Kernel flavor for every step: `debug` adds KASAN, lockdep,
-    /// kmemleak and KFENCE (built on first use, cached like the default).
+    /// kmemleak, KFENCE and DEBUG_VM (built on first use, cached like the
+    /// default).
     #[arg(long, global = true, value_enum, default_value = "default")]
     flavor: kernel::Flavor,
     #[command(subcommand)]

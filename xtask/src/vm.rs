@@ -419,12 +419,14 @@ fn init_deadline() -> Duration {
 ///
 /// Under TCG on a loaded host, a guest kernel can stall in early boot (RCU
 /// reports "timer wakeup didn't happen" for a vCPU and never recovers). If
-/// any guest has not reached init within [`init_deadline`], the boot is
-/// killed and tried once more, and this is reported; a hang that our own
-/// code causes hangs again and fails.
+/// any guest has not reached init within [`init_deadline`], or its QEMU
+/// exited before, the boot is killed and tried again (three boots in
+/// all), and this is reported; a hang that our own code causes hangs
+/// again and fails.
 pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec<HostRun>> {
     let run_dir = out_dir().join(format!("vm-{}", opts.mode.name()));
-    for attempt in 1..=2 {
+    const ATTEMPTS: u32 = 3;
+    for attempt in 1..=ATTEMPTS {
         match boot_once(tree, initramfs, opts, &run_dir)? {
             Some(runs) if attempt == 1 && runs.iter().any(tcg_patch_fault) => {
                 let kept = run_dir.with_extension("tcg-int3");
@@ -438,15 +440,15 @@ pub fn boot(tree: &KernelTree, initramfs: &Path, opts: &VmOptions) -> Result<Vec
                 );
             }
             Some(runs) => return Ok(runs),
-            None if attempt == 1 => eprintln!(
-                "vm: a guest did not reach init within {} s (early-boot stall); booting again",
+            None if attempt < ATTEMPTS => eprintln!(
+                "vm: a guest did not reach init within {} s, or its QEMU died first (early-boot failure); booting again",
                 init_deadline().as_secs()
             ),
             None => {}
         }
     }
     bail!(
-        "guests stalled in early boot twice (console: {})",
+        "guests failed in early boot {ATTEMPTS} times (console: {})",
         run_dir.join("console0.log").display()
     )
 }
@@ -461,7 +463,8 @@ fn tcg_patch_fault(run: &HostRun) -> bool {
             .is_ok_and(|c| c.contains("Oops: int3") && c.contains("Fatal exception"))
 }
 
-/// One boot; `None` if a guest stalled before init and the boot was killed.
+/// One boot; `None` if a guest stalled or its QEMU died before init and
+/// the boot was killed.
 /// The testbed's region: 2-way, 4 KiB granularity (the window's), over
 /// `cxl-pool0.raw` and `cxl-pool1.raw` in serial order.
 const REGION_WAYS: u64 = 2;
@@ -597,7 +600,16 @@ fn boot_once(
         let stalled = children.iter().zip(&statuses).any(|((host, _), status)| {
             status.is_none() && GuestReport::parse(&results_of(*host)).hello.is_none()
         });
-        if stalled && start.elapsed() > init_deadline() {
+        // QEMU itself can die before the guest says hello (an internal
+        // assertion under TCG, `iotlb_to_section`, seen once): as a stall.
+        let died = children.iter().zip(&statuses).find(|((host, _), status)| {
+            status.is_some() && GuestReport::parse(&results_of(*host)).hello.is_none()
+        });
+        if let Some(((host, _), _)) = died {
+            eprintln!("vm: host {host}: QEMU exited before the guest reached init:");
+            crate::util::print_tail(&run_dir.join(format!("qemu{host}.stderr")), 5);
+        }
+        if died.is_some() || (stalled && start.elapsed() > init_deadline()) {
             for (_, child) in &children {
                 // `timeout` passes SIGTERM on to QEMU.
                 let _ = Command::new("kill")

@@ -157,6 +157,17 @@ impl<'a> Placement<'a> {
 }
 
 impl<T: NetDevice> Registration<T> {
+    /// The interface's directory (`/sys/class/net/<name>/`), a parent
+    /// for directories of the driver's own; they must be removed before
+    /// the registration goes.
+    #[cfg(cxlf_support = "sysfs")]
+    pub fn as_parent(&self) -> crate::sysfs::Parent<'_> {
+        // SAFETY: the interface is registered while `self` lives (type
+        // invariant), so its device's kobject is live and registered for
+        // the borrow.
+        unsafe { crate::sysfs::Parent::from_raw(crate::helpers::cxlf_netdev_kobj(self.raw)) }
+    }
+
     /// Registers an interface for `this` (named as `at` says); registering
     /// takes a reference on the parent device, so it may outlive the
     /// borrow.

@@ -11,8 +11,9 @@
 # instead of frames dropped, a reload of host 1's module while its stack
 # holds lent pages (adopted, never written over), rmmod under traffic
 # on host 1 (host 0 sees the carrier go after the lease and unloads
-# too), and a stall of host 1 past its lease (its VM stopped): it rejoins
-# by itself.
+# too), a stall of host 1 past its lease (its VM stopped): it rejoins
+# by itself, and beluga unbind on host 1 under drack while a socket holds
+# lent pages.
 set -e
 . /multihost/flags.inc
 
@@ -79,6 +80,13 @@ ip link set drack0 up
 wait_until 100 carrier_is drack0 1
 flag $((31 + h)) drack-up-$h
 await $((32 - h)) drack-up-$p
+# The peer's state in sysfs as in ethtool -S.
+peerdir=/sys/class/net/drack0/peers/$p
+wait_until 50 reads $peerdir/tx_session = up
+reads $peerdir/rx_session = up
+# Alive from the first heartbeat pass (a quarter lease) on.
+wait_until 50 reads $peerdir/alive = 1
+test "$(cat $peerdir/epoch)" -gt 0
 
 ping -c 3 -W 5 "$peer"
 nicbench serve --port 7009 &
@@ -172,7 +180,9 @@ if [ "$h" = 1 ]; then
 	wait_until 100 above peer0_lent_pages 4
 	note "host 1: $(stat peer0_lent_pages) pages lent to the unread socket before rmmod"
 	rmmod drack_netdev
-	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=$((2000 * slow))
+	# A lend cap of 24: the unread socket (a slow reader) holds most of
+	# it, so the next transfer's frames fall back to counted copies.
+	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=1 hosts=2 lease_ms=$((2000 * slow)) lend_cap=24
 	note "host 1: $(dmesg | grep 'host 0: the stack still holds' | tail -n 1)"
 	dmesg | grep -q 'host 0: the stack still holds [0-9]* of its buffers'
 	test "$(stat peer0_lent_pages)" -gt 0
@@ -181,6 +191,8 @@ if [ "$h" = 1 ]; then
 	wait_until 100 carrier_is drack0 1
 	flag 61 reloaded
 	await 62 sent-more
+	above rx_fallback_copy_frames 0
+	note "host 1 with the slow reader: $(stat rx_lent_frames) frames lent, $(stat rx_fallback_copy_frames) copied (lend cap 24)"
 	touch /tmp/go
 	await 63 held-checked
 	kill $held_srv
@@ -220,6 +232,8 @@ if [ "$h" = 0 ]; then
 	# Host 1's heartbeat stops: after the lease the carrier goes.
 	wait_until 200 carrier_is drack0 0
 	note "host 0: carrier down after host 1's rmmod: $(dmesg | grep 'drack_netdev: peer 1' | tail -n 1)"
+	reads $peerdir/alive = 0
+	reads $peerdir/tx_session = down
 	kill $tcp 2>/dev/null || true
 	wait $tcp 2>/dev/null || true
 else
@@ -266,6 +280,67 @@ else
 	flag 67 pinged-0
 fi
 rmmod drack_netdev
+
+# beluga unbind under drack while a socket holds lent pages: host 0
+# sends a transfer to a server on host 1 that reads nothing yet; host 1
+# unbinds its beluga device. The revoke stops drack0 (carrier down), the
+# unbind returns with the pages still referenced (beluga keeps the memory
+# claimed until they are let go), the socket then reads what it holds
+# intact (the server's hash is the sender's), the pages go back and the
+# pool is released; drack unloads, beluga binds again and mchannel
+# shares scenario 47's switch again, for 50.
+flag $((72 + h)) ub-unloaded-$h
+await $((73 - h)) ub-unloaded-$p
+insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((2000 * slow))
+ip addr add $me/24 dev drack0
+ip link set drack0 up
+wait_until 100 carrier_is drack0 1
+flag $((74 + h)) ub-up-$h
+await $((75 - h)) ub-up-$p
+if [ "$h" = 1 ]; then
+	rm -f /tmp/go2
+	nicbench serve --port 7011 --hold-until /tmp/go2 > /tmp/ub.srv 2>&1 &
+	held_srv=$!
+	# Listening (port 7011 is 0x1B63) before host 0 connects.
+	wait_until 50 grep -q ':1B63 00000000:0000 0A' /proc/net/tcp
+	flag 76 ub-holding
+	wait_until 100 above peer0_lent_pages 4
+	released=$(dmesg | grep -c "beluga0.0: released" || true)
+	# mchannel_sched shares scenario 47's switch through the pool too:
+	# it goes first and comes back as it was, for 50.
+	rmmod mchannel_sched
+	echo dax0.0 > $dax/beluga_dax/unbind
+	wait_until 100 dmesg_has 'the pool region is being revoked: drack0 stops'
+	wait_until 100 carrier_is drack0 0
+	dmesg_has 'beluga0.0: unbound with [0-9]* pages still referenced'
+	note "host 1: $(dmesg | grep 'beluga0.0: unbound with' | tail -n 1)"
+	touch /tmp/go2
+	want=$(nicbench hash --bytes 20000 --seed 13)
+	wait_until 100 grep -q "tcp 20000 bytes, hash $want" /tmp/ub.srv
+	released_more() { test "$(dmesg | grep -c 'beluga0.0: released')" -gt "$released"; }
+	wait_until 300 released_more
+	kill $held_srv
+	wait $held_srv 2>/dev/null || true
+	rmmod drack_netdev
+	echo dax0.0 > $dax/beluga_dax/bind
+	beluga wait
+	mch=/sys/class/misc/mchannel
+	insmod /lib/cxlfabric/mchannel_sched.ko pool=beluga0.0 host_index=1 lease_ms=$((1000 * slow))
+	c=$(mchannel component --name cxl-sw --kind switch --capacity 100000000)
+	mchannel create --name stream-1 --path "$c" --meter 100 --t-w-us 1000 >/dev/null
+	wait_until 100 reads $mch/components/cxl-sw/peers = 1
+	flag 77 ub-done
+else
+	await 76 ub-holding
+	# Its answer cannot come back (host 1's drack0 goes): host 1 checks.
+	nicbench tcp --to "$peer:7011" --bytes 20000 --seed 13 --answer-secs 150 >/dev/null 2>&1 &
+	held=$!
+	await 77 ub-done
+	kill $held 2>/dev/null || true
+	wait $held 2>/dev/null || true
+	rmmod drack_netdev
+	wait_until 100 reads /sys/class/misc/mchannel/components/cxl-sw/peers = 1
+fi
 {
 	echo "@@ BEGIN drack-report host$h"
 	sed 's/^/@|/' /tmp/drack.report

@@ -53,6 +53,14 @@ enum Cmd {
         #[arg(long, default_value_t = 30)]
         answer_secs: u64,
     },
+    /// Print the FNV-1a hash of the `bytes` bytes `tcp --seed` sends (to
+    /// check on the server's side what `serve` prints).
+    Hash {
+        #[arg(long)]
+        bytes: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// UDP request/response round trips of `size` bytes.
     UdpRr {
         #[arg(long)]
@@ -118,6 +126,10 @@ fn main() -> Result<()> {
             seed,
             answer_secs,
         } => report(cli.json, &tcp(to, bytes, seed, answer_secs)?),
+        Cmd::Hash { bytes, seed } => {
+            println!("{:016x}", expected_hash(bytes, seed));
+            Ok(())
+        }
         Cmd::UdpRr { to, size, count } => report(cli.json, &udp_rr(to, size, count)?),
         Cmd::UdpStream { to, size, secs } => report(cli.json, &udp_stream(to, size, secs)?),
     }
@@ -170,11 +182,29 @@ fn serve_tcp(mut conn: TcpStream) -> Result<()> {
         got += n as u64;
         left -= n as u64;
     }
+    // Said here too: the answer may have no way back (a test that takes
+    // the interface away after the data arrived).
+    println!("nicbench serve: tcp {got} bytes, hash {:016x}", hash.0);
     let mut reply = [0u8; 16];
     reply[..8].copy_from_slice(&got.to_le_bytes());
     reply[8..].copy_from_slice(&hash.0.to_le_bytes());
     conn.write_all(&reply)?;
     Ok(())
+}
+
+/// The hash of the `bytes` bytes `tcp` sends from `seed`.
+fn expected_hash(bytes: u64, seed: u64) -> u64 {
+    let mut state = seed.max(1);
+    let mut hash = Fnv::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = bytes;
+    while left > 0 {
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        fill(&mut state, &mut buf[..n]);
+        hash.update(&buf[..n]);
+        left -= n as u64;
+    }
+    hash.0
 }
 
 fn serve_udp(sock: UdpSocket) {
@@ -402,4 +432,31 @@ fn query(sock: &UdpSocket) -> Result<(u64, u64)> {
         }
     }
     bail!("the server did not answer")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `hash` agrees with what `serve` computes over whatever pieces the
+    /// socket hands it.
+    #[test]
+    fn the_expected_hash_is_the_served_hash() {
+        let (bytes, seed) = (100_003u64, 5);
+        let mut state = seed;
+        let mut data = Vec::new();
+        let mut left = bytes as usize;
+        while left > 0 {
+            let mut chunk = vec![0u8; left.min(64 << 10)];
+            fill(&mut state, &mut chunk);
+            left -= chunk.len();
+            data.extend(chunk);
+        }
+        let mut served = Fnv::new();
+        for piece in data.chunks(1001) {
+            served.update(piece);
+        }
+        assert_eq!(served.0, expected_hash(bytes, seed));
+        assert_ne!(expected_hash(bytes, seed), expected_hash(bytes, seed + 1));
+    }
 }
