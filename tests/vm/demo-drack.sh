@@ -126,6 +126,8 @@ flag 6 finished
 
 # Peer down and rejoin.
 uptime_cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
+secs() { if [ "$1" -lt 10 ]; then echo "under 0.1 s"; else echo "$(($1 / 100)).$(($1 % 100 / 10)) s"; fi; }
+epoch0=$(cat /sys/class/net/drack0/peers/1/epoch)
 flag 7 go-down
 await 8 unloaded >/dev/null
 t0=$(uptime_cs)
@@ -137,11 +139,14 @@ t0=$(uptime_cs)
 wait_until 100 carrier_is drack0 1
 back=$(($(uptime_cs) - t0))
 ping -c 1 -W 5 $peer >/dev/null
+# The heartbeat pass (a quarter lease) sees the new epoch.
+new_epoch() { test "$(cat /sys/class/net/drack0/peers/1/epoch)" != "$epoch0"; }
+wait_until 50 new_epoch || true
 epoch=$(cat /sys/class/net/drack0/peers/1/epoch)
 flag 11 demo-done
 echo "in all per frame: by reference $byref B copied, by value $byval B ($(ratio $byref $byval) of by value); by reference host 1 copied $fbpct% of the frames whole (fallback: lend cap reached, or the page still held; $busy page-busy)"
 echo "host 0's TX queue to host 1 when host 1 had no room:$stops (a full peer stops only its own queue; the stack holds its frames)"
 echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
-echo "peer down and rejoin: host 1 unloaded drack_netdev; host 0 saw it dead and took drack0's carrier down after $((dead / 100)).$((dead % 100 / 10)) s (lease 2 s); host 1 loaded it again: carrier up $((back / 100)).$((back % 100 / 10)) s later, host 1 in epoch $epoch, ping answered, no reload on host 0"
+echo "peer down and rejoin: host 1 unloaded drack_netdev; host 0 saw it dead and took drack0's carrier down after $(secs $dead) (lease 2 s); host 1 loaded it again: carrier up $(secs $back) later, host 1 rejoined in epoch $epoch (was $epoch0), ping answered, no reload on host 0"
 echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
 trap - EXIT
