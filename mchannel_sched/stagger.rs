@@ -2,8 +2,9 @@
 
 //! Staggered run windows on one host (`window::stagger_phase`): the
 //! channels whose threads share a bottleneck component start their
-//! windows evenly spaced over T_W, and a channel's threads at golden-ratio
-//! offsets from its start, as the simulator (`tools/cxlsim`) does.
+//! windows evenly spaced over T_W, and a channel's threads stepped from
+//! its start so that every slot of T_W / channels holds each rank at its
+//! golden-ratio place in the slot, as the simulator (`tools/cxlsim`) does.
 //!
 //! A channel's bottleneck is the component of least configured capacity
 //! on its path (`window::bottleneck`); it counts while it has attached

@@ -33,7 +33,8 @@
 //!    the core's `RunState`), here the core's `stagger_phase`, set again
 //!    when a channel joins: the joined channels evenly spaced over the
 //!    window (all together: the experiments share one bottleneck), each
-//!    channel's threads at golden-ratio offsets from its start, so that
+//!    channel's threads stepped from its start so that every slot between
+//!    the channels holds each rank at its golden-ratio place, so that
 //!    runs overlap as little as they can, and threads that run in one
 //!    window of every `m` run in different ones.
 //!

@@ -98,12 +98,14 @@ fn utilization_under_overload_with_control() {
 /// evenly spaced `stagger_phase`, 4 at 94.8 %; before the core counted a
 /// channel held back by the queue at its share in Eq. 4
 /// (`tree::counted_rate`), 3 x 1 had Jain 0.9888-0.9902 (the light
-/// channel unthrottled 18 % under the others; 0.9999 now). 5 x 3 passes
-/// by little (96.05-96.07 %: its loop is still climbing back from the
-/// first overload when the measurement ends; `cxlsim.rst`, "Odd numbers
-/// of channels of three"). With the core's `Model` signal the link is
-/// held near the model's knee (90 %). The runs go in parallel: about 20-30
-/// s on two cores.
+/// channel unthrottled 18 % under the others; 0.9999 now); before a
+/// channel's threads were stepped so that every slot between the channels
+/// holds each rank at its golden-ratio place (`window::stagger_phase`),
+/// 5 x 3 held 96.05-96.07 % and 3, 5 and 8 channels of five threads
+/// 91.6-91.7 %, 76 % and 67.5 % (`cxlsim.rst`, "Fibonacci numbers of
+/// channels"). 3 x 4 is left out: 95.5-95.7 %. With the core's `Model`
+/// signal the link is held near the model's knee (90 %). The runs go in
+/// parallel: about 30-36 s on two shared cores (70 s of CPU).
 #[test]
 fn utilization_and_fairness_up_to_1024_threads() {
     let mut items: Vec<_> = mcexp::SCALE_TESTED

@@ -20,8 +20,8 @@ pub fn staggered_phases_are_evenly_spaced() -> Outcome {
     check_eq!(stagger_phase(7, 0, 0), 0);
     check_eq!(stagger_phase(7, 1, 0), 0);
     check_eq!(stagger_phase(u64::MAX - 1, u64::MAX, 0), u32::MAX);
-    // A channel's threads: frac(rank phi) past the channel's start
-    // (0.618, 0.236, 0.854, 0.472 of the window), modulo the window.
+    // One channel's threads: frac(rank phi) (0.618, 0.236, 0.854, 0.472
+    // of the window).
     let golden = [
         2_654_435_769u32,
         1_013_904_242,
@@ -30,7 +30,19 @@ pub fn staggered_phases_are_evenly_spaced() -> Outcome {
     ];
     for (rank, g) in (1u64..).zip(golden) {
         check_eq!(stagger_phase(0, 1, rank), g);
-        check_eq!(stagger_phase(3, 4, rank), g.wrapping_add(3 * Q));
+    }
+    // Of four channels, rank steps of s_4 = (1 + 1 / phi) / 4 (0.4045;
+    // floor(4 / phi^2) = 1) past the channel's start, modulo the window:
+    // 0.4045, 0.8090, 0.2135 of it (in 10^-7 of the window).
+    for (rank, want) in (1u64..).zip([4_045_085i64, 8_090_170, 2_135_255]) {
+        let got = stagger_phase(3, 4, rank).wrapping_sub(3 * Q);
+        let want = want * (1 << 32) / 10_000_000;
+        check!(
+            (i64::from(got) - want).abs() < 50_000,
+            "rank {}: {}",
+            rank,
+            got
+        );
     }
     // Spaced by 2^32 / n (floor) for any n, increasing with the channel.
     for n in [2u64, 5, 7, 1024, 1 << 31] {
@@ -116,6 +128,84 @@ pub fn ranks_give_a_channels_threads_distinct_phases() -> Outcome {
                 let d = pa.wrapping_sub(pb).min(pb.wrapping_sub(pa));
                 check!(u64::from(d) >= gap, "ranks {} and {}: {}", a, b, d);
             }
+        }
+    }
+    Ok(())
+}
+
+/// `stagger_phase` of every rank below `ranks` of every channel of `n`,
+/// into `out`; how many.
+fn all_phases(n: u64, ranks: u64, out: &mut [u32]) -> usize {
+    let mut len = 0;
+    for c in 0..n {
+        for r in 0..ranks {
+            if let Some(slot) = out.get_mut(len) {
+                *slot = stagger_phase(c, n, r);
+                len += 1;
+            }
+        }
+    }
+    len
+}
+
+pub fn every_slot_holds_each_rank_at_its_golden_place() -> Outcome {
+    // Modulo a slot of 1 / n of the window the channels coincide: each
+    // slot holds one thread of each rank, at frac(rank phi) of the slot,
+    // whatever n is (with the golden ratio as every n's step, at 3, 5, 8
+    // and 13 channels the ranks crowded each slot's start).
+    for n in [2u64, 3, 5, 8, 13, 111, 256, 1024] {
+        for rank in 0..12u64 {
+            let golden = (rank.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
+            // The phase in slots, less the golden place, plus half a slot
+            // (the phases are rounded down): its slot past the channel's,
+            // and how far from the golden place (from half a slot).
+            let off = |c: u64| {
+                let p = u64::from(stagger_phase(c, n, rank)) * n;
+                let t = (p + (n << 32) - u64::from(golden) + (1 << 31))
+                    .checked_rem(n << 32)
+                    .unwrap_or(0);
+                let slot = ((t >> 32) + n - c).checked_rem(n).unwrap_or(n);
+                (slot, (t & 0xFFFF_FFFF).abs_diff(1 << 31))
+            };
+            for c in 0..n {
+                let (slot, d) = off(c);
+                check!(slot == off(0).0, "n {} rank {} channel {}", n, rank, c);
+                check!(d <= 2 * n + 2, "n {} rank {}: {}", n, rank, d);
+            }
+        }
+    }
+    // Hence all threads' starts are spread as one channel's golden-ratio
+    // sequence is: for 2 to 8 ranks of 1 to 16 channels the closest two
+    // are at least half the even spacing apart (with the golden ratio as
+    // the step: 0.29 of it at 3 x 2, 0.11 at 8 x 2, 0.07 at 13 x 2).
+    let mut phases = [0u32; 128];
+    for n in 1..=16u64 {
+        for ranks in 2..=8u64 {
+            let len = all_phases(n, ranks, &mut phases);
+            let p = phases.get(..len).unwrap_or(&[]);
+            let even = (1u64 << 32) / (n * ranks);
+            // The least distance from a start to the next one.
+            let least = p
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    p.iter()
+                        .enumerate()
+                        .filter(|&(j, _)| j != i)
+                        .map(|(_, &b)| b.wrapping_sub(a))
+                        .min()
+                        .unwrap_or(0)
+                })
+                .min()
+                .unwrap_or(0);
+            check!(
+                u64::from(least) >= even / 2,
+                "{} x {}: {} of {}",
+                n,
+                ranks,
+                least,
+                even
+            );
         }
     }
     Ok(())
