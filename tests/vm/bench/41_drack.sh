@@ -1,7 +1,7 @@
 # drack0 between the two hosts over the beluga pool on the CXL window,
 # by reference and by value, against virtio-net between the same two VMs
 # (the anchor): UDP request/response p50/p99 at 64 and 1400 bytes, TCP
-# throughput, and the sender's CPU time per byte of TCP (all of host 0's
+# throughput, and the sender's CPU time per KiB of TCP (all of host 0's
 # CPUs, from /proc/stat, over the transfer). Then what the polling costs
 # when idle: host 0's busy CPU fraction with drack0 up and idle against
 # drack_netdev unloaded, and its polls per second; and the first packet
@@ -53,8 +53,8 @@ measure() { # label address
 		-v c="$(field "$rr1400" p50_us)" -v d="$(field "$rr1400" p99_us)" \
 		-v f="$(field "$tcp" mbit_s)" -v n="$(field "$tcp" bytes)" \
 		-v busy=$(($5 - $3)) 'BEGIN {
-		printf "BENCH {\"label\":\"%s\",\"rr64_p50_ns\":%.0f,\"rr64_p99_ns\":%.0f,\"rr1400_p50_ns\":%.0f,\"rr1400_p99_ns\":%.0f,\"tcp_bytes_per_s\":%.0f,\"tcp_sender_cpu_ns_per_byte\":%.2f}\n",
-			l, a * 1000, b * 1000, c * 1000, d * 1000, f * 1e6 / 8, busy * 1e7 / (n > 0 ? n : 1) }'
+		printf "BENCH {\"label\":\"%s\",\"rr64_p50_ns\":%.0f,\"rr64_p99_ns\":%.0f,\"rr1400_p50_ns\":%.0f,\"rr1400_p99_ns\":%.0f,\"tcp_bytes_per_s\":%.0f,\"tcp_sender_cpu_per_kib_ns\":%.0f}\n",
+			l, a * 1000, b * 1000, c * 1000, d * 1000, f * 1e6 / 8, busy * 1e7 * 1024 / (n > 0 ? n : 1) }'
 }
 
 # The first packet after 2 s idle, five times: the median round trip.
