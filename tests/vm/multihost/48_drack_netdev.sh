@@ -159,7 +159,9 @@ await $((69 - h)) flooded-$p
 # woke it every time, and no frame to the peer was dropped for room (a
 # broadcast may be: it never stops a queue).
 note "host $h: $(ethtool -S drack0 | grep -E 'tx_queue_|tx_busy|tx_dropped_full')"
-above tx_queue_stops 0
+# (On the debug kernel the sender can be slower than the peer's poll:
+# the queue may never fill there.)
+[ "$slow" -gt 1 ] || above tx_queue_stops 0
 wait_until 50 prints 0 stat peer${p}_tx_queue_stopped
 test "$(stat tx_queue_wakes)" = "$(stat tx_queue_stops)"
 test "$(stat tx_dropped_full_frames)" -le 2
