@@ -89,23 +89,22 @@ impl LendTable {
     /// Lends idle `buf` (of this session); false (nothing changes)
     /// unless idle.
     pub fn lend(&mut self, buf: u16) -> bool {
-        match self.slot(buf) {
-            Some(s @ Lend::Idle) => {
-                *s = Lend::Lent { old: false };
-                self.lent = self.lent.saturating_add(1);
-                true
-            }
-            _ => false,
-        }
+        self.take_idle(buf, false)
     }
 
     /// Takes idle `buf` as lent in an earlier session (*old*): the stack
     /// still holds its page from an earlier load of this host's module.
     /// False unless idle.
     pub fn adopt(&mut self, buf: u16) -> bool {
+        self.take_idle(buf, true)
+    }
+
+    /// Idle `buf` becomes lent (`old`: of an earlier session); false
+    /// (nothing changes) unless idle.
+    fn take_idle(&mut self, buf: u16, old: bool) -> bool {
         match self.slot(buf) {
             Some(s @ Lend::Idle) => {
-                *s = Lend::Lent { old: true };
+                *s = Lend::Lent { old };
                 self.lent = self.lent.saturating_add(1);
                 true
             }

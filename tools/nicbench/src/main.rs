@@ -192,8 +192,9 @@ fn serve_tcp(mut conn: TcpStream) -> Result<()> {
     Ok(())
 }
 
-/// The hash of the `bytes` bytes `tcp` sends from `seed`.
-fn expected_hash(bytes: u64, seed: u64) -> u64 {
+/// The `bytes` bytes `tcp` sends from `seed`, in chunks of up to 64 KiB
+/// handed to `each`; returns their hash.
+fn stream(bytes: u64, seed: u64, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<u64> {
     let mut state = seed.max(1);
     let mut hash = Fnv::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -202,9 +203,15 @@ fn expected_hash(bytes: u64, seed: u64) -> u64 {
         let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         fill(&mut state, &mut buf[..n]);
         hash.update(&buf[..n]);
+        each(&buf[..n])?;
         left -= n as u64;
     }
-    hash.0
+    Ok(hash.0)
+}
+
+/// The hash of the `bytes` bytes `tcp` sends from `seed`.
+fn expected_hash(bytes: u64, seed: u64) -> u64 {
+    stream(bytes, seed, |_| Ok(())).unwrap_or(0)
 }
 
 fn serve_udp(sock: UdpSocket) {
@@ -263,17 +270,7 @@ fn tcp(to: SocketAddr, bytes: u64, seed: u64, answer_secs: u64) -> Result<TcpRes
     conn.set_write_timeout(Some(Duration::from_secs(30)))?;
     let start = Instant::now();
     conn.write_all(&bytes.to_le_bytes())?;
-    let mut state = seed.max(1);
-    let mut hash = Fnv::new();
-    let mut buf = vec![0u8; 64 << 10];
-    let mut left = bytes;
-    while left > 0 {
-        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        fill(&mut state, &mut buf[..n]);
-        hash.update(&buf[..n]);
-        conn.write_all(&buf[..n])?;
-        left -= n as u64;
-    }
+    let sent = stream(bytes, seed, |chunk| Ok(conn.write_all(chunk)?))?;
     let mut reply = [0u8; 16];
     conn.read_exact(&mut reply).context("the server's answer")?;
     let secs = start.elapsed().as_secs_f64();
@@ -284,7 +281,7 @@ fn tcp(to: SocketAddr, bytes: u64, seed: u64, answer_secs: u64) -> Result<TcpRes
         bytes: got,
         secs,
         mbit_s: got as f64 * 8.0 / secs / 1e6,
-        hash_ok: got == bytes && theirs == hash.0,
+        hash_ok: got == bytes && theirs == sent,
     };
     if !r.hash_ok {
         bail!("{r} (sent {bytes} bytes)");
