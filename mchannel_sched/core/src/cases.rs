@@ -63,6 +63,8 @@ macro_rules! suites {
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
                 a_leaf_held_back_by_the_queue_counts_at_its_share,
+                shares_never_exceed_what_they_divide,
+                with_groups_the_component_moves_half_way,
             ]
         );
         $m!(

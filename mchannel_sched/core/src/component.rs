@@ -199,6 +199,8 @@ impl Component {
     /// component is congested; `tree::eq4_rate`: while F <= C), F
     /// (`rate`, and Algorithm 1's `F <= C`) is the rate measured. The slot
     /// carries the counted rate: every host's Eq. 4 counts the same.
+    /// With groups, the component's alpha moves half-way
+    /// (`tree::damped`).
     pub fn update_shared(&mut self, nodes: &mut [Node], remote: Remote) -> (u64, u64) {
         let sums = tree::sum_up(nodes, self.signal > Q32::ZERO);
         self.rate = sums.rate.saturating_add(remote.rate);
@@ -210,7 +212,14 @@ impl Component {
         // INVARIANT: `fair_share` never returns zero; neither does `max(1)`.
         self.alpha = match remote.owner_alpha {
             Some(a) => a.max(1),
-            None => fair_share(self.alpha, self.capacity, counted, sums.cap.max(remote.cap)),
+            None => {
+                let a = fair_share(self.alpha, self.capacity, counted, sums.cap.max(remote.cap));
+                if nodes.iter().any(|n| n.inner) {
+                    tree::damped(self.alpha, a)
+                } else {
+                    a
+                }
+            }
         };
         tree::divide_down(nodes, self.alpha);
         (sums.counted, sums.cap)
