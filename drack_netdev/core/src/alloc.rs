@@ -1,12 +1,18 @@
 //! The source's buffers of one pair: which are free, out at the
 //! destination, or still held by it from an earlier session. Pure
 //! bookkeeping: a buffer leaves only through [`TxBuffers::take`] and
-//! comes back only through one accepted return or the destination's held
-//! bitmap at a new session (also after the destination died: its host
-//! may live on, its stack holding pages).
+//! comes back only through one accepted return, one accepted refusal of
+//! the entry it was placed in ([`TxBuffers::refused`]) or the
+//! destination's held bitmap at a new session (also after the
+//! destination died: its host may live on, its stack holding pages).
 
 use super::counters::Fault;
 use super::layout::{BUFS_MAX, LINE};
+
+/// The low 16 bits of a position.
+fn low16(pos: u32) -> u16 {
+    (pos & 0xffff) as u16
+}
 
 /// A buffer's state at its source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +29,20 @@ pub enum BufState {
 }
 
 /// The source's buffers of one pair.
+///
+/// # Invariants
+///
+/// An out buffer's `placed` is the low 16 bits of the `ref_queue`
+/// position it was taken for, in the current session (set by every
+/// [`TxBuffers::take`]; a reset makes every out buffer unknown).
 pub struct TxBuffers {
     bufs: u32,
     state: [BufState; BUFS_MAX as usize],
+    /// Where each buffer was last placed: 16 bits keep the ends small
+    /// (KUnit builds them on its stack). Two out buffers share them only
+    /// if one has been out for 65536 positions; a refusal then matches
+    /// both and frees neither.
+    placed: [u16; BUFS_MAX as usize],
     cursor: u32,
 }
 
@@ -35,6 +52,7 @@ impl TxBuffers {
         TxBuffers {
             bufs: bufs.min(BUFS_MAX),
             state: [state; BUFS_MAX as usize],
+            placed: [0; BUFS_MAX as usize],
             cursor: 0,
         }
     }
@@ -62,20 +80,56 @@ impl TxBuffers {
         self.live().nth(usize::from(buf)).copied()
     }
 
-    /// A free buffer, now out.
-    pub fn take(&mut self) -> Option<u16> {
+    /// A free buffer, now out, for `ref_queue` position `pos`. Placed
+    /// here, not at commit: a reserved buffer not yet committed must not
+    /// keep the position of an earlier placement (of an earlier session,
+    /// whose positions start again at the same place), which a refusal
+    /// could match.
+    pub fn take(&mut self, pos: u32) -> Option<u16> {
         let n = self.bufs;
         for k in 0..n {
             let i = self.cursor.wrapping_add(k).checked_rem(n).unwrap_or(0);
-            if let Some(s) = self.state.get_mut(i as usize) {
+            if let (Some(s), Some(p)) = (
+                self.state.get_mut(i as usize),
+                self.placed.get_mut(i as usize),
+            ) {
                 if *s == BufState::Free {
                     *s = BufState::Out;
+                    *p = low16(pos);
                     self.cursor = i.wrapping_add(1);
                     return u16::try_from(i).ok();
                 }
             }
         }
         None
+    }
+
+    /// The destination refused the entry at `ref_queue` position `pos`
+    /// (one it consumed in this session, which held a buffer): the out
+    /// buffer placed there comes back. Exactly one must match; none (a
+    /// bogus notice) or several (one out for 65536 positions) free
+    /// nothing.
+    pub fn refused(&mut self, pos: u32) -> Result<u16, Fault> {
+        let want = low16(pos);
+        let mut found = None;
+        for (i, (s, p)) in self
+            .state
+            .iter()
+            .zip(self.placed.iter())
+            .take(self.bufs as usize)
+            .enumerate()
+        {
+            if *s == BufState::Out && *p == want {
+                if found.is_some() {
+                    return Err(Fault::Return);
+                }
+                found = Some(i);
+            }
+        }
+        let i = found.ok_or(Fault::Return)?;
+        let s = self.state.get_mut(i).ok_or(Fault::Index)?;
+        *s = BufState::Free;
+        u16::try_from(i).map_err(|_| Fault::Index)
     }
 
     /// An out buffer that was never published goes back.
