@@ -1,7 +1,8 @@
 //! Shared cases of suite `drack_core_faults`: hostile entries and lines,
 //! bad returns, a destination's death and a source's rejoin.
 
-use super::super::alloc::BufState;
+use super::super::alloc::{BufState, TxBuffers};
+use super::super::counters::Fault;
 use super::super::layout::{
     refusal, DstLine, RefEntry, SrcLine, DST_LINE_AT, REF_BY_VALUE, RET_REFUSED_POS, SRC_LINE_AT,
 };
@@ -588,5 +589,19 @@ pub fn a_refusal_that_matches_nothing_is_refused(pool: &mut [u8]) -> Outcome {
     check_eq!((s.counters.bad_return, s.counters.epoch), (4, 1));
     check_eq!(s.buffers().count(BufState::Out), 2);
     check_eq!(s.buffers().state(first.bufs[0]), Some(BufState::Out));
+    // Two buffers out whose positions share their low 16 bits (one out
+    // for 65536 positions): a refusal frees neither.
+    let mut t = TxBuffers::new(8, BufState::Free);
+    let old = ok!(t.take(7));
+    let new = ok!(t.take(7 + 0x1_0000));
+    check_eq!(t.refused(7 + 0x1_0000), Err(Fault::Return));
+    check_eq!(
+        (t.state(old), t.state(new)),
+        (Some(BufState::Out), Some(BufState::Out))
+    );
+    check_eq!(t.refused(8), Err(Fault::Return));
+    let other = ok!(t.take(8));
+    check_eq!(t.refused(8), Ok(other));
+    check_eq!(t.state(other), Some(BufState::Free));
     Ok(())
 }
