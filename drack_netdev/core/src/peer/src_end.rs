@@ -1,11 +1,11 @@
 //! The source's end of a pair: its buffers, the `ref_queue` it
 //! produces and the return ring it consumes.
 
-use crate::alloc::{BufState, TxBuffers};
+use crate::alloc::{BufState, TxBuffers, AGE_EVERY};
 use crate::counters::{add, bump, Counters, Fault};
 use crate::layout::{
     DstLine, Geometry, RefEntry, ReturnEntry, SrcLine, BUF_BYTES, FRAGS_MAX, FRAME_MAX, FRAME_MIN,
-    LINE, REF_BY_VALUE, REF_CSUM_PARTIAL, REF_SLOTS_MAX, RET_REFUSED_POS,
+    LINE, REF_BY_VALUE, REF_CSUM_PARTIAL, RET_REFUSED_POS,
 };
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
 use crate::refq::{distance, Producer, RefQueue};
@@ -36,9 +36,6 @@ pub struct SrcEnd {
     ret_head: u32,
     rets: ReturnRing,
     bufs: TxBuffers,
-    /// Bit `slot`: the entry last committed in that `ref_queue` slot was
-    /// by value (a refusal of it has no buffer to give back).
-    by_value: [u64; (REF_SLOTS_MAX / 64) as usize],
     /// What happened.
     pub counters: Counters,
 }
@@ -69,7 +66,6 @@ impl SrcEnd {
             rets: ReturnRing::new(geom, pair),
             // Held from our earlier lives, for all we know.
             bufs: TxBuffers::new(geom.bufs(), BufState::Unknown),
-            by_value: [0; (REF_SLOTS_MAX / 64) as usize],
             counters: Counters::default(),
         })
     }
@@ -242,8 +238,9 @@ impl SrcEnd {
 
     /// A refusal notice `e` for the entry whose position ends in `bits`,
     /// consumed by the head this poll took (from `from`): the buffer
-    /// placed there comes back (counted `refused`), or nothing for a
-    /// by-value entry (the head freed its slot).
+    /// placed there comes back (counted `refused`). A by-value entry's
+    /// has none: a bad return, as a bogus notice (we keep no record of
+    /// which entries were by value; the head freed the slot).
     ///
     /// The slot was not reused since: the destination wrote the notice
     /// before it published a head past the entry (line after entry, each
@@ -261,21 +258,9 @@ impl SrcEnd {
         if distance(from, pos) >= distance(from, self.ring.head) {
             return Err(Fault::Return);
         }
-        if !self.was_by_value(pos) {
-            self.bufs.refused(pos)?;
-            bump(&mut self.counters.refused);
-        }
+        self.bufs.refused(pos)?;
+        bump(&mut self.counters.refused);
         Ok(())
-    }
-
-    fn slot_bit(&self, pos: u32) -> (usize, u64) {
-        let slot = pos & self.geom.ref_slots().saturating_sub(1);
-        ((slot / 64) as usize, 1u64 << (slot % 64))
-    }
-
-    fn was_by_value(&self, pos: u32) -> bool {
-        let (w, bit) = self.slot_bit(pos);
-        self.by_value.get(w).is_some_and(|x| x & bit != 0)
     }
 
     /// The destination's lease expired: nothing is sent until it rejoins
@@ -441,16 +426,13 @@ impl SrcEnd {
                 csum_offset: co,
             };
             self.queue.put(m, &e)?;
-            let (w, bit) = self.slot_bit(e.seq);
-            if let Some(x) = self.by_value.get_mut(w) {
-                if f.by_value {
-                    *x |= bit;
-                } else {
-                    *x &= !bit;
-                }
-            }
         }
-        self.ring.tail = self.ring.tail.wrapping_add(u32::from(f.n));
+        let tail = self.ring.tail.wrapping_add(u32::from(f.n));
+        if (tail ^ self.ring.tail) & !AGE_EVERY.wrapping_sub(1) != 0 {
+            // The tail crossed a multiple of AGE_EVERY.
+            self.bufs.age(tail);
+        }
+        self.ring.tail = tail;
         bump(&mut self.counters.frames);
         add(&mut self.counters.bytes, u64::from(f.len));
         Ok(())
