@@ -84,7 +84,10 @@ fn geom() -> Geometry {
     }
 }
 
-/// Host 0 formats `model`; both hosts join; 0 sends to 1.
+/// Host 0 formats `model`; both hosts join; 0 sends to 1. Inlined: a
+/// frame of its own held its copies of both ends on top of the case's,
+/// which overflowed KUnit's 16 KiB stack.
+#[inline(always)]
 fn connect(model: &Model<'_>, cap: u32) -> Result<(SrcEnd, DstEnd), Failure> {
     let g = geom();
     let (a, b) = (model.host(0), model.host(1));
