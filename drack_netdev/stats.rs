@@ -92,62 +92,9 @@ const OWN: [&str; 22] = [
     "polls",
 ];
 
-/// The core's counters, as `<side>_<name>`.
-const CORE: [&str; 24] = [
-    "core_frames",
-    "core_bytes",
-    "core_by_value_frames",
-    "core_lent_frames",
-    "core_copied_frames",
-    "returned_buffers",
-    "no_buffer_events",
-    "ring_full_events",
-    "session_resets",
-    "reclaimed_buffers",
-    "bad_crc_entries",
-    "bad_dst_entries",
-    "bad_src_entries",
-    "bad_epoch_entries",
-    "bad_seq_entries",
-    "bad_index_entries",
-    "bad_len_entries",
-    "bad_frag_entries",
-    "dup_lent_entries",
-    "bad_tail_events",
-    "bad_head_events",
-    "bad_return_entries",
-    "desync_events",
-    "access_faults",
-];
-
-fn core_values(c: &CoreCounters) -> [u64; CORE.len()] {
-    [
-        c.frames,
-        c.bytes,
-        c.by_value,
-        c.lent,
-        c.copied,
-        c.returned,
-        c.no_buffer,
-        c.ring_full,
-        c.resets,
-        c.reclaimed,
-        c.crc,
-        c.dst,
-        c.src,
-        c.epoch,
-        c.seq,
-        c.index,
-        c.len,
-        c.frag,
-        c.dup_lent,
-        c.tail,
-        c.head,
-        c.bad_return,
-        c.desync,
-        c.access,
-    ]
-}
+/// The core's counters, as `<side>_<name>`: names and values from
+/// [`CoreCounters::named`], their one list.
+const CORE: usize = drack_core::counters::COUNT;
 
 /// Per peer: its session (0 down, 1 syncing, 2 up; source end, then
 /// destination end), the pages of it the stack holds, and whether its TX
@@ -172,7 +119,7 @@ fn session_value(s: Session) -> u64 {
 pub(crate) fn count(hosts: u32) -> usize {
     let peers = (hosts as usize).saturating_sub(1);
     OWN.len()
-        .saturating_add(2 * CORE.len())
+        .saturating_add(2 * CORE)
         .saturating_add(peers.saturating_mul(PEER.len()))
 }
 
@@ -185,7 +132,7 @@ pub(crate) fn names(link: &Link, out: &mut [[u8; STRING_LEN]]) {
         }
     }
     for side in ["tx_", "rx_"] {
-        for n in CORE {
+        for (n, _) in CoreCounters::default().named() {
             if let Some(o) = it.next() {
                 ethtool_string(o, &[side.as_bytes(), n.as_bytes()]);
             }
@@ -201,8 +148,8 @@ pub(crate) fn names(link: &Link, out: &mut [[u8; STRING_LEN]]) {
     }
 }
 
-fn sum(into: &mut [u64; CORE.len()], c: &CoreCounters) {
-    for (a, b) in into.iter_mut().zip(core_values(c)) {
+fn sum(into: &mut [u64; CORE], c: &CoreCounters) {
+    for (a, (_, b)) in into.iter_mut().zip(c.named()) {
         *a = a.saturating_add(b);
     }
 }
@@ -235,7 +182,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.polls),
     ];
     let hosts = link.geom.hosts() as usize;
-    let mut tx = [0u64; CORE.len()];
+    let mut tx = [0u64; CORE];
     let mut tx_state = [Session::Down; drack_core::layout::HOSTS_MAX as usize];
     let stopped = {
         let side = link.tx.lock();
@@ -249,7 +196,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         }
         side.stopped
     };
-    let mut rx = [0u64; CORE.len()];
+    let mut rx = [0u64; CORE];
     let mut peer = [[0u64; PEER.len()]; drack_core::layout::HOSTS_MAX as usize];
     {
         let side = link.rx.lock();

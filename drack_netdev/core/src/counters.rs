@@ -28,7 +28,8 @@ pub enum Fault {
     /// A head or return tail that is not between what we hold and what we
     /// published.
     Head,
-    /// A returned buffer that is not out (double return, or never sent).
+    /// A returned buffer that is not out (double return, or never sent),
+    /// or a refusal notice that names no entry consumed with a buffer out.
     Return,
     /// A peer's control line inconsistent with the session.
     Desync,
@@ -61,6 +62,13 @@ pub struct Counters {
     /// Buffers out with a destination that died or reset: taken back
     /// without a return (as unknown until its held bitmap says).
     pub reclaimed: u64,
+    /// Entries skipped without their buffer given back (CRC failed):
+    /// refusal notices put on the return ring (destination), buffers
+    /// taken back by one (source).
+    pub refused: u64,
+    /// Destination: a refusal found the return ring full; the entry stays
+    /// in the queue until the source takes returns (each try counted).
+    pub refused_no_room: u64,
     /// Rejected entries, by [`Fault`]: CRC.
     pub crc: u64,
     /// ... wrong destination.
@@ -133,6 +141,44 @@ impl Counters {
         ]
         .iter()
         .fold(0u64, |a, b| a.saturating_add(*b))
+    }
+}
+
+/// How many counters [`Counters::named`] lists.
+pub const COUNT: usize = 26;
+
+impl Counters {
+    /// Every counter with its name as `ethtool -S` shows it (after a
+    /// `tx_` or `rx_` prefix): the one list of them.
+    pub fn named(&self) -> [(&'static str, u64); COUNT] {
+        [
+            ("core_frames", self.frames),
+            ("core_bytes", self.bytes),
+            ("core_by_value_frames", self.by_value),
+            ("core_lent_frames", self.lent),
+            ("core_copied_frames", self.copied),
+            ("returned_buffers", self.returned),
+            ("no_buffer_events", self.no_buffer),
+            ("ring_full_events", self.ring_full),
+            ("session_resets", self.resets),
+            ("reclaimed_buffers", self.reclaimed),
+            ("refused_entries", self.refused),
+            ("refused_no_room_events", self.refused_no_room),
+            ("bad_crc_entries", self.crc),
+            ("bad_dst_entries", self.dst),
+            ("bad_src_entries", self.src),
+            ("bad_epoch_entries", self.epoch),
+            ("bad_seq_entries", self.seq),
+            ("bad_index_entries", self.index),
+            ("bad_len_entries", self.len),
+            ("bad_frag_entries", self.frag),
+            ("dup_lent_entries", self.dup_lent),
+            ("bad_tail_events", self.tail),
+            ("bad_head_events", self.head),
+            ("bad_return_entries", self.bad_return),
+            ("desync_events", self.desync),
+            ("access_faults", self.access),
+        ]
     }
 }
 

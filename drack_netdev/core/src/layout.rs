@@ -1,4 +1,4 @@
-//! What the pool looks like (version 1, little-endian). Defined once,
+//! What the pool looks like (version 2, little-endian). Defined once,
 //! here; `Documentation/cxlfabric/drack.rst` has the table.
 //!
 //! The region beluga lends to DRack is laid out by a [`Geometry`] (host
@@ -38,8 +38,9 @@ pub const HOSTS_MAX: u32 = 8;
 pub const HOSTS_DEFAULT: u32 = 8;
 /// The header's signature.
 pub const SIGNATURE: [u8; 8] = *b"DRACK\x00\x00\x01";
-/// The layout version this crate speaks.
-pub const VERSION: u32 = 1;
+/// The layout version this crate speaks (2: refusal notices on the return
+/// ring, [`RET_REFUSED`]).
+pub const VERSION: u32 = 2;
 /// The largest MTU.
 pub const MTU_MAX: u32 = 9000;
 /// The smallest frame: an Ethernet header.
@@ -75,6 +76,9 @@ const _: () = assert!(FRAGS_MAX as u64 * BUF_BYTES >= FRAME_MAX as u64);
 const _: () = assert!(BUFS_MAX as u64 <= LINE * 8);
 const _: () = assert!((1 + HOSTS_MAX as u64) * LINE <= CTL_BASE);
 const _: () = assert!(LINE % REF_ENTRY_BYTES == 0 && LINE % RET_ENTRY_BYTES == 0);
+// No buffer index has the refusal flag, and a `ref_queue` holds fewer
+// positions than a notice's 15 bits tell apart.
+const _: () = assert!(BUFS_MAX <= RET_REFUSED as u32 && REF_SLOTS_MAX <= RET_REFUSED_POS as u32);
 
 /// Why a geometry is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -546,19 +550,40 @@ impl RefEntry {
     }
 }
 
-/// A return ring entry: a buffer the destination gives back.
+/// [`ReturnEntry::buffer`]: not a buffer but a refusal notice, naming in
+/// its low 15 bits ([`RET_REFUSED_POS`]) the `ref_queue` position of an
+/// entry the destination skipped without giving its buffer back (its CRC
+/// failed, so the buffer it names cannot be trusted).
+pub const RET_REFUSED: u16 = 0x8000;
+/// The position bits of a refusal notice.
+pub const RET_REFUSED_POS: u16 = 0x7fff;
+
+/// A return ring entry: a buffer the destination gives back, or a
+/// refusal notice ([`RET_REFUSED`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReturnEntry {
     /// The source epoch of the session the buffer came in, or 0 for an
     /// earlier session.
     pub epoch: u32,
-    /// The buffer.
+    /// The buffer, or [`RET_REFUSED`] and the low 15 bits of a refused
+    /// entry's position.
     pub buffer: u16,
     /// The low 16 bits of its ring position: a stale entry does not match.
     pub seq: u16,
 }
 
+/// The `buffer` field of a refusal notice for `ref_queue` position `pos`.
+pub fn refusal(pos: u32) -> u16 {
+    RET_REFUSED | (pos & u32::from(RET_REFUSED_POS)) as u16
+}
+
 impl ReturnEntry {
+    /// The low 15 bits of the position a refusal notice names, or `None`
+    /// for a return.
+    pub fn refused(&self) -> Option<u16> {
+        (self.buffer & RET_REFUSED != 0).then_some(self.buffer & RET_REFUSED_POS)
+    }
+
     /// The 8 bytes: epoch, buffer, seq.
     pub fn encode(&self) -> [u8; 8] {
         let mut b = [0u8; 8];

@@ -3,9 +3,10 @@
 //! checksums), garbage bytes, and source lines with any tail or epoch:
 //! the destination never hands out a frame outside the pair's buffers or
 //! slots, never lends a buffer twice or beyond its cap, and counts what it
-//! drops. A destination that returns anything, any number of times, and
-//! writes any line: the source never takes back a buffer more often than
-//! it sent it, and never hands out one that is out.
+//! drops. A destination that returns anything, any number of times,
+//! refuses any position, and writes any line: the source never takes back
+//! a buffer more often than it sent it, and never hands out one that is
+//! out.
 
 mod common;
 
@@ -14,8 +15,8 @@ use std::collections::HashSet;
 use common::{backing, connect, dst, payload, src, world};
 use drack_core::alloc::BufState;
 use drack_core::layout::{
-    DstLine, Geometry, RefEntry, SrcLine, BUF_BYTES, DST_LINE_AT, FRAGS_MAX, FRAME_MAX, FRAME_MIN,
-    HELD_AT, SRC_LINE_AT,
+    refusal, DstLine, Geometry, RefEntry, SrcLine, BUF_BYTES, DST_LINE_AT, FRAGS_MAX, FRAME_MAX,
+    FRAME_MIN, HELD_AT, SRC_LINE_AT,
 };
 use drack_core::mem::{publish, PoolMem};
 use drack_core::refq::RefQueue;
@@ -273,6 +274,10 @@ enum Liar {
     Line(u32, Option<u32>, bool),
     /// A held bitmap.
     Held([u8; 8]),
+    /// A refusal notice at `ret_tail` (then one more returned) of the
+    /// entry `back` positions before the source's tail, epoch right or
+    /// not.
+    Refuse(u32, bool),
 }
 
 fn liar() -> impl Strategy<Value = Liar> {
@@ -284,6 +289,8 @@ fn liar() -> impl Strategy<Value = Liar> {
         3 => (prop_oneof![4 => 0..3u32, 1 => any::<u32>()], prop::option::weighted(0.2, any::<u32>()), prop::bool::weighted(0.95))
             .prop_map(|(t, h, e)| Liar::Line(t, h, e)),
         1 => any::<[u8; 8]>().prop_map(Liar::Held),
+        4 => (prop_oneof![4 => 0..10u32, 1 => any::<u32>()], prop::bool::weighted(0.9))
+            .prop_map(|(k, e)| Liar::Refuse(k, e)),
     ]
 }
 
@@ -343,6 +350,16 @@ proptest! {
                         line.dst_epoch += 1;
                         line.ack_src_epoch = s.epoch();
                     }
+                    publish(&b, ctl + DST_LINE_AT, &line.encode()).unwrap();
+                }
+                Liar::Refuse(back, right) => {
+                    let ep = if right { s.epoch() } else { s.epoch() + 1 };
+                    let mut sl = [0u8; 64];
+                    b.invalidate(ctl + SRC_LINE_AT, 64).unwrap();
+                    b.read(ctl + SRC_LINE_AT, &mut sl).unwrap();
+                    let tail = SrcLine::decode(&sl).map_or(0, |l| l.tail);
+                    r.put(&b, line.ret_tail, refusal(tail.wrapping_sub(back)), ep).unwrap();
+                    line.ret_tail = line.ret_tail.wrapping_add(1);
                     publish(&b, ctl + DST_LINE_AT, &line.encode()).unwrap();
                 }
                 Liar::Held(bits) => {

@@ -1,8 +1,11 @@
 //! Shared cases of suite `drack_core_faults`: hostile entries and lines,
 //! bad returns, a destination's death and a source's rejoin.
 
-use super::super::alloc::BufState;
-use super::super::layout::{RefEntry, SrcLine, REF_BY_VALUE, SRC_LINE_AT};
+use super::super::alloc::{BufState, TxBuffers};
+use super::super::counters::Fault;
+use super::super::layout::{
+    refusal, DstLine, RefEntry, SrcLine, DST_LINE_AT, REF_BY_VALUE, RET_REFUSED_POS, SRC_LINE_AT,
+};
 use super::super::lend::Lend;
 use super::super::mem::{publish, PoolMem};
 use super::super::model::Model;
@@ -229,7 +232,8 @@ pub fn bad_returns_are_refused(pool: &mut [u8]) -> Outcome {
     ok!(r.put(&b, 0, sent.bufs[0], ep));
     ok!(r.put(&b, 1, sent.bufs[0], ep));
     ok!(r.put(&b, 2, sent.bufs[0] + 1, ep));
-    ok!(r.put(&b, 3, u16::MAX, ep));
+    // (The largest index that is not a refusal notice.)
+    ok!(r.put(&b, 3, RET_REFUSED_POS, ep));
     ok!(r.put(&b, 4, sent.bufs[0], ep + 1));
     let dl = super::super::layout::DstLine {
         dst_epoch: 1,
@@ -417,5 +421,191 @@ pub fn a_rejoining_source_waits_for_what_the_destination_holds(pool: &mut [u8]) 
     check_eq!(s.buffers().count(BufState::Free), 8);
     check_eq!(s.counters.faults(), 0);
     check_eq!(model.conflicts(), 0);
+    Ok(())
+}
+
+/// A third party scribbles over the entry at `pos` in the pool (no
+/// host's cache sees it until it invalidates): its CRC fails.
+fn scribble(model: &Model<'_>, pos: u32) -> Outcome {
+    let at = ok!(RefQueue::new(geom(), p01()).at(pos)) + 16;
+    let mut b = [0u8; 1];
+    ok!(model.peek(at, &mut b));
+    ok!(model.poke(at, &[b[0] ^ 0xff]));
+    Ok(())
+}
+
+/// The destination polls, finds nothing valid, gives back and publishes;
+/// the source polls.
+fn nothing_arrives(model: &Model<'_>, s: &mut SrcEnd, d: &mut DstEnd) -> Outcome {
+    let (a, b) = (model.host(0), model.host(1));
+    d.poll(&b);
+    check!(d.recv(&b).is_none(), "a scribbled frame arrived");
+    // Gives back what the rejection held, and publishes.
+    d.poll(&b);
+    s.poll(&a);
+    Ok(())
+}
+
+/// Entries whose CRC fails (scribbled by someone else) cost their frames,
+/// not their buffers: the destination refuses each by position and the
+/// source takes the buffer it placed there back. Twice as many as the
+/// source has buffers, so a leak would starve it.
+pub fn scribbled_entries_cost_frames_not_buffers(pool: &mut [u8]) -> Outcome {
+    let (pool, buf) = super::split(pool);
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    for k in 0..16u32 {
+        let n = payload(k, 64, buf);
+        let sent = ok!(s.send(&a, &buf[..n], false, None));
+        scribble(&model, sent.pos)?;
+        nothing_arrives(&model, &mut s, &mut d)?;
+        check_eq!(s.buffers().state(sent.bufs[0]), Some(BufState::Free));
+    }
+    check_eq!((d.counters.crc, d.counters.refused), (16, 16));
+    check_eq!(s.counters.refused, 16);
+    // A jumbo frame's middle entry: the first goes back as a return
+    // (intact, of the session), the middle by refusal, the last (now a
+    // frame's first with `frag` 1) as a return.
+    let n = payload(99, 9000, buf);
+    let sent = ok!(s.send(&a, &buf[..n], false, None));
+    scribble(&model, sent.pos + 1)?;
+    nothing_arrives(&model, &mut s, &mut d)?;
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    check_eq!((s.counters.refused, s.counters.returned), (17, 2));
+    // A by-value frame's: its slot is free once the head passed; the
+    // refusal has nothing to give back (the source counts a bad return).
+    let n = payload(100, 64, buf);
+    let sent = ok!(s.send(&a, &buf[..n], true, None));
+    scribble(&model, sent.pos)?;
+    nothing_arrives(&model, &mut s, &mut d)?;
+    check_eq!((d.counters.refused, s.counters.refused), (18, 17));
+    check_eq!(s.counters.bad_return, 1);
+    check_eq!(s.space(), 8);
+    // Traffic goes on.
+    let n = payload(101, 64, buf);
+    ok!(s.send(&a, &buf[..n], false, None));
+    d.poll(&b);
+    let f = ok!(d.recv(&b));
+    check!(ok!(payload_is(&b, &f, 101)));
+    check_eq!(s.counters.faults(), 1);
+    check_eq!(d.counters.faults(), d.counters.crc + d.counters.frag);
+    check_eq!(model.conflicts(), 0);
+    Ok(())
+}
+
+/// A refusal that finds the return ring full waits, the entry unread,
+/// until the source took returns; then the buffer comes back.
+pub fn a_refusal_waits_for_room_on_the_return_ring(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let mut buf = [0u8; 64];
+    // Four buffers lent, the source up to date.
+    let mut lent = [0u16; 4];
+    for (k, l) in lent.iter_mut().enumerate() {
+        *l = lend_one(&model, &mut s, &mut d)?.bufs[0];
+        check_eq!(s.buffers().count(BufState::Out), k as u32 + 1);
+    }
+    ok!(d.publish(&b));
+    s.poll(&a);
+    // Four by-value frames and one by reference, all scribbled (after
+    // the source wrote them all: its write-back of a line puts back what
+    // it has of an entry scribbled in it).
+    for k in 0..4 {
+        let n = payload(k, 64, &mut buf);
+        ok!(s.send(&a, &buf[..n], true, None));
+    }
+    let n = payload(4, 64, &mut buf);
+    let sent = ok!(s.send(&a, &buf[..n], false, None));
+    for k in 0..5 {
+        scribble(&model, sent.pos - k)?;
+    }
+    // Four returns and four refusals fill the ring (8 slots); the fifth
+    // refusal waits.
+    for l in lent {
+        check!(d.release(&b, l));
+    }
+    d.poll(&b);
+    check!(d.recv(&b).is_none());
+    check_eq!((d.counters.refused, d.counters.refused_no_room), (4, 1));
+    check_eq!(d.counters.crc, 4, "the waiting entry is not counted yet");
+    ok!(d.publish(&b));
+    s.poll(&a);
+    check_eq!(s.buffers().count(BufState::Out), 1);
+    check_eq!(s.buffers().state(sent.bufs[0]), Some(BufState::Out));
+    // The source took them: room again.
+    nothing_arrives(&model, &mut s, &mut d)?;
+    check_eq!((d.counters.refused, d.counters.crc), (5, 5));
+    check_eq!(s.buffers().count(BufState::Free), 8);
+    check_eq!(s.counters.refused, 1);
+    check_eq!(
+        (s.counters.faults(), s.counters.bad_return),
+        (4, 4),
+        "by value"
+    );
+    Ok(())
+}
+
+/// A refusal the source cannot match frees nothing: of an entry not
+/// consumed yet, of one consumed by an earlier poll, of another epoch, or
+/// naming a by-reference entry whose buffer already came back.
+pub fn a_refusal_that_matches_nothing_is_refused(pool: &mut [u8]) -> Outcome {
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    // Position 0 lent and consumed, 1 and 2 sent, not consumed.
+    let first = lend_one(&model, &mut s, &mut d)?;
+    ok!(d.publish(&b));
+    s.poll(&a);
+    let mut buf = [0u8; 64];
+    for k in 0..2 {
+        let n = payload(k, 64, &mut buf);
+        ok!(s.send(&a, &buf[..n], false, None));
+    }
+    check_eq!(s.buffers().count(BufState::Out), 3);
+    // The destination (hostile) refuses 0 (consumed by an earlier poll),
+    // 2 (not consumed: its head is 2), 1 in another epoch, then 1 three
+    // times.
+    let r = ReturnRing::new(geom(), p01());
+    let ep = s.epoch();
+    let notices = [
+        (refusal(0), ep),
+        (refusal(2), ep),
+        (refusal(1), ep + 1),
+        (refusal(1), ep),
+        (refusal(1), ep),
+        (refusal(1), ep),
+    ];
+    for (i, (k, e)) in notices.iter().enumerate() {
+        ok!(r.put(&b, i as u32, *k, *e));
+    }
+    let dl = DstLine {
+        dst_epoch: 1,
+        ack_src_epoch: ep,
+        head: 2,
+        ret_tail: notices.len() as u32,
+    };
+    let at = ok!(geom().ctl(p01())) + DST_LINE_AT;
+    ok!(publish(&b, at, &dl.encode()));
+    s.poll(&a);
+    // Position 1's buffer came back once; the rest are faults.
+    check_eq!(s.counters.refused, 1);
+    check_eq!((s.counters.bad_return, s.counters.epoch), (4, 1));
+    check_eq!(s.buffers().count(BufState::Out), 2);
+    check_eq!(s.buffers().state(first.bufs[0]), Some(BufState::Out));
+    // A buffer out for long (a page a socket holds) is forgotten by the
+    // refusals before its kept bits come round again: a refusal of the
+    // position sharing them frees the newer buffer only.
+    let mut t = TxBuffers::new(8, BufState::Free);
+    let old = ok!(t.take(7));
+    let near = ok!(t.take(100));
+    t.age(100 + 4096);
+    let new = ok!(t.take(7 + 8192));
+    check_eq!(t.refused(7 + 8192), Ok(new));
+    check_eq!(t.refused(7), Err(Fault::Return));
+    check_eq!(t.state(old), Some(BufState::Out));
+    // Within the queue's reach a placement is kept.
+    check_eq!(t.refused(100), Ok(near));
     Ok(())
 }

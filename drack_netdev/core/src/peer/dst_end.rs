@@ -3,7 +3,7 @@
 
 use crate::counters::{add, bump, Counters, Fault};
 use crate::layout::{
-    DstLine, Geometry, RefEntry, SrcLine, FRAGS_MAX, LINE, REF_BY_VALUE, REF_CSUM_PARTIAL,
+    refusal, DstLine, Geometry, RefEntry, SrcLine, FRAGS_MAX, LINE, REF_BY_VALUE, REF_CSUM_PARTIAL,
 };
 use crate::lend::LendTable;
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
@@ -15,11 +15,19 @@ use super::frame::Frame;
 use super::session::{dst_line_at, held_at, src_line_at, Session};
 
 /// What [`DstEnd::recv`] does with a rejected entry's buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Salvage {
-    /// Nothing: not ours to give back.
+    /// Nothing: an intact entry of the session with no buffer to give
+    /// back (by value), or naming one we hold, which goes back when we
+    /// let go of it (a notice would free it while the stack holds it).
     No,
     /// Give it back (an honest source's buffer in a bad frame).
     Yes(u16),
+    /// Refuse the entry by its position: we cannot trust the buffer it
+    /// names (its CRC failed, or it is not the source's entry of this
+    /// session at this position), so the source takes back the buffer
+    /// it placed there.
+    Refuse,
 }
 
 /// The destination's end of pair (peer, me).
@@ -247,24 +255,87 @@ impl DstEnd {
         }
     }
 
-    fn salvage(&self, e: &RefEntry, intact: bool) -> Salvage {
-        let ours = intact
+    /// What to do with the buffer of entry `e`, rejected at `pos`;
+    /// `taken` the buffers given back for the entries before it in the
+    /// same rejection.
+    fn salvage(&self, e: &RefEntry, pos: u32, intact: bool, taken: &[Option<u16>]) -> Salvage {
+        let session = intact
+            && e.seq == pos
             && e.epoch == self.acked_src_epoch
             && u32::from(e.src) == self.peer
-            && u32::from(e.dst) == self.me
-            && e.flags & REF_BY_VALUE == 0
-            && self.lend.is_idle(e.buffer);
-        if ours {
+            && u32::from(e.dst) == self.me;
+        if !session {
+            Salvage::Refuse
+        } else if e.flags & REF_BY_VALUE == 0
+            && self.lend.is_idle(e.buffer)
+            && !taken.contains(&Some(e.buffer))
+        {
             Salvage::Yes(e.buffer)
         } else {
             Salvage::No
         }
     }
 
-    fn give_back(&mut self, s: Salvage) {
-        if let Salvage::Yes(b) = s {
-            self.lend.hold(b);
+    /// Skips the rejected `entries` from the head after fault `fault`
+    /// (all intact but maybe the last, `last_intact`): an honest source's
+    /// buffers in intact entries go back, the other entries are refused by a notice each on the
+    /// return ring, written before the head passes them (the source
+    /// relies on that order). Without room for the notices nothing is
+    /// skipped (counted `refused_no_room`): the entries wait until the
+    /// source takes returns, which it does whatever we do, so no buffer
+    /// stays out.
+    fn reject<M: PoolMem + ?Sized>(
+        &mut self,
+        m: &M,
+        entries: &[RefEntry],
+        last_intact: bool,
+        fault: Fault,
+    ) -> Result<(), OutOfBounds> {
+        let mut verdicts = [Salvage::No; FRAGS_MAX as usize];
+        let mut taken = [None; FRAGS_MAX as usize];
+        let mut refusals = 0u32;
+        let head = self.cons.head;
+        let last = entries.len().saturating_sub(1);
+        for (k, e) in entries.iter().enumerate().take(FRAGS_MAX as usize) {
+            let intact = k < last || last_intact;
+            let pos = head.wrapping_add(k as u32);
+            let v = self.salvage(e, pos, intact, taken.get(..k).unwrap_or(&[]));
+            match v {
+                Salvage::Yes(b) => {
+                    if let Some(t) = taken.get_mut(k) {
+                        *t = Some(b);
+                    }
+                }
+                Salvage::Refuse => refusals = refusals.saturating_add(1),
+                Salvage::No => {}
+            }
+            if let Some(slot) = verdicts.get_mut(k) {
+                *slot = v;
+            }
         }
+        if self.ret.space() < refusals {
+            bump(&mut self.counters.refused_no_room);
+            self.ready = 0;
+            return Ok(());
+        }
+        self.counters.count(fault);
+        for (k, v) in verdicts.iter().enumerate().take(entries.len()) {
+            match *v {
+                Salvage::Yes(b) => {
+                    self.lend.hold(b);
+                }
+                Salvage::Refuse => {
+                    let pos = head.wrapping_add(k as u32);
+                    let epoch = self.acked_src_epoch;
+                    self.rets.put(m, self.ret.tail, refusal(pos), epoch)?;
+                    self.ret.tail = self.ret.tail.wrapping_add(1);
+                    bump(&mut self.counters.refused);
+                }
+                Salvage::No => {}
+            }
+        }
+        self.skip(u32::try_from(entries.len()).unwrap_or(u32::MAX));
+        Ok(())
     }
 
     fn skip(&mut self, n: u32) {
@@ -275,7 +346,8 @@ impl DstEnd {
 
     /// The next valid frame below the tail read by the last
     /// [`DstEnd::poll`], or `None`. Invalid entries are skipped and
-    /// counted; buffers of an honest source in them are given back.
+    /// counted; buffers of an honest source in them are given back, and
+    /// entries whose buffer cannot be trusted are refused by position.
     ///
     /// The head moves here but is published only by [`DstEnd::publish`]
     /// or the next [`DstEnd::poll`]: copy by-value frames out (and
@@ -309,25 +381,22 @@ impl DstEnd {
             let verdict = check_entry(&e, intact, &self.ctx(pos)).and_then(|()| {
                 if i == 0 {
                     n = u32::from(e.frags);
-                    if n > self.ready {
+                    // A frame starts at its first entry: the rest of one
+                    // whose start was rejected goes entry by entry, and
+                    // does not take the next frame's with it.
+                    if n > self.ready || e.frag != 0 {
                         return Err(Fault::Frag);
                     }
                 }
                 Ok(())
             });
-            if let Err(f) = verdict {
-                self.counters.count(f);
-                let s = self.salvage(&e, intact);
-                self.give_back(s);
-                for p in entries.iter().take(i as usize) {
-                    let s = self.salvage(p, true);
-                    self.give_back(s);
-                }
-                self.skip(i.saturating_add(1));
-                return Ok(None);
-            }
             if let Some(slot) = entries.get_mut(i as usize) {
                 *slot = e;
+            }
+            if let Err(f) = verdict {
+                let k = i.saturating_add(1) as usize;
+                self.reject(m, entries.get(..k).unwrap_or(&[]), intact, f)?;
+                return Ok(None);
             }
             i = i.saturating_add(1);
         }
@@ -339,12 +408,7 @@ impl DstEnd {
             verdict = Err(Fault::Lent);
         }
         if let Err(f) = verdict {
-            self.counters.count(f);
-            for e in entries {
-                let s = self.salvage(e, true);
-                self.give_back(s);
-            }
-            self.skip(n);
+            self.reject(m, entries, true, f)?;
             return Ok(None);
         }
         let mut f = Frame {

@@ -1,11 +1,11 @@
 //! The source's end of a pair: its buffers, the `ref_queue` it
 //! produces and the return ring it consumes.
 
-use crate::alloc::{BufState, TxBuffers};
+use crate::alloc::{BufState, TxBuffers, AGE_EVERY};
 use crate::counters::{add, bump, Counters, Fault};
 use crate::layout::{
-    DstLine, Geometry, RefEntry, SrcLine, BUF_BYTES, FRAGS_MAX, FRAME_MAX, FRAME_MIN, LINE,
-    REF_BY_VALUE, REF_CSUM_PARTIAL,
+    DstLine, Geometry, RefEntry, ReturnEntry, SrcLine, BUF_BYTES, FRAGS_MAX, FRAME_MAX, FRAME_MIN,
+    LINE, REF_BY_VALUE, REF_CSUM_PARTIAL, RET_REFUSED_POS,
 };
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
 use crate::refq::{distance, Producer, RefQueue};
@@ -175,8 +175,10 @@ impl SrcEnd {
                 // Unknown buffers it does not hold are ours again.
                 self.bufs.resolve(&held);
                 self.state = Session::Up;
-                // The destination gives back what it released at once.
-                self.take_returns(m, d.ret_tail)
+                // The destination gives back what it released at once
+                // (no entry consumed yet: nothing to refuse).
+                let head = self.ring.head;
+                self.take_returns(m, d.ret_tail, head)
             }
             Session::Up => {
                 if d.ack_src_epoch == 0 {
@@ -189,15 +191,23 @@ impl SrcEnd {
                     self.counters.count(Fault::Desync);
                     return Ok(());
                 }
+                let from = self.ring.head;
                 if let Err(f) = self.ring.consumed(d.head) {
                     self.counters.count(f);
                 }
-                self.take_returns(m, d.ret_tail)
+                self.take_returns(m, d.ret_tail, from)
             }
         }
     }
 
-    fn take_returns<M: PoolMem + ?Sized>(&mut self, m: &M, tail: u32) -> Result<(), OutOfBounds> {
+    /// Takes the returns below `tail`; `from` is the head before this
+    /// poll's: refusals may name only entries consumed in it.
+    fn take_returns<M: PoolMem + ?Sized>(
+        &mut self,
+        m: &M,
+        tail: u32,
+        from: u32,
+    ) -> Result<(), OutOfBounds> {
         let n = distance(self.ret_head, tail);
         if n == 0 {
             return Ok(());
@@ -211,16 +221,46 @@ impl SrcEnd {
             let e = self.rets.get(m, pos)?;
             let r = if e.seq != seq_of(pos) {
                 Err(Fault::Seq)
+            } else if let Some(bits) = e.refused() {
+                self.refused(&e, bits, from)
             } else {
-                self.bufs.returned(e.buffer, e.epoch, self.epoch)
+                self.bufs
+                    .returned(e.buffer, e.epoch, self.epoch)
+                    .map(|()| bump(&mut self.counters.returned))
             };
-            match r {
-                Ok(()) => bump(&mut self.counters.returned),
-                Err(f) => self.counters.count(f),
+            if let Err(f) = r {
+                self.counters.count(f);
             }
             self.ret_head = pos.wrapping_add(1);
         }
         self.publish(m)
+    }
+
+    /// A refusal notice `e` for the entry whose position ends in `bits`,
+    /// consumed by the head this poll took (from `from`): the buffer
+    /// placed there comes back (counted `refused`). A by-value entry's
+    /// has none: a bad return, as a bogus notice (we keep no record of
+    /// which entries were by value; the head freed the slot).
+    ///
+    /// The slot was not reused since: the destination wrote the notice
+    /// before it published a head past the entry (line after entry, each
+    /// written back), the line carries both, and we take the returns in
+    /// the poll that first takes that head, before any reservation could
+    /// use the slots it frees. So the entry lies in `from..head`, fewer
+    /// than `ref_slots` <= 4096 positions, which the notice's 15 bits
+    /// tell apart, and the buffer placed there is still out.
+    fn refused(&mut self, e: &ReturnEntry, bits: u16, from: u32) -> Result<(), Fault> {
+        if e.epoch != self.epoch {
+            return Err(Fault::Epoch);
+        }
+        let mask = u32::from(RET_REFUSED_POS);
+        let pos = from.wrapping_add(u32::from(bits).wrapping_sub(from) & mask);
+        if distance(from, pos) >= distance(from, self.ring.head) {
+            return Err(Fault::Return);
+        }
+        self.bufs.refused(pos)?;
+        bump(&mut self.counters.refused);
+        Ok(())
     }
 
     /// The destination's lease expired: nothing is sent until it rejoins
@@ -311,7 +351,7 @@ impl SrcEnd {
                     .zip(self.geom.value_slot(self.pair, slot))
             } else {
                 self.bufs
-                    .take()
+                    .take(pos)
                     .and_then(|b| Some(b).zip(self.geom.buffer(self.pair, u32::from(b))))
             };
             let Some((b, off)) = got else {
@@ -387,7 +427,12 @@ impl SrcEnd {
             };
             self.queue.put(m, &e)?;
         }
-        self.ring.tail = self.ring.tail.wrapping_add(u32::from(f.n));
+        let tail = self.ring.tail.wrapping_add(u32::from(f.n));
+        if (tail ^ self.ring.tail) & !AGE_EVERY.wrapping_sub(1) != 0 {
+            // The tail crossed a multiple of AGE_EVERY.
+            self.bufs.age(tail);
+        }
+        self.ring.tail = tail;
         bump(&mut self.counters.frames);
         add(&mut self.counters.bytes, u64::from(f.len));
         Ok(())
