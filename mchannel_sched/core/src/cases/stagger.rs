@@ -1,6 +1,7 @@
-//! Shared cases of staggered windows (`window::stagger_phase`, `bottleneck`,
-//! `place` and `RunWindow::run_phase`, and `RunState::set_phase`): suites `mchannel_core_window`
-//! and `mchannel_core_thread`.
+//! Shared cases of staggered windows (`window::stagger_phase`,
+//! `bottleneck`, `place` and `RunWindow::run_phase`, and
+//! `RunState::set_phase`): suites `mchannel_core_window` and
+//! `mchannel_core_thread`.
 
 use super::super::outcome::Outcome;
 use super::super::thread::{OnCpu, RunState};
