@@ -432,7 +432,7 @@ impl Fabric {
             let b = ch.budget(min_run_ns);
             a.run().set_window(b.t_w_ns);
             a.run().set_budget(b.t_r_ns);
-            ch.stagger(a);
+            ch.stagger(a, b);
             // A parked thread sleeps off its debt at the old budget: with
             // a larger one, or shorter windows, it may run sooner, and
             // wakes to recount.

@@ -4,7 +4,9 @@
 //! channels whose threads share a bottleneck component start their
 //! windows evenly spaced over T_W, and a channel's threads stepped from
 //! its start so that every slot of T_W / channels holds each rank at its
-//! golden-ratio place in the slot, as the simulator (`tools/cxlsim`) does.
+//! golden-ratio place in the slot, each thread's run starting an eighth
+//! of its length before its place (`RunWindow::run_phase`), as the
+//! simulator (`tools/cxlsim`) does.
 //!
 //! A channel's bottleneck is the component of least configured capacity
 //! on its path (`window::bottleneck`); it counts while it has attached
@@ -12,14 +14,15 @@
 //! its first thread or loses its last, or goes), not every period. A
 //! thread's rank in its channel is handed out by the control loop in the
 //! first period it is attached (the fork probe cannot reach the fabric),
-//! from a counter per channel, and kept: windows move only when channels
-//! join or leave. Other hosts' windows are not coordinated
+//! from a counter per channel, and kept: places move only when channels
+//! join or leave (a thread's lead moves its windows by a little with
+//! each new budget). Other hosts' windows are not coordinated
 //! (`Documentation/cxlfabric/mchannel.rst`).
 
 #![deny(clippy::arithmetic_side_effects)]
 
 use crate::attached::Attached;
-use crate::control::window::{bottleneck, place, stagger_phase};
+use crate::control::window::{bottleneck, place, stagger_phase, Budget};
 use crate::fabric::{Channel, ComponentEntry};
 use kernel::prelude::*;
 
@@ -81,14 +84,17 @@ impl Channel {
     }
 
     /// Moves `a`'s windows (one of its threads) onto their phase: its
-    /// place's, and its rank's, which it gets now if it has none.
-    pub(crate) fn stagger<I>(&mut self, a: &mut Attached<I>) {
+    /// place's, and its rank's, which it gets now if it has none, led by
+    /// an eighth of its run under `budget` (`RunWindow::run_phase`: the
+    /// windows move a little with each new budget).
+    pub(crate) fn stagger<I>(&mut self, a: &mut Attached<I>, budget: Budget) {
         let rank = a.rank_or(|| {
             let rank = self.next_rank;
             self.next_rank = rank.saturating_add(1);
             rank
         });
         let (at, n) = self.place;
-        a.run().set_phase(stagger_phase(at, n, rank));
+        let phase = self.window.run_phase(stagger_phase(at, n, rank), n, budget);
+        a.run().set_phase(phase);
     }
 }

@@ -60,6 +60,7 @@ macro_rules! suites {
                 channels_are_placed_by_their_bottleneck,
                 ranks_give_a_channels_threads_distinct_phases,
                 every_slot_holds_each_rank_at_its_golden_place,
+                a_run_leads_its_place_by_an_eighth,
                 tree_shapes_are_checked,
                 two_tenants_split_first_then_their_channels,
                 a_leaf_held_back_by_the_queue_counts_at_its_share,

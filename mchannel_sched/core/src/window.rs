@@ -17,6 +17,15 @@ use super::fixed::{div_u128, mul_div};
 /// Largest channel weight (weights are integers from 1).
 pub const WEIGHT_MAX: u32 = 10_000;
 
+/// A thread's run starts `1 / 2^RUN_LEAD_SHIFT` of its length before its
+/// place ([`RunWindow::run_phase`]).
+pub const RUN_LEAD_SHIFT: u32 = 3;
+
+/// The most channels on a bottleneck whose runs lead their places
+/// ([`RunWindow::run_phase`]): at more, T_W / 16 or less apart, the lead
+/// only moves windows.
+pub const LEAD_MAX_CHANNELS: u64 = 16;
+
 /// The minimum run callers use unless they pick another: 1 % of T_W (at
 /// least 1 ns).
 pub fn default_min_run_ns(t_w_ns: u64) -> u64 {
@@ -183,6 +192,43 @@ impl RunWindow {
         }
     }
 
+    /// Where the windows of a thread with budget `budget` start, given its
+    /// place `phase` (a fraction of 2^32 of the window, as
+    /// [`stagger_phase`] gives) among `channels` on its bottleneck:
+    /// `1 / 2^RUN_LEAD_SHIFT` of its run before the place while it runs
+    /// part of every T_W, so that its run starts shortly before the place
+    /// rather than at it. At the place itself when it runs the whole
+    /// window or skips windows (`budget.t_w_ns` other than T_W: its run is
+    /// short against the spacing, and a lead would only move its windows
+    /// with every new budget), and with more than [`LEAD_MAX_CHANNELS`]
+    /// channels.
+    ///
+    /// Why: the places are the same for every budget, so with runs
+    /// starting at them the channels' runs overlap by their lengths' whole
+    /// difference at one end of each run. With three channels of four
+    /// threads (T_R 24, 25 and 17 us of 100) that overlap is the same in
+    /// every window, and the link's marks reached delta at 95.5 % of it;
+    /// leading each run by an eighth of its length moves the channels
+    /// against each other by an eighth of their runs' differences: 96.4 %.
+    /// A quarter gave 97.4 % and centering the runs (a half) 97.7 %, but
+    /// both cost other sizes up to a point. With many channels the starts
+    /// are closer than the lead, which then only moves windows with every
+    /// budget: 1024 channels of one thread pass through every T_R in
+    /// their first periods, and any lead there (even 1 / 1024 of the run)
+    /// changed which of their chaotic courses they took (`Documentation/
+    /// cxlfabric/cxlsim.rst`, "3 x 4"). The budget changes every control
+    /// period, so the windows move by a little with it
+    /// (`RunState::set_phase`).
+    pub fn run_phase(&self, phase: u32, channels: u64, budget: Budget) -> u32 {
+        let whole = budget.t_r_ns >= budget.t_w_ns;
+        if whole || budget.t_w_ns != self.t_w_ns || channels > LEAD_MAX_CHANNELS {
+            return phase;
+        }
+        // T_R < T_W: below 2^(32 - RUN_LEAD_SHIFT), it fits.
+        let lead = mul_div(budget.t_r_ns, 1 << (32 - RUN_LEAD_SHIFT), budget.t_w_ns);
+        phase.wrapping_sub(u32::try_from(lead).unwrap_or(0))
+    }
+
     /// The least whole number of T_W at least `ns` long, at most the
     /// longest window.
     fn whole_windows(&self, ns: u64) -> u64 {
@@ -231,8 +277,9 @@ impl RunWindow {
 /// periods after it). `Documentation/cxlfabric/cxlsim.rst`, "Many
 /// threads on one link".
 ///
-/// The phase does not depend on the budget: a new T_R does not move a
-/// window; a channel joining or leaving moves the others'.
+/// The phase does not depend on the budget: a new T_R does not move the
+/// place; a channel joining or leaving moves the others'. Where a run
+/// starts relative to its place is [`RunWindow::run_phase`]'s.
 pub fn stagger_phase(channel: u64, channels: u64, rank: u64) -> u32 {
     let n = channels.max(1);
     // rank / phi = whole + frac (frac in 64 bits): golden-ratio hashing.

@@ -36,7 +36,9 @@
 //!    channel's threads stepped from its start so that every slot between
 //!    the channels holds each rank at its golden-ratio place, so that
 //!    runs overlap as little as they can, and threads that run in one
-//!    window of every `m` run in different ones.
+//!    window of every `m` run in different ones; a thread that runs part
+//!    of every T_W starts its run an eighth of it before its place (the
+//!    core's `RunWindow::run_phase`, with each period's budget).
 //!
 //! The congestion signal (a config field, [`Signal`]): `Queue` (default)
 //! is the share of the messages offered to the component's links in the
@@ -402,7 +404,8 @@ impl MemChannel {
         &self.params
     }
 
-    fn window_of(&self, ch: &Chan, phase: u32) -> RunWindow {
+    /// `channels`: how many share the bottleneck (every joined one).
+    fn window_of(&self, ch: &Chan, phase: u32, channels: u64) -> RunWindow {
         if !ch.joined {
             return RunWindow::CLOSED;
         }
@@ -412,6 +415,13 @@ impl MemChannel {
         } else {
             tw
         };
+        // The run leads its place by an eighth of its length (the core's
+        // `run_phase`, as the kernel's `stagger.rs`); an open window none.
+        let phase = if self.params.enabled {
+            ch.window.run_phase(phase, channels, ch.budget)
+        } else {
+            phase
+        };
         RunWindow {
             run_ps: tr,
             window_ps: tw,
@@ -420,9 +430,10 @@ impl MemChannel {
     }
 
     fn apply(&self, windows: &mut [RunWindow]) {
+        let channels = self.chans.iter().filter(|c| c.joined).count() as u64;
         for (t, w) in windows.iter_mut().enumerate() {
             if let Some(Some((c, phase))) = self.thread_of.get(t) {
-                *w = self.window_of(&self.chans[*c], *phase);
+                *w = self.window_of(&self.chans[*c], *phase, channels);
             }
         }
     }

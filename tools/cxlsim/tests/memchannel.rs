@@ -103,7 +103,9 @@ fn utilization_under_overload_with_control() {
 /// holds each rank at its golden-ratio place (`window::stagger_phase`),
 /// 5 x 3 held 96.05-96.07 % and 3, 5 and 8 channels of five threads
 /// 91.6-91.7 %, 76 % and 67.5 % (`cxlsim.rst`, "Fibonacci numbers of
-/// channels"). 3 x 4 is left out: 95.5-95.7 %. With the core's `Model`
+/// channels"); before each thread's run led its place by an eighth of
+/// its length (`window::RunWindow::run_phase`), 3 x 4 held 95.5-95.7 %
+/// (96.4-96.5 % now; `cxlsim.rst`, "3 x 4"). With the core's `Model`
 /// signal the link is held near the model's knee (90 %). The runs go in
 /// parallel: about 30-36 s on two shared cores (70 s of CPU).
 #[test]

@@ -1,10 +1,11 @@
-//! Shared cases of staggered windows (`window::stagger_phase`, `bottleneck`
-//! and `place`, and `RunState::set_phase`): suites `mchannel_core_window`
-//! and `mchannel_core_thread`.
+//! Shared cases of staggered windows (`window::stagger_phase`,
+//! `bottleneck`, `place` and `RunWindow::run_phase`, and
+//! `RunState::set_phase`): suites `mchannel_core_window` and
+//! `mchannel_core_thread`.
 
 use super::super::outcome::Outcome;
 use super::super::thread::{OnCpu, RunState};
-use super::super::window::{bottleneck, place, stagger_phase};
+use super::super::window::{bottleneck, place, stagger_phase, Budget, RunWindow};
 
 const US: u64 = 1_000;
 
@@ -208,5 +209,36 @@ pub fn every_slot_holds_each_rank_at_its_golden_place() -> Outcome {
             );
         }
     }
+    Ok(())
+}
+
+pub fn a_run_leads_its_place_by_an_eighth() -> Outcome {
+    let w = RunWindow::new(100 * US, US, 10_000 * US);
+    check!(w.is_some());
+    let Some(w) = w else { return Ok(()) };
+    let budget = |t_r_ns, t_w_ns| Budget { t_r_ns, t_w_ns };
+    const Q: u32 = 1 << 30;
+    // T_R 24 us of 100: the windows start 3 us (0.03 of 2^32, rounded
+    // down) before the place.
+    let lead = ((24u64 << 29) / 100) as u32;
+    check_eq!(w.run_phase(Q, 3, budget(24 * US, 100 * US)), Q - lead);
+    check_eq!(
+        w.run_phase(0, 3, budget(24 * US, 100 * US)),
+        0u32.wrapping_sub(lead)
+    );
+    check_eq!(w.run_phase(Q, 3, budget(0, 100 * US)), Q);
+    // Just under the whole window: an eighth of it, not more.
+    let most = w
+        .run_phase(0, 3, budget(100 * US - 1, 100 * US))
+        .wrapping_neg();
+    check!(most < 1 << 29 && most > (1 << 29) - (1 << 16), "{}", most);
+    // The whole window, or windows skipped (or stretched): at the place.
+    check_eq!(w.run_phase(Q, 3, budget(100 * US, 100 * US)), Q);
+    check_eq!(w.run_phase(Q, 3, budget(2 * US, 300 * US)), Q);
+    check_eq!(w.run_phase(Q, 3, budget(280 * US, 300 * US)), Q);
+    check_eq!(w.run_phase(Q, 3, budget(u64::MAX - 1, u64::MAX)), Q);
+    // Up to 16 channels, not more.
+    check_eq!(w.run_phase(Q, 16, budget(24 * US, 100 * US)), Q - lead);
+    check_eq!(w.run_phase(Q, 17, budget(24 * US, 100 * US)), Q);
     Ok(())
 }
