@@ -4,8 +4,9 @@
 //! `alive` (1 while its lease holds), `epoch` (the one it beats in),
 //! `tx_session` and `rx_session` (`down`, `syncing` or `up`: this host's
 //! source and destination ends towards it), `lent_pages` (its buffers
-//! the stack holds) and `tx_queue_stopped` (1 while its TX queue waits
-//! for room). The same as `ethtool -S`'s `peerN_*`, one file each, for
+//! the stack holds), `tx_queue_stopped` (1 while its TX queue waits
+//! for room) and `tx_buffers_out` (this host's buffers towards it that
+//! are not free: sent and not back, or unknown after a reset). The same as `ethtool -S`'s `peerN_*`, one file each, for
 //! scripts and monitoring.
 //!
 //! Locks: `show` takes `tx` or `rx` (never both, never while a directory
@@ -43,6 +44,7 @@ impl Attributes for PeerView {
         c_str!("rx_session"),
         c_str!("lent_pages"),
         c_str!("tx_queue_stopped"),
+        c_str!("tx_buffers_out"),
     ];
 
     fn show(&self, index: usize, out: &mut AttributeBuffer<'_>) -> Result {
@@ -60,13 +62,14 @@ impl Attributes for PeerView {
                     _ => writeln!(out, "{}", end.map_or(0, |e| e.lends().lent())),
                 }
             }
-            2 | 5 => {
+            2 | 5 | 6 => {
                 let mut tx = self.link.tx.lock();
                 let stopped = tx.stopped & bit != 0;
                 let end = tx.end(p);
                 match index {
                     2 => writeln!(out, "{}", session(end.map(|e| e.session()))),
-                    _ => writeln!(out, "{}", u32::from(stopped)),
+                    5 => writeln!(out, "{}", u32::from(stopped)),
+                    _ => writeln!(out, "{}", end.map_or(0, |e| crate::tx::buffers_out(e))),
                 }
             }
             _ => return Err(EINVAL),

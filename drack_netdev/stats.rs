@@ -97,14 +97,17 @@ const OWN: [&str; 22] = [
 const CORE: usize = drack_core::counters::COUNT;
 
 /// Per peer: its session (0 down, 1 syncing, 2 up; source end, then
-/// destination end), the pages of it the stack holds, and whether its TX
-/// queue is stopped for room (1) or not (0).
-const PEER: [&str; 5] = [
+/// destination end), the pages of it the stack holds, whether its TX
+/// queue is stopped for room (1) or not (0), and this host's buffers
+/// towards it that are not free (sent and not back, or not known yet
+/// after a reset: `tx_buffers_out`).
+const PEER: [&str; 6] = [
     "tx_session",
     "rx_session",
     "lent_pages",
     "released_buffers",
     "tx_queue_stopped",
+    "tx_buffers_out",
 ];
 
 fn session_value(s: Session) -> u64 {
@@ -184,13 +187,15 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
     let hosts = link.geom.hosts() as usize;
     let mut tx = [0u64; CORE];
     let mut tx_state = [Session::Down; drack_core::layout::HOSTS_MAX as usize];
+    let mut tx_out = [0u32; drack_core::layout::HOSTS_MAX as usize];
     let stopped = {
         let side = link.tx.lock();
         for (i, e) in side.ends.iter().enumerate() {
             if let Some(e) = e {
                 sum(&mut tx, &e.counters);
-                if let Some(s) = tx_state.get_mut(i) {
+                if let (Some(s), Some(o)) = (tx_state.get_mut(i), tx_out.get_mut(i)) {
                     *s = e.session();
+                    *o = crate::tx::buffers_out(e);
                 }
             }
         }
@@ -209,6 +214,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
                     u64::from(e.lends().lent()),
                     u64::from(e.lends().released()),
                     u64::from(stopped.checked_shr(i as u32).map_or(0, |v| v & 1)),
+                    u64::from(tx_out.get(i).copied().unwrap_or(0)),
                 ];
             }
         }

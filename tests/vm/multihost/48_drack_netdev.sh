@@ -12,9 +12,8 @@
 # holds lent pages (adopted, never written over), rmmod under traffic
 # on host 1 (host 0 sees the carrier go after the lease and unloads
 # too), and a stall of host 1 past its lease (its VM stopped): it rejoins
-# by itself. (beluga unbind under lent pages passed here in commit
-# 00e74ec, but it releases host 1's sections, which 50 counts: it moves
-# to a scenario of its own.)
+# by itself. (Corrupted references and beluga unbind under lent pages:
+# 49.)
 set -e
 . /multihost/flags.inc
 

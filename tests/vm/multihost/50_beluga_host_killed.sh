@@ -1,5 +1,6 @@
 # Host 1 dies without warning (the harness kills its VM). After its lease
-# runs out, host 0 reclaims host 1's private sections, while the shared
+# runs out, host 0 reclaims host 1's private sections (an object it
+# allocates here), while the shared
 # object host 0 also holds survives with its data; and host 0's mchannel
 # stream, which shared switch cxl-sw with host 1's (scenario 47), gets
 # the whole switch. Then a corrupted superblock is refused with a clear
@@ -9,6 +10,9 @@ set -e
 mch=/sys/class/misc/mchannel
 
 if [ "$CXLFABRIC_HOST" = 1 ]; then
+	# A private object of this incarnation for host 0 to reclaim (49
+	# rebound host 1's device: what it held before went then).
+	beluga alloc --size 2M --name h1.private >/dev/null
 	# Dies streaming, its slot still beating.
 	ch=$(cat $mch/channels/stream-1/id)
 	mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seconds 600 >/dev/null &

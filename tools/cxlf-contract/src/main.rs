@@ -24,6 +24,7 @@ mod beluga_format;
 mod beluga_fuzz;
 mod beluga_gup;
 mod checks;
+mod drack_faults;
 mod mchannel_bench;
 mod mchannel_checks;
 mod support_checks;
@@ -236,6 +237,19 @@ enum Cmd {
         #[arg(long, default_value_t = 1024)]
         objects: u32,
     },
+    /// drack_netdev: break the CRC of the entries of pair (src, dst) the
+    /// destination has not read yet (a torn or stray write to the pool).
+    DrackScribble {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        /// The drack region's name in the pool.
+        #[arg(long, default_value = "drack0")]
+        region: String,
+        #[arg(long)]
+        src: u32,
+        #[arg(long)]
+        dst: u32,
+    },
     /// Check /dev/cxlfabric_misc_test.
     Misc {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
@@ -442,7 +456,8 @@ fn run_fractions_within(
     Ok(())
 }
 
-/// The support layer's test device and beluga's pool format.
+/// The support layer's test device, beluga's pool format and drack's
+/// faults.
 fn run_support(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::PoolLayout {
@@ -450,6 +465,12 @@ fn run_support(cmd: Cmd) -> Result<()> {
             hosts,
             objects,
         } => beluga_format::pool_layout(size, hosts, objects),
+        Cmd::DrackScribble {
+            dev,
+            region,
+            src,
+            dst,
+        } => drack_faults::scribble(&dev, &region, src, dst),
         Cmd::Misc { device } => support_checks::misc(&device),
         Cmd::WriteSuperblock {
             device,
