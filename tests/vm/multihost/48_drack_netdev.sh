@@ -16,23 +16,12 @@
 # 49.)
 set -e
 . /multihost/flags.inc
-
-me=10.0.9.$((11 + h))
-peer=10.0.9.$((12 - h))
-p=$((1 - h))
-stat() { ethtool -S drack0 | awk -v n="$1:" '$1 == n { print $2 }'; }
+. /multihost/drack.inc
 # The numbers, for the run's results log (scenario output is shown only
 # on failure).
 note() { echo "$*" >> /tmp/drack.report; }
 rm -f /tmp/drack.report
-above() { test "$(stat "$1")" -gt "$2"; }
-debug() {
-	set +x
-	echo "== host $h at exit"
-	ethtool -S drack0 2>/dev/null | grep -v ': 0$'
-	dmesg | grep -i drack | tail -n 30
-}
-trap 'debug' EXIT
+trap 'drack_debug drack' EXIT
 
 # A region whose header is not drack's (another kernel user's data: root,
 # mode 600, as beluga_dax takes only such objects for a kernel region) is
@@ -257,11 +246,7 @@ await $((71 - h)) unloaded-$p
 # the harness stops host 1's VM for 1.2 s (SIGSTOP); host 0 declares it
 # dead; host 1 sees its own beats lapsed and rejoins in a new epoch by
 # itself, and traffic flows again without a reload.
-dmesg_has() { dmesg | grep -q "$1"; }
-insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((300 * slow))
-ip addr add $me/24 dev drack0
-ip link set drack0 up
-wait_until 100 carrier_is drack0 1
+drack_up 300
 flag $((64 + h)) short-up-$h
 await $((65 - h)) short-up-$p
 if [ "$h" = 1 ]; then

@@ -1,13 +1,14 @@
 # drack_netdev under faults from outside the protocol (run after 48,
 # which leaves drack unloaded on both hosts).
 #
-# Corrupted references: host 0's VM stops (the harness, SIGSTOP, shorter
-# than every lease) while host 1 sends to it; host 1 then flips a byte
-# in each entry host 0 has not read (cxlf-contract drack-scribble, root
-# mapping the drack region as a stray writer could). Host 0 wakes, drops
-# and counts each (rx_bad_crc_entries), and tells host 1 which positions
-# it refused, so host 1 gets those buffers back (none stays out); then
-# traffic flows as before.
+# Corrupted references, racing the destination: while host 1 sends host
+# 0 a checksummed TCP transfer, it flips a byte in every entry host 0 has
+# not read yet (cxlf-contract drack-scribble, root mapping the drack
+# region as a stray writer could). Host 0 drops and counts those it
+# reads broken (rx_bad_crc_entries) and refuses each by position on the
+# return ring; host 1 takes back exactly as many buffers as host 0
+# refused, none stays out, the transfer arrives intact (TCP resends what
+# was dropped) and ping works after.
 #
 # beluga unbind while a socket holds lent pages: host 0 sends a transfer
 # to a server on host 1 that reads nothing yet; host 1 unbinds its
@@ -20,76 +21,56 @@
 # incarnation: 50 gives it sections of its own to reclaim.)
 set -e
 . /multihost/flags.inc
+. /multihost/drack.inc
+trap "drack_debug 'drack\\|beluga'" EXIT
+# The numbers, for the run's results log (block drack-faults).
+note() { echo "$*" >> /tmp/drack-faults.report; }
+: > /tmp/drack-faults.report
 
-me=10.0.9.$((11 + h))
-peer=10.0.9.$((12 - h))
-p=$((1 - h))
-stat() { ethtool -S drack0 | awk -v n="$1:" '$1 == n { print $2 }'; }
-above() { test "$(stat "$1")" -gt "$2"; }
-dmesg_has() { dmesg | grep -q "$1"; }
-debug() {
-	set +x
-	echo "== host $h at exit"
-	ethtool -S drack0 2>/dev/null | grep -v ': 0$'
-	dmesg | grep -i 'drack\|beluga' | tail -n 30
-}
-trap 'debug' EXIT
-
-# Corrupted references. The stop (1.2 s) is shorter than beluga's lease
-# (2 s) and drack's here (4 s): nobody is declared dead.
-insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((4000 * slow))
-ip addr add $me/24 dev drack0
-ip link set drack0 up
-wait_until 100 carrier_is drack0 1
+# Corrupted references, racing the destination: host 1 sends host 0 a
+# checksummed TCP transfer while it flips a byte in every entry host 0
+# has not read yet.
+drack_up 2000
 flag $((72 + h)) cr-up-$h
 await $((73 - h)) cr-up-$p
-ping -c 2 -W 5 "$peer" >/dev/null
 if [ "$h" = 0 ]; then
 	bad=$(stat rx_bad_crc_entries)
-	bad_rose() { test "$(stat rx_bad_crc_entries)" -gt "$bad"; }
-	try=1
-	while [ $try -le 3 ]; do
-		flag 74 pause-$try
-		await 75 ready-$try
-		echo "@@ PAUSE-ME $((1200 * slow))" > /dev/ttyS1
-		await 76 scribbled-$try
-		if wait_until 30 bad_rose 2>/dev/null; then
-			break
-		fi
-		try=$((try + 1))
-	done
-	bad_rose
-	echo "host 0: $(($(stat rx_bad_crc_entries) - bad)) entries refused (bad CRC) at try $try"
+	nicbench serve --port 7021 &
+	srv=$!
+	flag 74 cr-serving
+	await 75 cr-sent
+	kill $srv
+	wait $srv 2>/dev/null || true
+	# Some entries were read broken: dropped, counted, refused.
+	above rx_bad_crc_entries "$bad"
+	note "host 0: $(($(stat rx_bad_crc_entries) - bad)) entries with a bad CRC, $(stat rx_refused_entries) refused"
+	# Its count, ended by a dot (flags compare as prefixes).
+	flag 76 "cr-refused-$(stat rx_refused_entries)."
+	await 77 cr-done-1
 	ping -c 3 -W 5 "$peer" >/dev/null
-	flag 77 cr-done-0
 else
-	returned=$(stat tx_refused_entries)
-	try=1
-	n=0
-	while [ $try -le 3 ]; do
-		await 74 pause-$try
-		flag 75 ready-$try
-		# Host 0 asks the harness for the stop; it comes within the
-		# harness's 200 ms poll.
-		sleep "$(awk -v s="$slow" 'BEGIN { print 0.6 * s }')"
-		# Echo requests into host 0's queue, which nobody reads now.
-		ping -c 4 -i 0.05 -W 1 "$peer" >/dev/null 2>&1 &
-		sleep 0.3
-		if out=$(cxlf-contract drack-scribble --src 1 --dst 0); then
-			echo "host 1: $out"
-			n=$(echo "$out" | awk '{ print $2 }')
-		fi
-		wait || true
-		flag 76 scribbled-$try
-		[ "$n" -gt 0 ] && break
-		try=$((try + 1))
-	done
-	test "$n" -gt 0
-	# Every refused entry's buffer comes back, and none stays out.
-	got_back() { test "$(stat tx_refused_entries)" -ge $((returned + n)); }
-	wait_until 100 got_back
-	wait_until 100 reads /sys/class/net/drack0/peers/0/tx_buffers_out = 0
-	await 77 cr-done-0
+	await 74 cr-serving
+	wait_until 100 nicbench tcp --to "$peer:7021" --bytes 1000 >/dev/null 2>&1
+	cxlf-contract drack-scribble --src 1 --dst 0 --for-ms $((3000 * slow)) > /tmp/scribble.out &
+	scribbler=$!
+	# TCP carries the transfer intact through the dropped frames (the
+	# client checks the server's hash against its own).
+	nicbench tcp --to "$peer:7021" --bytes $((2 << 20)) --seed 21
+	wait $scribbler
+	note "host 1: $(cat /tmp/scribble.out)"
+	flag 75 cr-sent
+	# Every entry host 0 refused gave its buffer back here, and none
+	# stays out.
+	test "$(stat tx_refused_entries)" -gt 0
+	same_count() {
+		daxio wait "$shm" --offset $((base + 76 * 256)) \
+			--text "cr-refused-$(stat tx_refused_entries)." --timeout 1 >/dev/null 2>&1
+	}
+	wait_until 100 same_count
+	all_back() { test "$(stat peer0_tx_buffers_out)" = 0; }
+	wait_until 100 all_back
+	note "host 1: $(stat tx_refused_entries) buffers back by refusal"
+	flag 77 cr-done-1
 	ping -c 3 -W 5 "$peer" >/dev/null
 fi
 rmmod drack_netdev
@@ -97,10 +78,7 @@ rmmod drack_netdev
 # beluga unbind under lent pages.
 flag $((78 + h)) ub-unloaded-$h
 await $((79 - h)) ub-unloaded-$p
-insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 host_index=$h hosts=2 lease_ms=$((2000 * slow))
-ip addr add $me/24 dev drack0
-ip link set drack0 up
-wait_until 100 carrier_is drack0 1
+drack_up 2000
 flag $((80 + h)) ub-up-$h
 await $((81 - h)) ub-up-$p
 if [ "$h" = 1 ]; then
@@ -119,7 +97,7 @@ if [ "$h" = 1 ]; then
 	wait_until 100 dmesg_has 'the pool region is being revoked: drack0 stops'
 	wait_until 100 carrier_is drack0 0
 	dmesg_has 'beluga0.0: unbound with [0-9]* pages still referenced'
-	echo "host 1: $(dmesg | grep 'beluga0.0: unbound with' | tail -n 1)"
+	note "host 1: $(dmesg | grep 'beluga0.0: unbound with' | tail -n 1)"
 	touch /tmp/go2
 	want=$(nicbench hash --bytes 20000 --seed 13)
 	wait_until 100 grep -q "tcp 20000 bytes, hash $want" /tmp/ub.srv
@@ -147,4 +125,9 @@ else
 	rmmod drack_netdev
 	wait_until 100 reads /sys/class/misc/mchannel/components/cxl-sw/peers = 1
 fi
+{
+	echo "@@ BEGIN drack-faults host$h"
+	sed 's/^/@|/' /tmp/drack-faults.report
+	echo "@@ END"
+} > /dev/ttyS1
 trap - EXIT

@@ -237,8 +237,9 @@ enum Cmd {
         #[arg(long, default_value_t = 1024)]
         objects: u32,
     },
-    /// drack_netdev: break the CRC of the entries of pair (src, dst) the
-    /// destination has not read yet (a torn or stray write to the pool).
+    /// drack_netdev: for a while, break the CRC of the entries of pair
+    /// (src, dst) the destination has not read yet (a torn or stray
+    /// write to the pool), racing its poll.
     DrackScribble {
         #[arg(long, default_value = "/dev/beluga0.0")]
         dev: std::path::PathBuf,
@@ -249,6 +250,9 @@ enum Cmd {
         src: u32,
         #[arg(long)]
         dst: u32,
+        /// How long, milliseconds.
+        #[arg(long, default_value_t = 3000)]
+        for_ms: u64,
     },
     /// Check /dev/cxlfabric_misc_test.
     Misc {
@@ -470,7 +474,8 @@ fn run_support(cmd: Cmd) -> Result<()> {
             region,
             src,
             dst,
-        } => drack_faults::scribble(&dev, &region, src, dst),
+            for_ms,
+        } => drack_faults::scribble(&dev, &region, src, dst, for_ms),
         Cmd::Misc { device } => support_checks::misc(&device),
         Cmd::WriteSuperblock {
             device,
