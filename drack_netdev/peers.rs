@@ -6,8 +6,9 @@
 //! source and destination ends towards it), `lent_pages` (its buffers
 //! the stack holds), `tx_queue_stopped` (1 while its TX queue waits
 //! for room) and `tx_buffers_out` (this host's buffers towards it that
-//! are not free: sent and not back, or unknown after a reset). The same as `ethtool -S`'s `peerN_*`, one file each, for
-//! scripts and monitoring.
+//! are not free: sent and not back, or unknown after a reset). The same
+//! as `ethtool -S`'s `peerN_*`, one file each, for scripts and
+//! monitoring.
 //!
 //! Locks: `show` takes `tx` or `rx` (never both, never while a directory
 //! is removed: the directories go before the interface, in `Drack0`'s
@@ -69,7 +70,7 @@ impl Attributes for PeerView {
                 match index {
                     2 => writeln!(out, "{}", session(end.map(|e| e.session()))),
                     5 => writeln!(out, "{}", u32::from(stopped)),
-                    _ => writeln!(out, "{}", end.map_or(0, |e| crate::tx::buffers_out(e))),
+                    _ => writeln!(out, "{}", end.map_or(0, |e| e.buffers().not_free())),
                 }
             }
             _ => return Err(EINVAL),

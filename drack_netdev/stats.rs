@@ -195,7 +195,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
                 sum(&mut tx, &e.counters);
                 if let (Some(s), Some(o)) = (tx_state.get_mut(i), tx_out.get_mut(i)) {
                     *s = e.session();
-                    *o = crate::tx::buffers_out(e);
+                    *o = e.buffers().not_free();
                 }
             }
         }

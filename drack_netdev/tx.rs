@@ -24,7 +24,6 @@ use crate::pool::Mem;
 use crate::stats::{add, bump};
 use crate::support::netdev::{Netdev, SkBuff};
 use core::sync::atomic::Ordering;
-use drack_core::alloc::BufState;
 use drack_core::layout::{FRAME_MAX, FRAME_MIN};
 use drack_core::mem::PoolMem;
 use drack_core::peer::TxError;
@@ -216,15 +215,4 @@ impl TxSide {
     pub(crate) fn end(&mut self, p: u32) -> Option<&mut drack_core::peer::SrcEnd> {
         self.ends.get_mut(p as usize)?.as_deref_mut()
     }
-}
-
-/// Source end `e`'s buffers that are not free: sent and not back, held
-/// from an earlier session, or unknown until the destination's held
-/// bitmap (what `tx_buffers_out` shows).
-pub(crate) fn buffers_out(e: &drack_core::peer::SrcEnd) -> u32 {
-    let b = e.buffers();
-    [BufState::Out, BufState::Reserved, BufState::Unknown]
-        .into_iter()
-        .map(|s| b.count(s))
-        .fold(0, u32::saturating_add)
 }

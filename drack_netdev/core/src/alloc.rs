@@ -119,6 +119,11 @@ impl TxBuffers {
         self.live().filter(|&b| b == s).count() as u32
     }
 
+    /// Buffers not free: out, reserved or unknown.
+    pub fn not_free(&self) -> u32 {
+        self.live().filter(|&b| b != BufState::Free).count() as u32
+    }
+
     /// Whether at least `n` buffers are free (stops at the `n`th).
     pub fn has_free(&self, n: u32) -> bool {
         self.live()

@@ -214,7 +214,7 @@ impl Component {
             Some(a) => a.max(1),
             None => {
                 let a = fair_share(self.alpha, self.capacity, counted, sums.cap.max(remote.cap));
-                if nodes.iter().any(|n| n.inner) {
+                if sums.grouped {
                     tree::damped(self.alpha, a)
                 } else {
                     a

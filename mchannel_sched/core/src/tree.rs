@@ -182,6 +182,8 @@ pub struct Sums {
     pub counted: u64,
     /// The largest per-weight demand (the cap of Eq. 4).
     pub cap: u64,
+    /// Whether the tree has groups (inner nodes): [`damped`] applies.
+    pub grouped: bool,
 }
 
 /// Sums demand, rate and counted rate upward; returns the top level's
@@ -201,7 +203,9 @@ pub fn sum_up(nodes: &mut [Node], congested: bool) -> Sums {
         let Some(node) = nodes.get_mut(i) else {
             continue;
         };
-        if !node.inner {
+        if node.inner {
+            top.grouped = true;
+        } else {
             node.counted = counted_rate(node, congested);
         }
         let node = *node;
