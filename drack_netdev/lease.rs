@@ -73,7 +73,8 @@ impl Link {
             rx.beat_ns = now;
             rx.beat = rx.beat.wrapping_add(1);
             let lease_ms = u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX);
-            let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms).is_ok();
+            let nics = rx.nics;
+            let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &nics).is_ok();
             for p in self.peers() {
                 let hb = heartbeat(mem, &self.geom, p);
                 let s = self.watch(&mut rx, p, hb, now, lapsed);

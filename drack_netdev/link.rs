@@ -20,6 +20,7 @@ use crate::support::new_raw_spinlock_irq;
 use crate::support::spinlock_irq::RawSpinLockIrq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use drack_core::layout::{Geometry, HOSTS_MAX};
+use drack_core::nic::NicTable;
 use drack_core::peer::{DstEnd, SrcEnd};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -81,6 +82,8 @@ pub(crate) struct RxSide {
     pub(crate) beat_ns: u64,
     /// When this host last rejoined (0: never since load).
     pub(crate) rejoined_ns: u64,
+    /// The NICs this host lends, as its heartbeat publishes them.
+    pub(crate) nics: NicTable,
 }
 
 /// drack0.
@@ -142,6 +145,7 @@ impl Link {
                         beat: 0,
                         beat_ns: now,
                         rejoined_ns: 0,
+                        nics: NicTable::default(),
                     },
                     "drack:rx"
                 ),

@@ -19,6 +19,7 @@ use crate::support::napi::NapiPoll;
 use crate::support::rxfrag::{eth_headlen, RxSkb};
 use core::sync::atomic::Ordering;
 use drack_core::mem::PoolMem;
+use drack_core::nic::Port;
 use drack_core::peer::Frame;
 
 /// Most header bytes copied into a lent frame's linear part.
@@ -88,7 +89,9 @@ impl Link {
         let fresh = f
             .parts()
             .try_for_each(|(_, off, l)| mem.invalidate(off, u64::from(l)));
-        if fresh.is_err() || !self.up.load(Ordering::Relaxed) {
+        // Pooled NICs' frames (`Port::ToNic`/`FromNic`) have no taker
+        // yet: dropped, their buffers back.
+        if fresh.is_err() || !self.up.load(Ordering::Relaxed) || f.port != Port::Link {
             bump(&c.rx_dropped);
             self.settle_copied(mem, p, f);
             return;

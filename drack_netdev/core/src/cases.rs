@@ -21,6 +21,10 @@ use super::layout::{
 use super::lend::Lend;
 use super::mem::{OutOfBounds, PoolMem};
 use super::model::Model;
+use super::nic::{
+    forward, sent_by_vnic, vnic_mac, vnic_of, Forward, NicRecord, NicTable, Port, NICS_MAX,
+    NIC_TABLE_AT,
+};
 use super::outcome::{Failure, Outcome};
 use super::peer::{attach, format, join, DstEnd, Session, SrcEnd, TxError};
 
@@ -38,6 +42,7 @@ macro_rules! suites {
                 geometries_lay_out_lines_without_overlap,
                 records_round_trip_and_checksums_catch_a_flip,
                 the_model_hides_unflushed_writes_and_serves_stale_lines(pool),
+                ports_and_vnic_addresses_round_trip,
             ]
         );
         $m!(
@@ -64,6 +69,7 @@ macro_rules! suites {
                 scribbled_entries_cost_frames_not_buffers(pool),
                 a_refusal_waits_for_room_on_the_return_ring(pool),
                 a_refusal_that_matches_nothing_is_refused(pool),
+                a_vnic_frame_keeps_its_port_and_unknown_ports_are_refused(pool),
             ]
         );
     };
@@ -228,10 +234,11 @@ pub fn records_round_trip_and_checksums_catch_a_flip() -> Outcome {
         frame_len: FRAME_MAX as u16,
         csum_start: 34,
         csum_offset: 16,
+        port: Port::ToNic(3).encode(),
     };
     let mut b = e.encode();
     check_eq!(RefEntry::decode(&b), (e, true));
-    for bit in [0usize, 77, 8 * 24, 8 * 31 + 7] {
+    for bit in [0usize, 77, 8 * 24, 8 * 26 + 1, 8 * 31 + 7] {
         b[bit / 8] ^= 1 << (bit % 8);
         check!(!RefEntry::decode(&b).1, "bit {} flipped", bit);
         b[bit / 8] ^= 1 << (bit % 8);
@@ -245,17 +252,116 @@ pub fn records_round_trip_and_checksums_catch_a_flip() -> Outcome {
     let mut h = geom().header().encode();
     h[13] ^= 1;
     check!(Header::decode(&h, u64::MAX).is_err());
+    let mut nics = NicTable::default();
+    nics.nics[3] = NicRecord {
+        generation: u32::MAX,
+        mtu: 9000,
+        carrier: true,
+    };
     let hb = Heartbeat {
         epoch: u32::MAX,
         host: 3,
         beat: u64::MAX - 1,
         lease_ms: 600_000,
+        nics: Some(nics),
     };
     let mut line = hb.encode();
     check_eq!(Heartbeat::decode(&line), Some(hb));
+    // A scribbled NIC table is unreadable, not empty; the beat still is.
+    line[NIC_TABLE_AT + 5] ^= 0x10;
+    let seen = ok!(Heartbeat::decode(&line));
+    check_eq!((seen.nics, seen.beat), (None, hb.beat));
+    line[NIC_TABLE_AT + 5] ^= 0x10;
     // A line from before the lease field reads as "not announced".
     line[12..16].fill(0);
     check_eq!(Heartbeat::decode(&line).map(|h| h.lease_ms), Some(0));
+    Ok(())
+}
+
+pub fn ports_and_vnic_addresses_round_trip() -> Outcome {
+    let mut known = 0;
+    for b in 0..=255u8 {
+        if let Some(p) = Port::decode(b) {
+            check!(p.encode() == b, "port byte {:#x}", b);
+            known += 1;
+        }
+    }
+    // drack0, and NICS_MAX each way.
+    check_eq!(known, 1 + 2 * NICS_MAX);
+    check_eq!(Port::decode(0x85), None);
+    check_eq!(Port::decode(0x80), None);
+    let mac = vnic_mac(2, 1, 5);
+    check_eq!(vnic_of(&mac), Some((2, 1, 5)));
+    check!(mac[0] & 3 == 2, "locally administered unicast");
+    // What the owner (host 2, NIC 1, 6 hosts) does with what its NIC gets.
+    let mut frame = [0u8; 60];
+    frame[..6].copy_from_slice(&mac);
+    check_eq!(forward(&frame, 2, 1, 6), Forward::One(5));
+    check_eq!(
+        forward(&frame, 2, 0, 6),
+        Forward::Pass,
+        "another NIC's vNIC"
+    );
+    check_eq!(forward(&frame, 2, 1, 5), Forward::Pass, "no host 5");
+    frame[..6].copy_from_slice(&vnic_mac(2, 1, 2));
+    check_eq!(forward(&frame, 2, 1, 6), Forward::Pass, "the owner's own");
+    frame[..6].fill(0xff);
+    check_eq!(forward(&frame, 2, 1, 6), Forward::All);
+    check_eq!(forward(&frame[..5], 2, 1, 6), Forward::Pass);
+    // What it transmits for a vNIC: only under that vNIC's address.
+    frame[6..12].copy_from_slice(&vnic_mac(2, 1, 4));
+    check!(sent_by_vnic(&frame, 2, 1, 4));
+    check!(!sent_by_vnic(&frame, 2, 1, 3));
+    check!(!sent_by_vnic(&frame[..11], 2, 1, 4));
+    Ok(())
+}
+
+pub fn a_vnic_frame_keeps_its_port_and_unknown_ports_are_refused(pool: &mut [u8]) -> Outcome {
+    let (pool, buf) = split(pool);
+    let model = ok!(Model::new(pool, geom().total_bytes() as usize, 2));
+    let (a, b) = (model.host(0), model.host(1));
+    let (mut s, mut d) = connect(&model, 8)?;
+    let n = payload(1, 300, buf);
+    ok!(s.send_port(&a, &buf[..n], false, None, Port::ToNic(2)));
+    ok!(s.send_port(&a, &buf[..n], true, None, Port::FromNic(0)));
+    d.poll(&b);
+    let to_nic = ok!(d.recv(&b));
+    check_eq!(to_nic.port, Port::ToNic(2));
+    // The owner copies a vNIC's frame out to its NIC.
+    d.copied(&b, &to_nic);
+    check_eq!(ok!(d.recv(&b)).port, Port::FromNic(0));
+    // An entry of a port this version does not know, CRC and all.
+    let f = ok!(s.reserve(n as u32, false));
+    let mut e = RefEntry {
+        seq: f.pos,
+        epoch: f.epoch,
+        dst: 1,
+        src: 0,
+        frag: 0,
+        frags: 1,
+        flags: 0,
+        buffer: f.bufs[0],
+        len: n as u16,
+        frame_len: n as u16,
+        csum_start: 0,
+        csum_offset: 0,
+        port: 0x80 | (NICS_MAX as u8 + 1),
+    };
+    let at = ok!(geom().ref_entry(s.pair(), f.pos % geom().ref_slots()));
+    ok!(super::mem::publish(&a, at, &e.encode()));
+    ok!(s.commit(&a, &f, None));
+    // `commit` wrote the real entry: put the hostile one back over it.
+    e.seq = f.pos;
+    ok!(super::mem::publish(&a, at, &e.encode()));
+    ok!(s.publish(&a));
+    d.poll(&b);
+    check!(d.recv(&b).is_none(), "refused");
+    check_eq!(d.counters.frag, 1);
+    // The next poll gives back what the rejection held.
+    d.poll(&b);
+    ok!(d.publish(&b));
+    s.poll(&a);
+    check_eq!(s.buffers().count(BufState::Out), 0, "its buffer came back");
     Ok(())
 }
 

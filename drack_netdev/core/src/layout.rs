@@ -1,4 +1,4 @@
-//! What the pool looks like (version 2, little-endian). Defined once,
+//! What the pool looks like (version 3, little-endian). Defined once,
 //! here; `Documentation/cxlfabric/drack.rst` has the table.
 //!
 //! The region beluga lends to DRack is laid out by a [`Geometry`] (host
@@ -25,6 +25,7 @@
 //! queue and published together: entry `i` of `n` carries `frag = i`,
 //! `frags = n`, the whole frame's length and its own buffer's length.
 
+use crate::nic::NicTable;
 use cxlf_common::checksum::crc32c;
 use cxlf_common::le::{le16, le32, le64, put};
 
@@ -39,8 +40,9 @@ pub const HOSTS_DEFAULT: u32 = 8;
 /// The header's signature.
 pub const SIGNATURE: [u8; 8] = *b"DRACK\x00\x00\x01";
 /// The layout version this crate speaks (2: refusal notices on the return
-/// ring, [`RET_REFUSED`]).
-pub const VERSION: u32 = 2;
+/// ring, [`RET_REFUSED`]; 3: an entry's port and the heartbeat's table of
+/// lent NICs, [`crate::nic`]).
+pub const VERSION: u32 = 3;
 /// The largest MTU.
 pub const MTU_MAX: u32 = 9000;
 /// The smallest frame: an Ethernet header.
@@ -373,6 +375,9 @@ pub struct Heartbeat {
     /// lease and this before they call the host dead, so hosts loaded
     /// with different leases do not declare each other dead.
     pub lease_ms: u32,
+    /// The NICs the host lends; `None` read from a line whose table does
+    /// not check (written always).
+    pub nics: Option<NicTable>,
 }
 
 /// A heartbeat line's magic.
@@ -384,7 +389,8 @@ pub const DST_MAGIC: u32 = 0x4452_4453; // "SDRD"
 
 impl Heartbeat {
     /// The line: magic, epoch, host, lease, beat (the lease in bytes
-    /// that were zero before it existed).
+    /// that were zero before it existed), then the NIC table from byte
+    /// 24 with its CRC ([`NicTable::encode_into`]).
     pub fn encode(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
         put(&mut b, 0, &HEARTBEAT_MAGIC.to_le_bytes());
@@ -392,6 +398,7 @@ impl Heartbeat {
         put(&mut b, 8, &self.host.to_le_bytes());
         put(&mut b, 12, &self.lease_ms.to_le_bytes());
         put(&mut b, 16, &self.beat.to_le_bytes());
+        self.nics.unwrap_or_default().encode_into(&mut b);
         b
     }
     /// The heartbeat, or `None` if the line is not one.
@@ -401,6 +408,7 @@ impl Heartbeat {
             host: le32(b, 8),
             beat: le64(b, 16),
             lease_ms: le32(b, 12),
+            nics: NicTable::decode(b),
         })
     }
 }
@@ -509,11 +517,14 @@ pub struct RefEntry {
     pub csum_start: u16,
     /// Checksum hint: where the checksum goes, from `csum_start`.
     pub csum_offset: u16,
+    /// The frame's port ([`crate::nic::Port::encode`]; 0: drack0's).
+    pub port: u8,
 }
 
 impl RefEntry {
-    /// The 32 bytes: fields in order from 0, zero at 24, CRC32C of bytes
-    /// 0..28 at 28 (a torn or scribbled entry does not check).
+    /// The 32 bytes: fields in order from 0, the port at 24, zero at
+    /// 25..28, CRC32C of bytes 0..28 at 28 (a torn or scribbled entry
+    /// does not check).
     pub fn encode(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
         put(&mut b, 0, &self.seq.to_le_bytes());
@@ -525,13 +536,15 @@ impl RefEntry {
         put(&mut b, 18, &self.frame_len.to_le_bytes());
         put(&mut b, 20, &self.csum_start.to_le_bytes());
         put(&mut b, 22, &self.csum_offset.to_le_bytes());
+        b[24] = self.port;
         let crc = crc32c(b.get(..28).unwrap_or(&[]));
         put(&mut b, 28, &crc.to_le_bytes());
         b
     }
-    /// The entry, and whether its CRC and reserved word check.
+    /// The entry, and whether its CRC and reserved bytes check.
     pub fn decode(b: &[u8; 32]) -> (RefEntry, bool) {
-        let intact = le32(b, 28) == crc32c(b.get(..28).unwrap_or(&[])) && le32(b, 24) == 0;
+        let intact =
+            le32(b, 28) == crc32c(b.get(..28).unwrap_or(&[])) && b.get(25..28) == Some(&[0; 3]);
         let e = RefEntry {
             seq: le32(b, 0),
             epoch: le32(b, 4),
@@ -545,6 +558,7 @@ impl RefEntry {
             frame_len: le16(b, 18),
             csum_start: le16(b, 20),
             csum_offset: le16(b, 22),
+            port: b[24],
         };
         (e, intact)
     }

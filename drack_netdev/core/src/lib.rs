@@ -17,7 +17,7 @@
 //!
 //! What is here: the layout ([`layout`]), the queues ([`refq`],
 //! [`retring`]), the sender's buffers ([`alloc`]), the receiver's lend
-//! table ([`lend`]), entry checks ([`validate`]), counters ([`counters`])
+//! table ([`lend`]), pooled NICs' ports and records ([`nic`]), entry checks ([`validate`]), counters ([`counters`])
 //! and the two ends of a pair with their epochs ([`peer`]). What is not:
 //! page refcounts, skbs, NAPI, leases (the module and beluga).
 //! `Documentation/cxlfabric/drack.rst` describes both.
@@ -39,6 +39,7 @@ pub mod counters;
 pub mod layout;
 pub mod lend;
 pub mod mem;
+pub mod nic;
 // The test model: host tests (the `model` feature, which the crate's
 // dev-dependency on itself turns on for `tests/`) and KUnit, never the
 // module.

@@ -9,6 +9,7 @@ use super::layout::{
     Geometry, RefEntry, BUF_BYTES, FRAGS_MAX, FRAME_MAX, FRAME_MIN, REF_BY_VALUE, REF_CSUM_PARTIAL,
     REF_FLAGS,
 };
+use super::nic::Port;
 
 /// What an entry must match: where it was read and in which session.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +52,9 @@ pub fn check_entry(e: &RefEntry, intact: bool, ctx: &EntryCtx) -> Result<(), Fau
     if frags == 0 || frags > FRAGS_MAX || e.frag >= e.frags || e.flags & !REF_FLAGS != 0 {
         return Err(Fault::Frag);
     }
+    if Port::decode(e.port).is_none() {
+        return Err(Fault::Frag);
+    }
     if e.flags & REF_BY_VALUE != 0 {
         if !ctx.geom.by_value() {
             return Err(Fault::Frag);
@@ -69,7 +73,7 @@ pub fn check_entry(e: &RefEntry, intact: bool, ctx: &EntryCtx) -> Result<(), Fau
 }
 
 /// Checks a frame's entries, each already passed by [`check_entry`]:
-/// places `0..n` in order, the same count, length, flags and hints, every
+/// places `0..n` in order, the same count, length, flags, port and hints, every
 /// buffer but the last full, lengths adding up to the frame's, no buffer
 /// twice, hints within the frame.
 pub fn check_frame(entries: &[RefEntry]) -> Result<(), Fault> {
@@ -86,7 +90,8 @@ pub fn check_frame(entries: &[RefEntry]) -> Result<(), Fault> {
             && e.flags == first.flags
             && e.frame_len == first.frame_len
             && e.csum_start == first.csum_start
-            && e.csum_offset == first.csum_offset;
+            && e.csum_offset == first.csum_offset
+            && e.port == first.port;
         if !same {
             return Err(Fault::Frag);
         }

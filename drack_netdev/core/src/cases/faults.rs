@@ -62,6 +62,7 @@ fn entry(epoch: u32, buffer: u16, len: u16) -> RefEntry {
         frame_len: len,
         csum_start: 0,
         csum_offset: 0,
+        port: 0,
     }
 }
 

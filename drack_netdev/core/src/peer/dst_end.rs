@@ -7,6 +7,7 @@ use crate::layout::{
 };
 use crate::lend::LendTable;
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
+use crate::nic::Port;
 use crate::refq::{Consumer, Producer, RefQueue};
 use crate::retring::ReturnRing;
 use crate::validate::{check_entry, check_frame, EntryCtx};
@@ -424,6 +425,8 @@ impl DstEnd {
             epoch: first.epoch,
             // The source's own bookkeeping, not in the entries.
             generation: 0,
+            // `check_entry` refused a port this version does not know.
+            port: Port::decode(first.port).unwrap_or_default(),
         };
         for (k, e) in entries.iter().enumerate() {
             let off = if by_value {

@@ -3,6 +3,7 @@
 
 use crate::layout::FRAGS_MAX;
 use crate::mem::OutOfBounds;
+use crate::nic::Port;
 
 /// Why a send is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,9 @@ pub struct Frame {
     /// The source's session generation it was reserved in (see
     /// `SrcEnd::commit`); 0 in a received frame.
     pub generation: u32,
+    /// Where it goes besides the host: drack0 unless the sender sets
+    /// another port before `SrcEnd::commit`.
+    pub port: Port,
 }
 
 impl Frame {

@@ -3,6 +3,7 @@
 
 use crate::layout::{Geometry, GeometryError, Header, Heartbeat, LINE};
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
+use crate::nic::NicTable;
 
 /// Formats the region: writes `geom`'s header line (the region's other
 /// lines must be zero).
@@ -27,7 +28,7 @@ pub fn heartbeat<M: PoolMem + ?Sized>(m: &M, geom: &Geometry, host: u32) -> Opti
 }
 
 /// Writes host `me`'s heartbeat line: `beat` in `epoch`, for a lease of
-/// `lease_ms`.
+/// `lease_ms`, with the NICs it lends.
 pub fn beat<M: PoolMem + ?Sized>(
     m: &M,
     geom: &Geometry,
@@ -35,6 +36,7 @@ pub fn beat<M: PoolMem + ?Sized>(
     epoch: u32,
     beat: u64,
     lease_ms: u32,
+    nics: &NicTable,
 ) -> Result<(), OutOfBounds> {
     let at = geom.heartbeat(me).ok_or(OutOfBounds)?;
     let h = Heartbeat {
@@ -42,6 +44,7 @@ pub fn beat<M: PoolMem + ?Sized>(
         host: me,
         beat,
         lease_ms,
+        nics: Some(*nics),
     };
     publish(m, at, &h.encode())
 }
@@ -54,6 +57,6 @@ pub fn join<M: PoolMem + ?Sized>(m: &M, geom: &Geometry, me: u32) -> Result<u32,
         0 => 1,
         e => e,
     };
-    beat(m, geom, me, epoch, 0, 0)?;
+    beat(m, geom, me, epoch, 0, 0, &NicTable::default())?;
     Ok(epoch)
 }

@@ -8,6 +8,7 @@ use crate::layout::{
     LINE, REF_BY_VALUE, REF_CSUM_PARTIAL, RET_REFUSED_POS,
 };
 use crate::mem::{fetch, publish, OutOfBounds, PoolMem};
+use crate::nic::Port;
 use crate::refq::{distance, Producer, RefQueue};
 use crate::retring::{seq_of, ReturnRing};
 use crate::validate::value_slot_of;
@@ -340,6 +341,7 @@ impl SrcEnd {
             pos: self.ring.tail,
             epoch: self.epoch,
             generation: self.generation,
+            port: Port::Link,
         };
         let mut left = len;
         for i in 0..n {
@@ -424,6 +426,7 @@ impl SrcEnd {
                 frame_len: u16::try_from(f.len).unwrap_or(0),
                 csum_start: cs,
                 csum_offset: co,
+                port: f.port.encode(),
             };
             self.queue.put(m, &e)?;
         }
@@ -439,7 +442,7 @@ impl SrcEnd {
     }
 
     /// Reserves, copies `payload` in (written back), commits and
-    /// publishes: one frame.
+    /// publishes: one frame of drack0's.
     pub fn send<M: PoolMem + ?Sized>(
         &mut self,
         m: &M,
@@ -447,8 +450,21 @@ impl SrcEnd {
         by_value: bool,
         csum: Option<(u16, u16)>,
     ) -> Result<Frame, TxError> {
+        self.send_port(m, payload, by_value, csum, Port::Link)
+    }
+
+    /// [`SrcEnd::send`] on `port`.
+    pub fn send_port<M: PoolMem + ?Sized>(
+        &mut self,
+        m: &M,
+        payload: &[u8],
+        by_value: bool,
+        csum: Option<(u16, u16)>,
+        port: Port,
+    ) -> Result<Frame, TxError> {
         let len = u32::try_from(payload.len()).map_err(|_| TxError::Len)?;
-        let f = self.reserve(len, by_value)?;
+        let mut f = self.reserve(len, by_value)?;
+        f.port = port;
         let mut at = 0usize;
         for (_, off, l) in f.parts() {
             let end = at.saturating_add(usize::from(l));
