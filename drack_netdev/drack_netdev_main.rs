@@ -24,6 +24,8 @@ use cxlf_support as support;
 mod lease;
 mod link;
 mod netdev;
+mod nicfiles;
+mod owner;
 mod peers;
 mod poll;
 mod pool;
@@ -32,10 +34,13 @@ mod setup;
 mod stats;
 mod ticker;
 mod tx;
+mod vnic;
 
 use link::{mac_of, Link};
 use support::hrtimer::ArcHrTimerHandle;
 use support::napi::Napi;
+use support::netlend::NotifierRegistration;
+use support::workqueue::Periodic;
 use support::netdev::{Placement, Registration};
 
 module! {
@@ -71,13 +76,22 @@ support::params::module_param_uint!(
     lend_cap
 );
 
-/// drack0, torn down in field order: the timer (no more polls
+/// drack0, torn down in field order: the vNICs' work item (stopped),
+/// the vNICs (the last reference: each out of the poll's table, then
+/// unregistered), the lent NICs' files (no more `lend`), every lent NIC
+/// given back, the netdevice notifier, the
+/// timer (no more polls
 /// scheduled), NAPI (disabled and removed), the per-peer sysfs files
 /// (before the interface they are under), the interface (unregistered:
 /// no more transmits), then the state, whose lend table is forgotten
 /// without putting the stack's page references (beluga's unbind waits
 /// for those), and the region.
 struct Drack0 {
+    _vnic_work: Periodic<vnic::Vnics>,
+    _vnics: Arc<vnic::Vnics>,
+    _nic_files: nicfiles::NicFiles,
+    _unlend: UnlendAll,
+    _notifier: NotifierRegistration<owner::Owner>,
     _ticker: ArcHrTimerHandle<ticker::Ticker>,
     _napi: Arc<Napi<Link>>,
     _peers: peers::PeerFiles,
@@ -112,8 +126,19 @@ impl Drack0 {
         napi.enable();
         let peers = peers::PeerFiles::new(reg.as_parent(), &link)?;
         let ticker = ticker::Ticker::start(napi.clone())?;
+        let owner = owner::Owner::new(link.clone())?;
+        let notifier = NotifierRegistration::register(owner.clone())?;
+        let unlend = UnlendAll(owner.clone());
+        let nic_files = nicfiles::NicFiles::new(reg.as_parent(), &owner)?;
+        let vnics = vnic::Vnics::new(link.clone())?;
+        let vnic_work = Periodic::start(vnics.clone(), vnic::RECONCILE_MS)?;
         pr_info!("{} is host {}'s interface\n", reg.name(), link.me);
         Ok(Drack0 {
+            _vnic_work: vnic_work,
+            _vnics: vnics,
+            _nic_files: nic_files,
+            _unlend: unlend,
+            _notifier: notifier,
             _ticker: ticker,
             _napi: napi,
             _peers: peers,
@@ -127,6 +152,15 @@ impl Drop for Drack0 {
     fn drop(&mut self) {
         // Peers see the carrier go when our heartbeat stops (a lease).
         self.reg.set_carrier(false);
+    }
+}
+
+/// Gives back every lent NIC when dropped.
+struct UnlendAll(Arc<owner::Owner>);
+
+impl Drop for UnlendAll {
+    fn drop(&mut self) {
+        self.0.unlend_all();
     }
 }
 

@@ -77,6 +77,9 @@ impl Link {
             let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &nics).is_ok();
             for p in self.peers() {
                 let hb = heartbeat(mem, &self.geom, p);
+                if let Some(t) = hb.and_then(|h| h.nics) {
+                    rx.lending.set(p, &t.nics);
+                }
                 let s = self.watch(&mut rx, p, hb, now, lapsed);
                 if matches!(s, Seen::Dead(_)) {
                     if let Some(end) = rx.end(p) {

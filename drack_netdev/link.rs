@@ -6,6 +6,13 @@
 //!
 //! # Lock order
 //!
+//! `place[p]` (one per peer, a plain spinlock) serialises every sender
+//! of frames to peer `p` from reservation to publication (drack0's
+//! queues, its vNICs, a lent NIC's receive): `tx` is taken inside it,
+//! never the other way round, and no two `place` locks nest. Senders
+//! run with bottom halves off (transmit, softirq), the only contexts
+//! that take it.
+//!
 //! `tx` and `rx` are never held together, and neither is held across a
 //! call into the stack (GRO may transmit, which takes `tx`). `tx` is
 //! taken by transmit (softirq or process context with bottom halves off),
@@ -20,10 +27,12 @@ use crate::support::new_raw_spinlock_irq;
 use crate::support::spinlock_irq::RawSpinLockIrq;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use drack_core::layout::{Geometry, HOSTS_MAX};
-use drack_core::nic::NicTable;
+use drack_core::nic::{NicTable, NICS_MAX};
+use crate::owner::NicPath;
+use crate::vnic::{Lending, VnicTable};
 use drack_core::peer::{DstEnd, SrcEnd};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{new_spinlock, Arc, SpinLock};
 
 /// The polling interval when idle doubles up to this, nanoseconds.
 pub(crate) const POLL_NS_MAX: u64 = 1_000_000;
@@ -84,6 +93,8 @@ pub(crate) struct RxSide {
     pub(crate) rejoined_ns: u64,
     /// The NICs this host lends, as its heartbeat publishes them.
     pub(crate) nics: NicTable,
+    /// The NICs the peers lend (their heartbeats' last good tables).
+    pub(crate) lending: Lending,
 }
 
 /// drack0.
@@ -98,10 +109,18 @@ pub(crate) struct Link {
     pub(crate) geom: Geometry,
     pub(crate) me: u32,
     pub(crate) lease_ns: u64,
+    /// Per peer: held by a sender from reservation to publication.
+    pub(crate) place: KVec<Pin<KBox<SpinLock<()>>>>,
     #[pin]
     pub(crate) tx: RawSpinLockIrq<TxSide>,
     #[pin]
     pub(crate) rx: RawSpinLockIrq<RxSide>,
+    /// The vNICs, for the poll to hand them their frames (`vnic.rs`).
+    #[pin]
+    pub(crate) vnics: RawSpinLockIrq<VnicTable>,
+    /// Our lent NICs, for the poll to send vNICs' frames on (`owner.rs`).
+    #[pin]
+    pub(crate) nic_paths: RawSpinLockIrq<[Option<Arc<NicPath>>; NICS_MAX]>,
     /// Send by value (copy into the queue's slot) rather than by
     /// reference: the `by-value` private flag.
     pub(crate) by_value: AtomicBool,
@@ -130,12 +149,20 @@ impl Link {
     ) -> Result<Arc<Link>> {
         let interval = u64::from(POLL_US_DEFAULT) * 1000;
         let now = crate::support::time::boottime_ns();
+        let mut place = KVec::with_capacity(geom.hosts() as usize, GFP_KERNEL)?;
+        for _ in 0..geom.hosts() {
+            place.push(
+                KBox::pin_init(new_spinlock!((), "drack:place"), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
         Arc::pin_init(
             pin_init!(Link {
                 pool,
                 geom,
                 me,
                 lease_ns,
+                place,
                 tx <- new_raw_spinlock_irq!(TxSide { ends: ends.0, stopped: 0 }, "drack:tx"),
                 rx <- new_raw_spinlock_irq!(
                     RxSide {
@@ -146,9 +173,12 @@ impl Link {
                         beat_ns: now,
                         rejoined_ns: 0,
                         nics: NicTable::default(),
+                        lending: Lending::new(),
                     },
                     "drack:rx"
                 ),
+                vnics <- new_raw_spinlock_irq!(VnicTable::new(), "drack:vnics"),
+                nic_paths <- new_raw_spinlock_irq!([const { None }; NICS_MAX], "drack:nic_paths"),
                 by_value: AtomicBool::new(false),
                 up: AtomicBool::new(false),
                 carrier: AtomicU32::new(0),
@@ -164,6 +194,18 @@ impl Link {
     /// The peers' indices.
     pub(crate) fn peers(&self) -> impl Iterator<Item = u32> + '_ {
         (0..self.geom.hosts()).filter(move |p| *p != self.me)
+    }
+
+    /// What the peers lend now.
+    pub(crate) fn peers_lending(&self) -> Lending {
+        self.rx.lock().lending
+    }
+
+    /// Whether peer `p`'s sessions with us are up both ways (its lease
+    /// holding).
+    pub(crate) fn peer_up(&self, p: u32) -> bool {
+        let bit = 1u32.checked_shl(p).unwrap_or(0);
+        self.carrier.load(Ordering::Acquire) & bit != 0
     }
 
     /// The region's memory, `None` once revoked.

@@ -16,7 +16,11 @@ use crate::link::Link;
 use crate::pool::Mem;
 use crate::stats::{add, bump};
 use crate::support::napi::NapiPoll;
+use crate::support::netdev::NetdevRef;
 use crate::support::rxfrag::{eth_headlen, RxSkb};
+use crate::vnic::Vnic;
+use kernel::prelude::*;
+use kernel::sync::Arc;
 use core::sync::atomic::Ordering;
 use drack_core::mem::PoolMem;
 use drack_core::nic::Port;
@@ -28,6 +32,14 @@ const HEADER_MAX: usize = 128;
 const ETH_HLEN: usize = 14;
 /// Bytes of a pool buffer (a page).
 const PAGE: u32 = drack_core::layout::BUF_BYTES as u32;
+
+/// Whose frame it is.
+enum To {
+    /// drack0's.
+    Link,
+    /// A vNIC's (held for the delivery).
+    Vnic(NetdevRef, Arc<Vnic>),
+}
 
 impl Link {
     /// Polls the destination end of peer `p` (its session, its queue's
@@ -81,7 +93,9 @@ impl Link {
     }
 
     /// Hands frame `f` of peer `p` to the stack (or drops it), and
-    /// settles its buffers with the destination end.
+    /// settles its buffers with the destination end: drack0's frames to
+    /// drack0, a lent NIC's to our vNIC of it, a vNIC's for our lent NIC
+    /// to that NIC (`lend.rs`).
     fn deliver(&self, mem: &Mem<'_>, napi: &NapiPoll<'_>, p: u32, f: &Frame) {
         let c = &self.counters;
         // The frame's lines, fresh: whether lent or copied, the stack or
@@ -89,13 +103,26 @@ impl Link {
         let fresh = f
             .parts()
             .try_for_each(|(_, off, l)| mem.invalidate(off, u64::from(l)));
-        // Pooled NICs' frames (`Port::ToNic`/`FromNic`) have no taker
-        // yet: dropped, their buffers back.
-        if fresh.is_err() || !self.up.load(Ordering::Relaxed) || f.port != Port::Link {
+        let to = match f.port {
+            _ if fresh.is_err() => None,
+            Port::Link => self.up.load(Ordering::Relaxed).then_some(To::Link),
+            Port::FromNic(n) => self
+                .vnics
+                .lock()
+                .get(p, n)
+                .filter(|(_, v)| v.is_up())
+                .map(|(dev, v)| To::Vnic(dev, v)),
+            Port::ToNic(n) => {
+                self.to_nic(mem, p, n, f);
+                self.settle_copied(mem, p, f);
+                return;
+            }
+        };
+        let Some(to) = to else {
             bump(&c.rx_dropped);
             self.settle_copied(mem, p, f);
             return;
-        }
+        };
         let lent = !f.by_value && self.try_lend(mem, p, f);
         let skb = if lent {
             self.build_lent(mem, napi, f)
@@ -104,24 +131,32 @@ impl Link {
             self.settle_copied(mem, p, f);
             skb
         };
-        // A lent frame whose skb failed: its page references (if any)
-        // went with the skb, and the next scan gives the buffers back.
-        let Some(skb) = skb else {
-            bump(&c.rx_dropped);
-            return;
-        };
         // Our transmit sets no hints, and CHECKSUM_PARTIAL from a peer
         // would make the stack skip verifying the L4 checksum of a frame
         // it forged or scribbled: the skb stays CHECKSUM_NONE.
         if f.csum.is_some() {
             bump(&c.rx_csum_hint_ignored);
         }
-        if napi.gro_receive(skb).is_err() {
-            bump(&c.rx_dropped);
+        // A lent frame whose skb failed: its page references (if any)
+        // went with the skb, and the next scan gives the buffers back.
+        let handed = skb.ok_or(EINVAL).and_then(|skb| match &to {
+            To::Link => napi.gro_receive(skb),
+            To::Vnic(dev, _) => napi.gro_receive_as(skb, &dev.get()),
+        });
+        let (frames, bytes, dropped) = match &to {
+            To::Link => (&c.rx_frames, &c.rx_bytes, &c.rx_dropped),
+            To::Vnic(_, v) => (
+                &v.counters.rx_frames,
+                &v.counters.rx_bytes,
+                &v.counters.rx_dropped,
+            ),
+        };
+        if handed.is_err() {
+            bump(dropped);
             return;
         }
-        bump(&c.rx_frames);
-        add(&c.rx_bytes, u64::from(f.len));
+        bump(frames);
+        add(bytes, u64::from(f.len));
     }
 
     /// Lends `f`'s buffers if every page is idle and the cap allows.

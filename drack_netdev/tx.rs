@@ -26,6 +26,7 @@ use crate::support::netdev::{Netdev, SkBuff};
 use core::sync::atomic::Ordering;
 use drack_core::layout::{FRAME_MAX, FRAME_MIN};
 use drack_core::mem::PoolMem;
+use drack_core::nic::Port;
 use drack_core::peer::TxError;
 
 /// Where a frame goes.
@@ -83,7 +84,7 @@ impl Link {
                 return Ok(());
             }
             Dest::One(p) => {
-                let r = self.send_to(&mem, p, frame, by_value, csum, Some(dev));
+                let r = self.send_to(&mem, p, frame, by_value, csum, Some(dev), Port::Link);
                 if matches!(r, Err(TxError::RingFull | TxError::NoBuffer)) {
                     bump(&c.tx_busy);
                     return Err(skb);
@@ -93,7 +94,7 @@ impl Link {
             Dest::All => self
                 .peers()
                 .map(|p| {
-                    let r = self.send_to(&mem, p, frame, by_value, csum, None);
+                    let r = self.send_to(&mem, p, frame, by_value, csum, None, Port::Link);
                     self.count(r)
                 })
                 .fold(false, |a, b| a | b),
@@ -127,10 +128,11 @@ impl Link {
         }
     }
 
-    /// Places `frame` for peer `p` and queues its reference. On `p`'s
-    /// own queue (`own`: the interface) the queue is stopped when this
-    /// frame, or the next maximal one, finds no room.
-    fn send_to(
+    /// Places `frame` for peer `p` and queues its reference on `port`.
+    /// On `p`'s own queue (`own`: the interface) the queue is stopped
+    /// when this frame, or the next maximal one, finds no room.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send_to(
         &self,
         mem: &Mem<'_>,
         p: u32,
@@ -138,9 +140,13 @@ impl Link {
         by_value: bool,
         csum: Option<(u16, u16)>,
         own: Option<&Netdev<'_>>,
+        port: Port,
     ) -> Result<(), TxError> {
         let len = u32::try_from(frame.len()).map_err(|_| TxError::Len)?;
-        let f = {
+        // One sender per pair from here to the publication: another's
+        // reservation in between would make this one stale.
+        let _place = self.place.get(p as usize).ok_or(TxError::NotUp)?.lock();
+        let mut f = {
             let mut tx = self.tx.lock();
             let end = tx.end(p).ok_or(TxError::NotUp)?;
             match end.reserve(len, by_value) {
@@ -153,8 +159,9 @@ impl Link {
                 }
             }
         };
-        // The counted placement, outside the lock: only transmit (one
-        // queue, serialised by the stack) reserves and commits.
+        f.port = port;
+        // The counted placement, outside `tx` (`place` keeps other
+        // senders to `p` out).
         let mut at = 0usize;
         let mut placed = Ok(());
         for (_, off, l) in f.parts() {

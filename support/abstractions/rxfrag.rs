@@ -164,6 +164,13 @@ impl NapiPoll<'_> {
     /// `EINVAL` (the frame is dropped) unless its Ethernet header is in
     /// the linear part.
     pub fn gro_receive(&self, skb: RxSkb) -> Result {
+        self.gro_receive_as(skb, &self.netdev())
+    }
+
+    /// As [`NapiPoll::gro_receive`], for a frame of another interface
+    /// this poll receives for (a virtual one's): `dev` becomes its
+    /// device.
+    pub fn gro_receive_as(&self, skb: RxSkb, dev: &Netdev<'_>) -> Result {
         // SAFETY: owned (invariant of `RxSkb`).
         let head = unsafe { (*skb.raw).len.saturating_sub((*skb.raw).data_len) };
         if head < ETH_HLEN {
@@ -173,9 +180,9 @@ impl NapiPoll<'_> {
         core::mem::forget(skb);
         // SAFETY: `raw` is ours until GRO takes it, with an Ethernet
         // header in its linear part (checked); the context is being
-        // polled (`NapiPoll` invariant) on its interface.
+        // polled (`NapiPoll` invariant); `dev` is live while borrowed.
         unsafe {
-            let dev = self.netdev().as_raw();
+            let dev = dev.as_raw();
             helpers::cxlf_skb_record_rx_queue(raw, 0);
             helpers::cxlf_skb_set_protocol(raw, bindings::eth_type_trans(raw, dev));
             bindings::napi_gro_receive(self.as_raw(), raw);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! sysfs directories of read-only attributes, created and removed at run
-//! time (one per channel, one per component). No upstream counterpart:
-//! 6.13's Rust has no kobject or sysfs abstraction.
+//! sysfs directories of attributes, created and removed at run time (one
+//! per channel, one per component): read-only, or root-writable (mode
+//! 0644) for those [`Attributes::WRITABLE`] lists. No upstream
+//! counterpart: 6.13's Rust has no kobject or sysfs abstraction.
 //!
 //! A [`Dir`] owns an `Arc` of what its attributes show, so a read that
 //! races with removal never sees freed memory: removal waits for running
@@ -27,8 +28,18 @@ pub trait Attributes: Send + Sync + Sized + 'static {
     /// The attribute file names.
     const NAMES: &'static [&'static CStr];
 
+    /// Which of `NAMES` root may write, a bit each (bit `i`: `NAMES[i]`).
+    const WRITABLE: u64 = 0;
+
     /// Writes the value of attribute `NAMES[index]`.
     fn show(&self, index: usize, out: &mut AttributeBuffer<'_>) -> Result;
+
+    /// Takes what was written to attribute `NAMES[index]` (one of
+    /// `WRITABLE`), the bytes as written (a trailing newline included).
+    /// Runs in process context with no lock of the caller's held.
+    fn store(&self, _index: usize, _input: &[u8]) -> Result {
+        Err(EPERM)
+    }
 }
 
 /// A directory with no attributes (a parent for others).
@@ -154,6 +165,10 @@ impl<T: Attributes> Dir<T> {
                 attr.write(core::mem::zeroed());
                 read_only(&raw mut (*attr).attr, attr_name, list.add(i));
                 (*attr).show = Some(show_attribute::<T>);
+                if T::WRITABLE & 1u64.checked_shl(i as u32).unwrap_or(0) != 0 {
+                    (*attr).attr.mode = 0o644;
+                    (*attr).store = Some(store_attribute::<T>);
+                }
             }
         }
         let group = raw.group.get();
@@ -267,6 +282,34 @@ unsafe extern "C" fn show_attribute<T: Attributes>(
     from_result(|| {
         raw.data.show(index, &mut out)?;
         Ok(out.len() as isize)
+    })
+}
+
+/// # Safety
+///
+/// Called by sysfs on a writable attribute of a live [`Dir<T>`] (removal
+/// waits for running calls) with `count` readable bytes at `buf`.
+unsafe extern "C" fn store_attribute<T: Attributes>(
+    _kobj: *mut bindings::kobject,
+    attr: *mut bindings::kobj_attribute,
+    buf: *const c_char,
+    count: usize,
+) -> isize {
+    // SAFETY: as in `show_attribute`.
+    let (raw, index) = unsafe {
+        let attr = kernel::container_of!(attr, DirAttr, attr);
+        let index = (*attr).index;
+        (
+            &*kernel::container_of!(attr.sub(index), Raw<T>, attrs),
+            index,
+        )
+    };
+    // SAFETY: sysfs passes `count` bytes at `buf`, unchanged while this
+    // runs (function contract).
+    let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
+    from_result(|| {
+        raw.data.store(index, input)?;
+        isize::try_from(count).map_err(|_| EINVAL)
     })
 }
 

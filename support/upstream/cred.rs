@@ -16,6 +16,13 @@ pub fn capable_sys_admin() -> bool {
     unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
+/// Whether the calling task may administer networking (`CAP_NET_ADMIN`),
+/// as `capable_sys_admin`.
+pub fn capable_net_admin() -> bool {
+    // SAFETY: as in `capable_sys_admin`.
+    unsafe { bindings::capable(bindings::CAP_NET_ADMIN as c_int) }
+}
+
 /// Whether the calling task has `CAP_SYS_NICE` (the scheduler's
 /// privilege), as `capable_sys_admin`.
 pub fn capable_sys_nice() -> bool {

@@ -22,15 +22,40 @@ region() {
 	test -c /dev/dax0.0 || cxlctl create-region --ways 2 --size 512M
 }
 
+# The RAM-speed pool: the second NVDIMM (nd region1, namespace1.0; the
+# harness gives every host the same backing file) as a devdax instance,
+# dax1.0, with its memmap in this host's RAM (mode ram: pmem mode would
+# put every host's struct pages in the one shared file). One host writes
+# the dax info block (ram_pool_create); the others probe it after that
+# (ram_pool_probe). Both leave dax1.0 with device_dax.
+nd=/sys/bus/nd
+ram_pool_create() {
+	test -e /sys/bus/dax/devices/dax1.0 && return 0
+	echo namespace1.0 > $nd/drivers/nd_pmem/unbind
+	seed=$(cat $nd/devices/region1/dax_seed)
+	echo ram > $nd/devices/$seed/mode
+	echo $((2 << 20)) > $nd/devices/$seed/align
+	cat /proc/sys/kernel/random/uuid > $nd/devices/$seed/uuid
+	echo namespace1.0 > $nd/devices/$seed/namespace
+	echo $seed > $nd/drivers/dax_pmem/bind
+	wait_until 100 test -e /sys/bus/dax/devices/dax1.0
+}
+ram_pool_probe() {
+	test -e /sys/bus/dax/devices/dax1.0 && return 0
+	echo namespace1.0 > $nd/drivers/nd_pmem/unbind
+	echo namespace1.0 > $nd/drivers/nd_pmem/bind
+	wait_until 100 test -e /sys/bus/dax/devices/dax1.0
+}
+
 # Loads beluga_dax (arguments: module parameters) unless it is loaded.
 beluga_load() {
 	grep -q '^beluga_dax ' /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko "$@"
 }
 
-# Moves dax0.0 from device_dax to beluga_dax.
+# Moves a dax instance (default dax0.0) from device_dax to beluga_dax.
 beluga_bind() {
-	echo dax0.0 > $dax/device_dax/unbind
-	echo dax0.0 > $dax/beluga_dax/bind
+	echo ${1:-dax0.0} > $dax/device_dax/unbind
+	echo ${1:-dax0.0} > $dax/beluga_dax/bind
 }
 
 # Region, module (lease 1 s), bound, formatted and ready: a fresh pool.

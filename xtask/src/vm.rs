@@ -19,6 +19,13 @@ pub const EXIT_FINISHED: i32 = 33;
 pub const CXL_DEVICE_BYTES: u64 = 256 << 20;
 /// Size of the RAM-backed shared region (ivshmem BAR2; a power of two).
 pub const IVSHMEM_BYTES: u64 = 64 << 20;
+/// The shared NVDIMMs: a spacer (region0, left as it boots) and the
+/// RAM-speed pool (region1). The spacer exists for a name: a dax device
+/// is named after its region, and region0's would be `dax0.0`, the name
+/// the CXL region's dax device takes.
+const NVDIMM_BYTES: [u64; 2] = [128 << 20, 512 << 20];
+/// Room for the NVDIMMs above the boot RAM (`-m ...,maxmem=`).
+const MAXMEM: &str = "2G";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -115,6 +122,7 @@ const GUEST_TOOLS: &[&str] = &[
     "beluga",
     "mchannel",
     "nicbench",
+    "drack",
 ];
 
 /// Static host tools that go into the initramfs.
@@ -277,9 +285,7 @@ fn qemu_args(
         "-cpu",
         "max,la57=off",
         "-M",
-        "q35,cxl=on",
-        "-m",
-        crate::nicmodel::GUEST_RAM,
+        "q35,cxl=on,nvdimm=on",
         "-smp",
         "2",
         "-nodefaults",
@@ -296,6 +302,14 @@ fn qemu_args(
         args.push(a.to_string());
         args.push(b);
     };
+    push(
+        "-m",
+        format!(
+            "{},slots={},maxmem={MAXMEM}",
+            crate::nicmodel::GUEST_RAM,
+            NVDIMM_BYTES.len()
+        ),
+    );
     push(
         "-serial",
         format!(
@@ -377,6 +391,18 @@ fn qemu_args(
         ),
     );
     push("-device", "ivshmem-plain,memdev=shm0,bus=pcie.0".into());
+    // RAM to QEMU as well, and a dax device beluga binds (ivshmem is not):
+    // the RAM-speed pool (`ram_pool` in the guest's lib.sh).
+    for (i, bytes) in NVDIMM_BYTES.iter().enumerate() {
+        push(
+            "-object",
+            format!(
+                "memory-backend-file,id=nvmem{i},share=on,mem-path={},size={bytes}",
+                run_dir.join(format!("nvdimm{i}.raw")).display()
+            ),
+        );
+        push("-device", format!("nvdimm,id=nvdimm{i},memdev=nvmem{i}"));
+    }
     // RAM the NIC model reaches, and the NICs (ivshmem-doorbell).
     args.extend(nic.qemu_args(run_dir, host));
     let mut push = |a: &str, b: String| {
@@ -501,6 +527,9 @@ fn boot_once(
         sparse_file(&run_dir.join(format!("cxl-pool{i}.raw")), CXL_DEVICE_BYTES)?;
     }
     sparse_file(&run_dir.join("ivshmem.raw"), IVSHMEM_BYTES)?;
+    for (i, bytes) in NVDIMM_BYTES.iter().enumerate() {
+        sparse_file(&run_dir.join(format!("nvdimm{i}.raw")), *bytes)?;
+    }
     // Before QEMU: ivshmem-doorbell waits for its server at start.
     let mut nic = NicModel::start(run_dir, opts.hosts)?;
 

@@ -77,7 +77,7 @@ unsafe impl<T: NetDevice> Sync for Registration<T> {}
 /// `parent` is a live device for `'a`, or NULL.
 pub struct Placement<'a> {
     parent: *mut bindings::device,
-    name: &'static CStr,
+    name: &'a CStr,
     #[cfg(cxlf_support = "rxfrag")]
     pub(crate) sw_irq_coalesce: bool,
     mac: [u8; 6],
@@ -119,9 +119,11 @@ impl<'a> Placement<'a> {
         }
     }
 
-    /// Named after `pattern` (`drack%d`: the first free number) rather
-    /// than `eth%d`.
-    pub fn named(self, pattern: &'static CStr) -> Self {
+    /// Named after `pattern` (`drack%d`: the first free number; a name
+    /// without `%d` is taken as it is, and registering fails with
+    /// `EEXIST` if an interface has it) rather than `eth%d`. The name is
+    /// copied when registering.
+    pub fn named(self, pattern: &'a CStr) -> Self {
         Placement {
             name: pattern,
             ..self
@@ -172,7 +174,7 @@ impl<T: NetDevice> Registration<T> {
     /// takes a reference on the parent device, so it may outlive the
     /// borrow.
     pub fn register(this: Arc<T>, at: &Placement<'_>) -> Result<Self> {
-        // SAFETY: the name is a static NUL-terminated pattern and
+        // SAFETY: the name is a NUL-terminated pattern (copied) and
         // `ether_setup` the setup `alloc_etherdev_mqs` passes (this is
         // it with the caller's name); the private area holds one pointer.
         let raw = unsafe {

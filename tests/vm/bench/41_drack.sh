@@ -15,73 +15,15 @@
 # The pool here is beluga's, on the emulated CXL window (every access an
 # MMIO exit under TCG): the absolute numbers say little, the ratios
 # between the two modes (same pool, same copies counted) say more. A
-# RAM-speed pool (ivshmem) is not a dax device beluga can bind.
+# RAM-speed pool: 42_drack_ram.sh.
 set -e
 . /bench/lib.inc
 pool_up
+. /bench/drack.inc
 rounds=3
-me=10.0.9.$((11 + h))
-peer=10.0.9.12
-
-drack_up() {
-	[ "$h" = 0 ] || await 70 drack-formatted
-	insmod /lib/cxlfabric/drack_netdev.ko pool=beluga0.0 region=drack.bench host_index=$h hosts=2 lease_ms=2000
-	[ "$h" = 1 ] || flag 70 drack-formatted
-	ip addr add $me/24 dev drack0
-	ip link set drack0 up
-	wait_until 100 carrier_is drack0 1
-}
-
-field() { # json name
-	echo "$1" | sed "s/.*\"$2\":\([0-9.e+-]*\).*/\1/"
-}
-
-# Busy and total jiffies of all CPUs, from /proc/stat.
-jiffies() {
-	awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat
-}
-
-measure() { # label address
-	wait_until 100 nicbench tcp --to $2:7001 --bytes 1000 > /dev/null 2>&1
-	rr64=$(nicbench --json udp-rr --to $2:7001 --size 64 --count 2000)
-	rr1400=$(nicbench --json udp-rr --to $2:7001 --size 1400 --count 1000)
-	set -- "$1" "$2" $(jiffies)
-	tcp=$(nicbench --json tcp --to $2:7001 --bytes 16000000)
-	set -- "$@" $(jiffies)
-	# USER_HZ is 100: a jiffy is 10 ms.
-	awk -v l="$1" -v a="$(field "$rr64" p50_us)" -v b="$(field "$rr64" p99_us)" \
-		-v c="$(field "$rr1400" p50_us)" -v d="$(field "$rr1400" p99_us)" \
-		-v f="$(field "$tcp" mbit_s)" -v n="$(field "$tcp" bytes)" \
-		-v busy=$(($5 - $3)) 'BEGIN {
-		printf "BENCH {\"label\":\"%s\",\"rr64_p50_ns\":%.0f,\"rr64_p99_ns\":%.0f,\"rr1400_p50_ns\":%.0f,\"rr1400_p99_ns\":%.0f,\"tcp_bytes_per_s\":%.0f,\"tcp_sender_cpu_per_kib_ns\":%.0f}\n",
-			l, a * 1000, b * 1000, c * 1000, d * 1000, f * 1e6 / 8, busy * 1e7 * 1024 / (n > 0 ? n : 1) }'
-}
-
-# The first packet after 2 s idle, five times: the median round trip.
-first_after_idle() { # label address
-	med=$(for i in 1 2 3 4 5; do
-		sleep 2
-		field "$(nicbench --json udp-rr --to $2:7001 --size 64 --count 1)" p50_us
-	done | sort -n | sed -n 3p)
-	awk -v l="$1" -v m="$med" 'BEGIN {
-		printf "BENCH {\"label\":\"%s\",\"first_rr_after_idle_ns\":%.0f}\n", l, m * 1000 }'
-}
-
-# Host 0's busy fraction of its CPUs over 5 s of nothing.
-idle_cost() { # label
-	set -- "$1" $(jiffies)
-	p0=$(cat /sys/class/net/drack0/statistics/rx_packets 2>/dev/null || echo 0)
-	polls0=$(ethtool -S drack0 2>/dev/null | awk '$1 == "polls:" { print $2 }')
-	sleep 5
-	set -- "$@" $(jiffies)
-	polls1=$(ethtool -S drack0 2>/dev/null | awk '$1 == "polls:" { print $2 }')
-	awk -v l="$1" -v b=$(($4 - $2)) -v t=$(($5 - $3)) -v p0="${polls0:-0}" -v p1="${polls1:-0}" 'BEGIN {
-		printf "BENCH {\"label\":\"%s\",\"idle_busy_pct\":%.2f,\"idle_polls_per_s\":%.0f}\n",
-			l, 100 * b / (t > 0 ? t : 1), (p1 - p0) / 5 }'
-}
 
 if [ "$h" = 1 ]; then
-	drack_up
+	drack_up beluga0.0 cxl
 	nicbench serve --port 7001 &
 	server=$!
 	flag 71 serving
@@ -99,7 +41,7 @@ else
 	# Printed after the anchor's first line: the table's ratios are to
 	# virtio-net's series, which with drack_netdev unloaded is this.
 	unloaded=$(idle_cost virtio-net)
-	drack_up
+	drack_up beluga0.0 cxl
 	await 71 serving
 	for r in $(seq $rounds); do
 		measure virtio-net 10.0.0.2
