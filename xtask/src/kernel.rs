@@ -175,6 +175,19 @@ fn build_cached(flavor: Flavor) -> Result<KernelTree> {
         eprintln!("kernel: cached tree {}", dir.display());
         return Ok(KernelTree { dir, flavor });
     }
+    // One kernel build at a time, whoever asks (`kernel --print-dir` too):
+    // two makes in one tree corrupt it, and two in different trees
+    // starve each other on this machine's cores.
+    std::fs::create_dir_all(cache_root())?;
+    let lock = std::fs::File::create(cache_root().join("kernel-build.lock"))?;
+    if lock.try_lock().is_err() {
+        eprintln!("kernel: waiting for another kernel build to finish");
+        lock.lock()?;
+    }
+    if dir.join(STAMP_BUILT).exists() {
+        eprintln!("kernel: cached tree {}", dir.display());
+        return Ok(KernelTree { dir, flavor });
+    }
     remove_abandoned(flavor, &dir)?;
     std::fs::create_dir_all(&dir)?;
     let log_dir = dir.with_extension("logs");
