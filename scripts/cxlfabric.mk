@@ -34,6 +34,7 @@ cxlf_needs_dma := coherent
 cxlf_needs_miscdevice := fs mm sysfs
 cxlf_needs_napi := coherent irq netdev
 cxlf_needs_netdev := coherent
+cxlf_needs_netlend := coherent netdev
 cxlf_needs_pagemap := page
 cxlf_needs_pci := coherent dma driver mm sharedmem
 cxlf_needs_ratelimit := time

@@ -14,6 +14,8 @@ pub mod dax;
 pub mod napi;
 #[cfg(cxlf_support = "netdev")]
 pub mod netdev;
+#[cfg(cxlf_support = "netlend")]
+pub mod netlend;
 #[cfg(cxlf_support = "page")]
 pub mod page;
 #[cfg(cxlf_support = "pagemap")]

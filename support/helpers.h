@@ -144,6 +144,25 @@ void cxlf_skb_reserve(struct sk_buff *skb, unsigned int len);
 void cxlf_skb_reset_mac_header(struct sk_buff *skb);
 void cxlf_skb_set_protocol(struct sk_buff *skb, __be16 protocol);
 
+/* Interfaces lent by other drivers (support/abstractions/netlend/). */
+#include <net/net_trackers.h>
+int cxlf_netdev_ifindex(struct net_device *dev);
+unsigned int cxlf_netdev_priv_flags(struct net_device *dev);
+unsigned int cxlf_netdev_type(struct net_device *dev);
+unsigned int cxlf_netdev_addr_len(struct net_device *dev);
+bool cxlf_netdev_registered(struct net_device *dev);
+unsigned int cxlf_netdev_uc_count(struct net_device *dev);
+void *cxlf_netdev_rx_handler_data(struct net_device *dev);
+void cxlf_netdev_hold_tracked(struct net_device *dev, netdevice_tracker *tracker);
+void cxlf_netdev_put_tracked(struct net_device *dev, netdevice_tracker *tracker);
+struct net_device *cxlf_netdev_notifier_dev(void *info);
+unsigned int cxlf_netdev_ll_reserved(struct net_device *dev);
+bool cxlf_netdev_gro_on(struct net_device *dev);
+void cxlf_netdev_want_gro(struct net_device *dev, bool on);
+unsigned int cxlf_skb_pkt_type(struct sk_buff *skb);
+__be16 cxlf_skb_protocol(struct sk_buff *skb);
+int cxlf_skb_mac_offset(struct sk_buff *skb);
+
 /* Receiving into page fragments (support/abstractions/rxfrag.rs). */
 unsigned int cxlf_skb_nr_frags(struct sk_buff *skb);
 void cxlf_skb_add_rx_frag(struct sk_buff *skb, unsigned int i,

@@ -105,6 +105,32 @@ extern "C" {
     pub(crate) fn cxlf_skb_set_protocol(skb: *mut bindings::sk_buff, protocol: u16);
 }
 
+#[cfg(cxlf_support = "netlend")]
+extern "C" {
+    pub(crate) fn cxlf_netdev_ifindex(dev: *mut bindings::net_device) -> c_int;
+    pub(crate) fn cxlf_netdev_priv_flags(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_type(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_addr_len(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_registered(dev: *mut bindings::net_device) -> bool;
+    pub(crate) fn cxlf_netdev_uc_count(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_rx_handler_data(dev: *mut bindings::net_device) -> *mut c_void;
+    pub(crate) fn cxlf_netdev_hold_tracked(
+        dev: *mut bindings::net_device,
+        tracker: *mut bindings::netdevice_tracker,
+    );
+    pub(crate) fn cxlf_netdev_put_tracked(
+        dev: *mut bindings::net_device,
+        tracker: *mut bindings::netdevice_tracker,
+    );
+    pub(crate) fn cxlf_netdev_notifier_dev(info: *mut c_void) -> *mut bindings::net_device;
+    pub(crate) fn cxlf_netdev_ll_reserved(dev: *mut bindings::net_device) -> c_uint;
+    pub(crate) fn cxlf_netdev_gro_on(dev: *mut bindings::net_device) -> bool;
+    pub(crate) fn cxlf_netdev_want_gro(dev: *mut bindings::net_device, on: bool);
+    pub(crate) fn cxlf_skb_pkt_type(skb: *mut bindings::sk_buff) -> c_uint;
+    pub(crate) fn cxlf_skb_protocol(skb: *mut bindings::sk_buff) -> u16;
+    pub(crate) fn cxlf_skb_mac_offset(skb: *mut bindings::sk_buff) -> c_int;
+}
+
 #[cfg(cxlf_support = "page")]
 extern "C" {
     pub(crate) fn cxlf_pfn_to_page(pfn: c_ulong) -> *mut bindings::page;

@@ -49,6 +49,7 @@
 //! | [`task_work`]    | `abstractions` | none: `task_work_add` with a count for unload            |
 //! | [`perf`]         | `abstractions` | none: counting perf events on a task                     |
 //! | [`ratelimit`]    | `abstractions` | none (C's `pr_*_ratelimited` are macros)                 |
+//! | [`netlend`]      | `abstractions` | none: lent interfaces: rx_handler, notifier, tx          |
 //! | [`page`]         | `abstractions` | none; `SharedPage` is counted like `AlwaysRefCounted`    |
 //! | [`rxfrag`]       | `abstractions` | none: skbs of page fragments, polled receive             |
 //! | [`region`]       | module ABI     | none: beluga_dax's C region ABI, access sections (RCU)   |
@@ -135,6 +136,8 @@ pub use abstractions::dax;
 pub use abstractions::napi;
 #[cfg(cxlf_support = "netdev")]
 pub use abstractions::netdev;
+#[cfg(cxlf_support = "netlend")]
+pub use abstractions::netlend;
 #[cfg(cxlf_support = "page")]
 pub use abstractions::page;
 #[cfg(cxlf_support = "pagemap")]

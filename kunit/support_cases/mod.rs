@@ -8,6 +8,7 @@ mod hrtimer;
 mod kunit;
 mod miscdevice;
 mod netdev;
+mod netlend;
 mod pci;
 mod perf;
 mod spinlock_irq;

@@ -29,7 +29,7 @@ mod ops;
 mod registration;
 
 pub use device::{xmit_more, Netdev, NetdevRef, SkBuff};
-pub use registration::{Placement, Registration, RtnlGuard};
+pub use registration::{Placement, Registration, Rtnl, RtnlGuard};
 
 /// The interface counters `ip -s link` shows.
 #[derive(Clone, Copy, Default, Debug)]

@@ -7,6 +7,7 @@
  * bind these headers make it unnecessary.
  */
 #include <linux/etherdevice.h>
+#include <linux/if_arp.h>
 #include <linux/ethtool.h>
 #include <linux/miscdevice.h>
 #include <linux/netdevice.h>

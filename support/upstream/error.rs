@@ -28,6 +28,11 @@ pub fn enobufs() -> Error {
     Error::from_errno(-(bindings::ENOBUFS as i32))
 }
 
+/// `EMSGSIZE`: a message (frame) too long for where it goes.
+pub fn emsgsize() -> Error {
+    Error::from_errno(-(bindings::EMSGSIZE as i32))
+}
+
 /// `EDQUOT`: a per-user quota is used up.
 pub fn edquot() -> Error {
     Error::from_errno(-(bindings::EDQUOT as i32))

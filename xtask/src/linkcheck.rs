@@ -38,6 +38,19 @@ const SUBSYSTEMS: &[Subsystem] = &[
             "netif_receive_skb",
         ],
     },
+    // Before `netdev`, whose `netdev_` would take these: claiming
+    // interfaces other drivers own (support's `netlend`).
+    Subsystem {
+        name: "netlend",
+        prefixes: &[
+            "netdev_rx_handler_",
+            "netdev_is_rx_handler_busy",
+            "netdev_get_by_name",
+            "register_netdevice_notifier",
+            "unregister_netdevice_notifier",
+            "dev_uc_",
+        ],
+    },
     Subsystem {
         name: "netdev",
         prefixes: &[
@@ -60,9 +73,12 @@ const SUBSYSTEMS: &[Subsystem] = &[
 
 /// Which subsystems each product module must not reference.
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    ("beluga_dax", &["pci", "napi", "netdev"]),
-    ("mchannel_sched", &["dax", "pci", "napi", "netdev"]),
-    ("cxlnic_drv", &["dax"]),
+    ("beluga_dax", &["pci", "napi", "netdev", "netlend"]),
+    (
+        "mchannel_sched",
+        &["dax", "pci", "napi", "netdev", "netlend"],
+    ),
+    ("cxlnic_drv", &["dax", "netlend"]),
     ("drack_netdev", &["dax", "pci"]),
 ];
 
@@ -142,6 +158,18 @@ mod tests {
             vec![("__pci_register_driver".to_string(), "pci")]
         );
         assert!(violations("cxlnic_drv", nm).is_empty());
+    }
+
+    #[test]
+    fn claiming_a_lent_interface_is_netlend_not_netdev() {
+        let nm = "                 U netdev_rx_handler_register
+                 U netdev_put
+";
+        assert_eq!(
+            violations("cxlnic_drv", nm),
+            vec![("netdev_rx_handler_register".to_string(), "netlend")]
+        );
+        assert!(violations("drack_netdev", nm).is_empty());
     }
 
     #[test]

@@ -13,20 +13,61 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 use kernel::types::ForeignOwnable;
 
+/// Proof that this thread holds RTNL (C's `ASSERT_RTNL()` as a type):
+/// what functions that need RTNL take, as `&Rtnl`. Only a borrow exists,
+/// of an [`RtnlGuard`] (which derefs to it) or for the length of a
+/// callback the stack runs under RTNL (a netdevice notifier).
+///
+/// # Invariants
+///
+/// This thread holds RTNL for as long as the value is borrowed.
+pub struct Rtnl {
+    // Not `Send` or `Sync`: RTNL belongs to the thread that took it.
+    _thread: core::marker::PhantomData<*mut ()>,
+}
+
+impl Rtnl {
+    /// # Safety
+    ///
+    /// The calling thread holds RTNL until the value is dropped.
+    #[cfg(cxlf_support = "netlend")]
+    pub(crate) unsafe fn assume_held() -> Rtnl {
+        // INVARIANT: the caller guarantees it.
+        Rtnl {
+            _thread: core::marker::PhantomData,
+        }
+    }
+}
+
 /// RTNL, held until dropped.
 ///
 /// # Invariants
 ///
 /// This thread holds RTNL, taken when the value was made.
-pub struct RtnlGuard(());
+pub struct RtnlGuard(Rtnl);
+
+impl core::ops::Deref for RtnlGuard {
+    type Target = Rtnl;
+
+    fn deref(&self) -> &Rtnl {
+        &self.0
+    }
+}
 
 impl RtnlGuard {
+    /// The guard for RTNL just taken.
+    fn taken() -> RtnlGuard {
+        // INVARIANT: the callers have just taken RTNL.
+        RtnlGuard(Rtnl {
+            _thread: core::marker::PhantomData,
+        })
+    }
+
     /// RTNL, waiting for it (process context, not from an ndo callback).
     pub fn lock() -> RtnlGuard {
         // SAFETY: no preconditions beyond process context.
         unsafe { bindings::rtnl_lock() };
-        // INVARIANT: taken just now.
-        RtnlGuard(())
+        RtnlGuard::taken()
     }
 
     /// RTNL if no one holds it now: for work that ndo callbacks (which
@@ -34,9 +75,9 @@ impl RtnlGuard {
     pub fn try_lock() -> Option<RtnlGuard> {
         // SAFETY: no preconditions (process context, which callers are).
         if unsafe { bindings::rtnl_trylock() } != 0 {
-            // INVARIANT: taken just now; the guard is built only then
-            // (`then_some` would build, and drop, one either way).
-            Some(RtnlGuard(()))
+            // The guard is built only when taken (`then_some` would
+            // build, and drop, one either way).
+            Some(RtnlGuard::taken())
         } else {
             None
         }
