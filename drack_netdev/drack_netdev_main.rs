@@ -39,9 +39,9 @@ mod vnic;
 use link::{mac_of, Link};
 use support::hrtimer::ArcHrTimerHandle;
 use support::napi::Napi;
+use support::netdev::{Placement, Registration};
 use support::netlend::NotifierRegistration;
 use support::workqueue::Periodic;
-use support::netdev::{Placement, Registration};
 
 module! {
     type: DrackNetdev,

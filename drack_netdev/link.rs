@@ -21,15 +21,15 @@
 //! spinlocks with interrupts off, held for bookkeeping only: payload
 //! copies happen outside them.
 
+use crate::owner::NicPath;
 use crate::pool::{Mem, Pool};
 use crate::stats::Counters;
 use crate::support::new_raw_spinlock_irq;
 use crate::support::spinlock_irq::RawSpinLockIrq;
+use crate::vnic::{Lending, VnicTable};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use drack_core::layout::{Geometry, HOSTS_MAX};
 use drack_core::nic::{NicTable, NICS_MAX};
-use crate::owner::NicPath;
-use crate::vnic::{Lending, VnicTable};
 use drack_core::peer::{DstEnd, SrcEnd};
 use kernel::prelude::*;
 use kernel::sync::{new_spinlock, Arc, SpinLock};

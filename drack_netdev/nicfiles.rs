@@ -43,7 +43,9 @@ fn ifname<'a>(input: &[u8], buf: &'a mut [u8; IFNAME_MAX + 1]) -> Result<&'a CSt
         return Err(EINVAL);
     }
     *buf = [0; IFNAME_MAX + 1];
-    buf.get_mut(..name.len()).ok_or(EINVAL)?.copy_from_slice(name);
+    buf.get_mut(..name.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(name);
     let len = name.len().checked_add(1).ok_or(EINVAL)?;
     CStr::from_bytes_with_nul(buf.get(..len).ok_or(EINVAL)?).map_err(|_| EINVAL)
 }

@@ -322,7 +322,10 @@ impl Owner {
         for h in link.peers() {
             let mac = vnic_mac(link.me, slot, h);
             if let Err(e) = d.uc_add(rtnl, &mac) {
-                pr_err!("lend {:?}: its unicast filter refused an address\n", d.name());
+                pr_err!(
+                    "lend {:?}: its unicast filter refused an address\n",
+                    d.name()
+                );
                 self.release(rtnl, l);
                 return Err(e);
             }
@@ -341,11 +344,16 @@ impl Owner {
                 path: l.path.clone(),
             },
             GFP_KERNEL,
-        );
+        )
+        .map_err(Error::from);
         match rx.and_then(|rx| RxHandlerRegistration::register(&dev, rtnl, rx)) {
             Ok(h) => l.handler = Some(h),
             Err(e) => {
-                pr_err!("lend {:?}: cannot take its receive path: {:?}\n", d.name(), e);
+                pr_err!(
+                    "lend {:?}: cannot take its receive path: {:?}\n",
+                    d.name(),
+                    e
+                );
                 self.release(rtnl, l);
                 return Err(e);
             }
@@ -448,11 +456,19 @@ impl Owner {
     /// What our heartbeat publishes for `slot`.
     pub(crate) fn record(&self, slot: u8) -> NicRecord {
         let rx = self.link.rx.lock();
-        rx.nics.nics.get(usize::from(slot)).copied().unwrap_or_default()
+        rx.nics
+            .nics
+            .get(usize::from(slot))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// The interface name and counters of `slot`, for sysfs.
-    pub(crate) fn with_slot<R>(&self, slot: u8, f: impl FnOnce(Option<(&CStr, &NicPath)>) -> R) -> R {
+    pub(crate) fn with_slot<R>(
+        &self,
+        slot: u8,
+        f: impl FnOnce(Option<(&CStr, &NicPath)>) -> R,
+    ) -> R {
         let lent = self.lent.lock();
         let l = lent.get(usize::from(slot)).and_then(Option::as_ref);
         f(l.map(|l| (l.path.dev.get().name(), &*l.path)))
@@ -477,7 +493,14 @@ impl NetdevNotifier for Owner {
             // The vNICs follow the NIC's carrier, and are made again
             // for a new MTU.
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
-                let g = self.link.rx.lock().nics.nics.get(usize::from(slot)).map(|r| r.generation);
+                let g = self
+                    .link
+                    .rx
+                    .lock()
+                    .nics
+                    .nics
+                    .get(usize::from(slot))
+                    .map(|r| r.generation);
                 self.publish(slot, dev, g.unwrap_or(0));
             }
             NetdevEvent::ChangeMtu => {

@@ -19,12 +19,12 @@ use crate::support::napi::NapiPoll;
 use crate::support::netdev::NetdevRef;
 use crate::support::rxfrag::{eth_headlen, RxSkb};
 use crate::vnic::Vnic;
-use kernel::prelude::*;
-use kernel::sync::Arc;
 use core::sync::atomic::Ordering;
 use drack_core::mem::PoolMem;
 use drack_core::nic::Port;
 use drack_core::peer::Frame;
+use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Most header bytes copied into a lent frame's linear part.
 const HEADER_MAX: usize = 128;

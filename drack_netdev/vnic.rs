@@ -30,12 +30,15 @@
 
 use crate::link::Link;
 use crate::stats::{add, bump};
-use crate::support::netdev::{NetDevice, Netdev, NetdevRef, Placement, Registration, SkBuff, Stats};
+use crate::support::netdev::{
+    NetDevice, Netdev, NetdevRef, Placement, Registration, SkBuff, Stats,
+};
 use crate::support::workqueue::PeriodicWork;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use drack_core::layout::{FRAME_MAX, FRAME_MIN, HOSTS_MAX, MTU_MAX};
 use drack_core::nic::{vnic_mac, NicRecord, Port, NICS_MAX};
 use drack_core::peer::TxError;
+use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
@@ -90,9 +93,7 @@ impl VnicTable {
     }
 
     fn slot(&mut self, owner: u32, slot: u8) -> Option<&mut Option<VnicRx>> {
-        self.by
-            .get_mut(owner as usize)?
-            .get_mut(usize::from(slot))
+        self.by.get_mut(owner as usize)?.get_mut(usize::from(slot))
     }
 
     /// The vNIC of `owner`'s NIC `slot`, held for a delivery.

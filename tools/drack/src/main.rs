@@ -282,7 +282,10 @@ mod tests {
         fs::create_dir_all(net.join("eth0")).unwrap();
         let l = lent(&nics).unwrap();
         assert_eq!(l.len(), 1);
-        assert_eq!((l[0].slot, l[0].ifname.as_str(), l[0].generation), (1, "eth1", 513));
+        assert_eq!(
+            (l[0].slot, l[0].ifname.as_str(), l[0].generation),
+            (1, "eth1", 513)
+        );
         assert!(l[0].carrier);
         assert_eq!(l[0].from_nic_dropped, 2);
         let vs = vnics(&net).unwrap();

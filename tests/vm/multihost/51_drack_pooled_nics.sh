@@ -1,0 +1,154 @@
+# drack_netdev's pooled NICs (#28) on both hosts, over the L2 hub
+# (35's testbed), with drack0 on the RAM-speed pool (the NVDIMM as
+# beluga1.0: fresh whatever earlier scenarios left): host 1 lends its hub NIC to the rack (`drack lend`),
+# after refusing one a macvlan holds and a caller without CAP_NET_ADMIN;
+# host 0 gets the vNIC drackv1n0 (its MAC 02:44:56:01:00:00), pings the
+# server in host 1's namespace `ext` through it and sends it a checksummed
+# TCP transfer, which the vNIC's and the lent NIC's counters account for
+# (host 1 sent more than 1000 of the vNIC's frames on its NIC and passed
+as many back); one MPTCP connection then runs over host 0's own hub NIC
+# and the vNIC, both shaped alike, with a real share of the bytes on each;
+# a lent dummy NIC deleted under traffic gives its slot back and host 0's
+# vNIC on it goes; host 1 gives its NIC back and host 0's vNIC goes.
+set -e
+. /multihost/flags.inc
+. /multihost/drack.inc
+hub=$(hub_nic)
+rate=20
+port=7040
+mport=7041
+vnic=drackv1n0
+note() { echo "$*" >> /tmp/pooled.report; }
+rm -f /tmp/pooled.report
+nics=/sys/class/net/drack0/nics
+# A counter of the lent NIC in slot $1 (host 1).
+nic_stat() { cat $nics/$1/$2; }
+# A vNIC's counter from `ip -s link` (sysfs statistics).
+vstat() { cat /sys/class/net/$1/statistics/$2; }
+trap 'drack_debug "drack\|lend\|vNIC"' EXIT
+
+# The RAM-speed pool: host 0 writes the dax info block and formats the
+# beluga pool on it, and drack0's region; host 1 joins each after it.
+DRACK_POOL=beluga1.0
+grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=$((2000 * slow))
+if [ "$h" = 0 ]; then
+	ram_pool_create
+	flag 110 ram-dax
+	beluga_bind dax1.0
+	beluga --dev /dev/beluga1.0 format --hosts 2 --objects 64 > /dev/null
+	beluga --dev /dev/beluga1.0 wait
+	drack_up 2000
+	flag 111 drack-up
+else
+	await 110 ram-dax
+	ram_pool_probe
+	await 111 drack-up
+	beluga_bind dax1.0
+	beluga --dev /dev/beluga1.0 wait
+	drack_up 2000
+fi
+if [ "$h" = 1 ]; then
+	ext=$(ext_nic)
+	# Refused: a NIC a macvlan holds, and a caller without CAP_NET_ADMIN.
+	ip link add mv0 link "$ext" type macvlan
+	refute drack lend "$ext"
+	dmesg_has "lend \"$ext\": it is a macvlan's lower device"
+	ip link del mv0
+	refute su -s /bin/sh nobody -c "echo $hub > $nics/lend"
+	test -z "$(cat $nics/0/ifname)"
+	drack lend "$hub"
+	test "$(cat $nics/0/ifname)" = "$hub"
+	test "$(cat $nics/0/generation)" -gt 0
+	# The server behind the hub, in namespace ext.
+	mkdir -p /var/run/netns
+	ip netns add ext
+	ip link set "$ext" netns ext
+	ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
+	ip netns exec ext ip link set "$ext" up
+	ip netns exec ext nicbench serve --port $port > /tmp/ext.out 2>&1 &
+	ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/mptcp.out 2>&1 &
+	tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 64kb latency 50ms
+	flag 100 lent
+	await 101 tcp-done
+	# Every frame of host 0's vNIC went out on the NIC; counted here.
+	note "host 1 NIC 0: $(drack status | tr '\n' ' ')"
+	test "$(nic_stat 0 to_nic_frames)" -gt 1000
+	test "$(nic_stat 0 from_nic_frames)" -gt 1000
+	await 103 mptcp-done
+	# A dummy NIC lent, then deleted with host 0 sending through it.
+	ip link add dum0 type dummy
+	ip link set dum0 up
+	drack lend dum0
+	test "$(cat $nics/1/ifname)" = dum0
+	flag 104 dummy-lent
+	await 105 dummy-busy
+	ip link del dum0
+	wait_until 50 test -z "$(cat $nics/1/ifname)"
+	dmesg_has "NIC 1 (\"dum0\") is no longer lent"
+	flag 106 dummy-gone
+	await 107 dummy-seen
+	# The NIC given back: host 0's vNIC goes.
+	tc qdisc del dev "$hub" root
+	drack unlend "$hub"
+	test -z "$(cat $nics/0/ifname)"
+	flag 108 unlent
+	await 109 done
+	kill %1 %2 2>/dev/null || true
+	wait 2>/dev/null || true
+	ip netns del ext
+	wait_until 100 ext_nic > /dev/null
+else
+	await 100 lent
+	# The vNIC appears with its own address, and carries.
+	wait_until 100 test -e /sys/class/net/$vnic
+	test "$(cat /sys/class/net/$vnic/address)" = 02:44:56:01:00:00
+	ip addr add 10.0.8.11/24 dev $vnic
+	ip link set $vnic up
+	wait_until 100 carrier_is $vnic 1
+	ping -c 3 -W 5 -I $vnic 10.0.8.100
+	# A transfer through the vNIC only (a route of its own).
+	ip route add 10.0.8.100/32 dev $vnic src 10.0.8.11
+	wait_until 100 nicbench tcp --to 10.0.8.100:$port --bytes 1000 > /dev/null 2>&1
+	tx0=$(vstat $vnic tx_packets)
+	note "host 0 via $vnic: $(nicbench tcp --to 10.0.8.100:$port --bytes $((4 << 20)) --seed 7)"
+	test $(($(vstat $vnic tx_packets) - tx0)) -gt 1000
+	test "$(vstat $vnic rx_packets)" -gt 1000
+	flag 101 tcp-done
+	ip route del 10.0.8.100/32 dev $vnic
+	# MPTCP over the own hub NIC and the vNIC, both shaped alike.
+	tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 64kb latency 50ms
+	mptcp_endpoints "$hub" $vnic
+	nicbench mptcp --to 10.0.8.100:$mport --bytes $((8 << 20)) --seed 8 > /tmp/two.out
+	note "MPTCP via $hub and $vnic: $(tr '\n' '|' < /tmp/two.out)"
+	test "$(grep -c '^subflow ' /tmp/two.out)" = 2
+	grep -q "^subflow .* ($vnic) " /tmp/two.out
+	awk '/^subflow / { s = substr($12, 2) + 0; if (s < 25) bad = 1 } END { exit bad }' /tmp/two.out
+	mptcp_endpoints_clear
+	tc qdisc del dev "$hub" root
+	flag 103 mptcp-done
+	# The dummy's vNIC appears; pings into it while host 1 deletes it.
+	await 104 dummy-lent
+	wait_until 100 test -e /sys/class/net/drackv1n1
+	ip link set drackv1n1 up
+	ping -c 200 -i 0.01 -I drackv1n1 10.0.7.1 > /dev/null 2>&1 &
+	flag 105 dummy-busy
+	await 106 dummy-gone
+	wait_until 50 test ! -e /sys/class/net/drackv1n1
+	kill %1 2>/dev/null || true
+	wait 2>/dev/null || true
+	flag 107 dummy-seen
+	await 108 unlent
+	wait_until 50 test ! -e /sys/class/net/$vnic
+	flag 109 done
+fi
+ip link set drack0 down
+rmmod drack_netdev
+echo dax1.0 > $dax/beluga_dax/unbind
+echo dax1.0 > $dax/device_dax/bind
+rmmod beluga_dax
+{
+	echo "@@ BEGIN drack-pooled host$h"
+	sed 's/^/@|/' /tmp/pooled.report 2>/dev/null
+	echo "@@ END"
+} > /dev/ttyS1
+trap - EXIT
