@@ -58,7 +58,9 @@ if [ "$h" = 1 ]; then
 	wait_until 50 grep -q 'MPTCP, .* 2 in all' /tmp/mptcp.out
 	cleanup
 	trap - EXIT
-	test "$(ext_nic)" = "$ext"
+	# The NIC is back (the namespace goes in the background).
+	ext_back() { test "$(ext_nic 2>/dev/null)" = "$ext"; }
+	wait_until 100 ext_back
 else
 	cleanup() {
 		set +x
