@@ -5,9 +5,10 @@
 dax=/sys/bus/dax/drivers
 sys=/sys/class/misc/beluga0.0
 
-# iproute2's ip, not busybox's applet: busybox's shell runs its own applets
-# before looking in PATH, but a function comes first.
+# iproute2's ip and tc, not busybox's applets: busybox's shell runs its
+# own applets before looking in PATH, but a function comes first.
 ip() { /usr/sbin/ip "$@"; }
+tc() { /usr/sbin/tc "$@"; }
 
 # The product modules in load order (the harness writes the list from
 # its one module table; dependencies come first).
