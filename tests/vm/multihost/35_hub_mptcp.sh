@@ -34,7 +34,10 @@ if [ "$h" = 1 ]; then
 		set +x
 		kill $ext_srv $mptcp_srv 2>/dev/null || true
 		wait 2>/dev/null || true
-		# The NIC returns to the root namespace with the namespace's end.
+		# The NIC back first: a namespace ends (and hands its NICs back)
+		# only once nothing holds it, e.g. a closed TCP socket that is
+		# still finishing.
+		ip netns exec ext ip link set "$ext" netns 1 2>/dev/null || true
 		ip netns del ext 2>/dev/null || true
 	}
 	trap cleanup EXIT
@@ -58,9 +61,7 @@ if [ "$h" = 1 ]; then
 	wait_until 50 grep -q 'MPTCP, .* 2 in all' /tmp/mptcp.out
 	cleanup
 	trap - EXIT
-	# The NIC is back (the namespace goes in the background).
-	ext_back() { test "$(ext_nic 2>/dev/null)" = "$ext"; }
-	wait_until 100 ext_back
+	test "$(ext_nic)" = "$ext"
 else
 	cleanup() {
 		set +x
