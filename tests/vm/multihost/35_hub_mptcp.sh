@@ -86,7 +86,8 @@ else
 	shaped=$(tcp_mbit 10.0.8.100:$ext_port $((4 << 20)))
 	note "host 0 -> ext: unshaped $free Mbit/s, tbf ${rate}mbit $shaped Mbit/s"
 	note "$(tc -s qdisc show dev "$hub" | tr '\n' ' ')"
-	test -n "$free" && test -n "$shaped"
+	test -n "$free"
+	test -n "$shaped"
 	lt "$shaped" $((rate * 12 / 10))
 	# The shaper is what limits: unshaped is faster than the cap.
 	lt $((rate * 12 / 10)) "$free"
