@@ -46,10 +46,21 @@ fn mptcp_socket() -> Result<OwnedFd> {
 
 /// getsockopt(SOL_MPTCP, `name`) into `value`; returns the length the
 /// kernel wrote.
-fn get_mptcp<T: Plain>(fd: BorrowedFd<'_>, name: i32, value: &mut T) -> std::io::Result<usize> {
+///
+/// # Safety
+///
+/// Where `value` carries addresses of buffers the kernel fills too
+/// (`MPTCP_FULL_INFO`), each must be writable for the sizes `value`
+/// states, for the duration of the call.
+unsafe fn get_mptcp<T: Plain>(
+    fd: BorrowedFd<'_>,
+    name: i32,
+    value: &mut T,
+) -> std::io::Result<usize> {
     let mut len = size_of::<T>() as nix::libc::socklen_t;
     // SAFETY: `value` is `len` writable bytes that any bytes make valid
-    // (`Plain`); `len` is a valid socklen_t the kernel updates.
+    // (`Plain`); `len` is a valid socklen_t the kernel updates; the
+    // buffers `value` points to are the caller's to vouch for.
     let r = unsafe {
         nix::libc::getsockopt(
             fd.as_raw_fd(),
@@ -69,7 +80,8 @@ fn get_mptcp<T: Plain>(fd: BorrowedFd<'_>, name: i32, value: &mut T) -> std::io:
 /// that fell back passes SOL_MPTCP to TCP, which refuses it.
 fn mptcp_info(fd: BorrowedFd<'_>) -> Result<Option<MptcpInfo>> {
     let mut info = MptcpInfo::zeroed();
-    match get_mptcp(fd, abi::MPTCP_INFO, &mut info) {
+    // SAFETY: mptcp_info carries no buffer addresses.
+    match unsafe { get_mptcp(fd, abi::MPTCP_INFO, &mut info) } {
         Ok(_) if info.mptcpi_flags & abi::MPTCP_INFO_FLAG_FALLBACK != 0 => Ok(None),
         Ok(_) => Ok(Some(info)),
         Err(e)
@@ -94,7 +106,9 @@ fn subflows(fd: BorrowedFd<'_>) -> Result<(Vec<Subflow>, u32)> {
     mfi.size_arrays_user = MAX_SUBFLOWS as u32;
     mfi.subflow_info = sf.as_mut_ptr() as u64;
     mfi.tcp_info = tcp.as_mut_ptr() as u64;
-    get_mptcp(fd, abi::MPTCP_FULL_INFO, &mut mfi)
+    // SAFETY: `sf` and `tcp` hold `size_arrays_user` records of the
+    // sizes `mfi` states, and live past the call.
+    unsafe { get_mptcp(fd, abi::MPTCP_FULL_INFO, &mut mfi) }
         .context("getsockopt(SOL_MPTCP, MPTCP_FULL_INFO)")?;
     abi::parse_full_info(&mfi, &sf, &tcp).map_err(anyhow::Error::msg)
 }
