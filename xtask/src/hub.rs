@@ -301,4 +301,40 @@ mod tests {
         let log = std::fs::read_to_string(dir.path().join("hub.log")).unwrap();
         assert!(log.starts_with("hub: 3 frames received"), "{log}");
     }
+
+    /// A port that reads nothing (a stopped VM) does not hold up the
+    /// others: they get every frame, promptly.
+    #[test]
+    fn a_port_that_does_not_read_holds_up_no_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, pa) = port(dir.path(), "a.sock");
+        let (_stuck, pb) = port(dir.path(), "b.sock");
+        let (c, pc) = port(dir.path(), "c.sock");
+        let hub = Hub::start(dir.path(), &[pa, pb, pc]).unwrap();
+        let hub_path = socket(dir.path());
+        const FRAMES: u32 = 300;
+        let start = std::time::Instant::now();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16];
+            let mut got = 0;
+            while got < FRAMES {
+                let n = c.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], got.to_le_bytes());
+                got += 1;
+            }
+        });
+        for i in 0..FRAMES {
+            a.send_to(&i.to_le_bytes(), &hub_path).unwrap();
+        }
+        reader.join().unwrap();
+        // Far less than one send timeout per frame to the stuck port.
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+        drop(hub);
+        let log = std::fs::read_to_string(dir.path().join("hub.log")).unwrap();
+        assert!(log.starts_with("hub: 300 frames received"), "{log}");
+    }
 }
