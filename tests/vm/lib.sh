@@ -5,9 +5,10 @@
 dax=/sys/bus/dax/drivers
 sys=/sys/class/misc/beluga0.0
 
-# iproute2's ip, not busybox's applet: busybox's shell runs its own applets
-# before looking in PATH, but a function comes first.
+# iproute2's ip and tc, not busybox's applets: busybox's shell runs its
+# own applets before looking in PATH, but a function comes first.
 ip() { /usr/sbin/ip "$@"; }
+tc() { /usr/sbin/tc "$@"; }
 
 # The product modules in load order (the harness writes the list from
 # its one module table; dependencies come first).
@@ -191,4 +192,53 @@ refute() { # cmd...
 		echo "should have failed: $*" >&2
 		exit 1
 	fi
+}
+
+# The testbed's NICs by their fixed MACs (xtask/src/hub.rs,
+# Documentation/cxlfabric/testbed.rst): the interface with MAC $1.
+nic_by_mac() { # mac
+	for n in /sys/class/net/*; do
+		if [ "$(cat "$n/address")" = "$1" ]; then
+			echo "${n##*/}"
+			return 0
+		fi
+	done
+	echo "no interface has MAC $1" >&2
+	return 1
+}
+# This host's NIC on the L2 hub (10.0.8.<host + 1>/24, set by the init).
+hub_nic() { nic_by_mac "52:54:00:cf:01:0$((${CXLFABRIC_HOST:-0} + 1))"; }
+# Host 1's second NIC on the hub, for network namespace `ext`.
+ext_nic() { nic_by_mac 52:54:00:cf:02:02; }
+
+# MPTCP over several NICs of this host (Documentation/cxlfabric/drack.rst,
+# "Pooled NICs"): one `subflow` endpoint per interface, at its first IPv4
+# address and bound to it, so the in-kernel path manager opens a subflow
+# from each; limits that allow them; and the ARP and reverse-path
+# settings NICs in one subnet need (each answers ARP only for its own
+# address and announces only that; replies may come back on another
+# NIC). Replaces any endpoints there were; mptcp_endpoints_clear undoes
+# it.
+mptcp_endpoints() { # ifname...
+	ip mptcp endpoint flush
+	ip mptcp limits set subflow $# add_addr_accepted $#
+	for i in "$@"; do
+		a=$(ip -4 -o addr show dev "$i" | awk '{ split($4, p, "/"); print p[1]; exit }')
+		if [ -z "$a" ]; then
+			echo "mptcp_endpoints: $i has no IPv4 address" >&2
+			return 1
+		fi
+		ip mptcp endpoint add "$a" dev "$i" subflow
+	done
+	sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 \
+		net.ipv4.conf.all.rp_filter=0 > /dev/null
+}
+
+# Back to a fresh boot's MPTCP and ARP settings (the kernel's defaults:
+# 2 subflows, no ADD_ADDR accepted).
+mptcp_endpoints_clear() {
+	ip mptcp endpoint flush
+	ip mptcp limits set subflow 2 add_addr_accepted 0
+	sysctl -w net.ipv4.conf.all.arp_ignore=0 net.ipv4.conf.all.arp_announce=0 \
+		net.ipv4.conf.all.rp_filter=0 > /dev/null
 }

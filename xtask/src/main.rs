@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod dkms;
 mod guest;
+mod hub;
 mod kernel;
 mod ktap;
 mod linkcheck;

@@ -142,7 +142,7 @@ fn build_guest_tools() -> Result<Vec<PathBuf>> {
 /// Debian's networking tools in the guest, with the libraries they link
 /// (`/usr/sbin` comes first in the guest's PATH, before busybox's
 /// applets of the same names).
-const GUEST_DYNAMIC_TOOLS: &[&str] = &["/usr/sbin/ip", "/usr/sbin/ethtool"];
+const GUEST_DYNAMIC_TOOLS: &[&str] = &["/usr/sbin/ip", "/usr/sbin/ethtool", "/usr/sbin/tc"];
 
 /// Copies a dynamically linked `binary` to the same path under `stage`,
 /// with every library `ldd` lists and the loader, at their paths.
@@ -269,6 +269,7 @@ fn qemu_args(
     opts: &VmOptions,
     host: usize,
     nic: &NicModel,
+    hub_ports: &[crate::hub::HubPort],
 ) -> Vec<String> {
     let pool = |i: usize| {
         run_dir
@@ -429,6 +430,8 @@ fn qemu_args(
             ),
         );
     }
+    // The hub's NICs come after eth0 (PCI order), so eth0 stays the link.
+    args.extend(crate::hub::qemu_args(run_dir, hub_ports, host));
     args
 }
 
@@ -532,10 +535,18 @@ fn boot_once(
     }
     // Before QEMU: ivshmem-doorbell waits for its server at start.
     let mut nic = NicModel::start(run_dir, opts.hosts)?;
+    // Before QEMU too; it stops (threads joined, socket removed) when this
+    // boot returns, whichever way.
+    let hub_ports = crate::hub::ports(run_dir, opts.hosts);
+    let _hub = if hub_ports.is_empty() {
+        None
+    } else {
+        Some(crate::hub::Hub::start(run_dir, &hub_ports)?)
+    };
 
     let mut children: Vec<(usize, Child)> = Vec::new();
     for host in 0..opts.hosts {
-        let args = qemu_args(tree, initramfs, run_dir, opts, host, &nic);
+        let args = qemu_args(tree, initramfs, run_dir, opts, host, &nic, &hub_ports);
         fs::write(
             run_dir.join(format!("qemu{host}.cmd")),
             format!("qemu-system-x86_64 {}\n", args.join(" ")),

@@ -7,6 +7,8 @@
 //! - `udp-rr` measures request/response latency (p50, p99).
 //! - `udp-stream` sends as fast as it can and asks the server how much
 //!   arrived.
+//! - `mptcp-serve` and `mptcp`: the `tcp` transfer over MPTCP, with the
+//!   bytes each subflow carried (`mptcp.rs`).
 //!
 //! Results are one JSON object per line with `--json`, for the bench.
 
@@ -16,6 +18,9 @@ use serde::Serialize;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
+
+mod mptcp;
+mod mptcp_abi;
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -60,6 +65,30 @@ enum Cmd {
         bytes: u64,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+    },
+    /// Answer `tcp` and `mptcp` transfers on an MPTCP socket on `port`
+    /// until killed.
+    MptcpServe {
+        #[arg(long, default_value_t = 7001)]
+        port: u16,
+    },
+    /// Send `bytes` over MPTCP like `tcp`; report each subflow's bytes
+    /// (sent, acked), addresses and interface. Fails if the connection
+    /// fell back to plain TCP, unless --allow-fallback.
+    Mptcp {
+        #[arg(long)]
+        to: std::net::SocketAddrV4,
+        #[arg(long, default_value_t = 1 << 20)]
+        bytes: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Also sample the subflows every this many milliseconds.
+        #[arg(long)]
+        report_ms: Option<u64>,
+        #[arg(long)]
+        allow_fallback: bool,
+        #[arg(long, default_value_t = 30)]
+        answer_secs: u64,
     },
     /// UDP request/response round trips of `size` bytes.
     UdpRr {
@@ -130,6 +159,25 @@ fn main() -> Result<()> {
             println!("{:016x}", expected_hash(bytes, seed));
             Ok(())
         }
+        Cmd::MptcpServe { port } => mptcp::serve(port),
+        Cmd::Mptcp {
+            to,
+            bytes,
+            seed,
+            report_ms,
+            allow_fallback,
+            answer_secs,
+        } => report(
+            cli.json,
+            &mptcp::client(&mptcp::Args {
+                to,
+                bytes,
+                seed,
+                report_ms,
+                allow_fallback,
+                answer_secs,
+            })?,
+        ),
         Cmd::UdpRr { to, size, count } => report(cli.json, &udp_rr(to, size, count)?),
         Cmd::UdpStream { to, size, secs } => report(cli.json, &udp_stream(to, size, secs)?),
     }
@@ -155,7 +203,7 @@ fn serve(port: u16, hold_until: Option<std::path::PathBuf>) -> Result<()> {
             while hold.as_ref().is_some_and(|f| !f.exists()) {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            if let Err(e) = serve_tcp(conn) {
+            if let Err(e) = serve_tcp(&conn) {
                 eprintln!("nicbench: tcp: {e:#}");
             }
         });
@@ -165,7 +213,7 @@ fn serve(port: u16, hold_until: Option<std::path::PathBuf>) -> Result<()> {
 
 /// One transfer: an 8-byte length, that many bytes; answered with the
 /// count received and their hash.
-fn serve_tcp(mut conn: TcpStream) -> Result<()> {
+fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
     let mut len = [0u8; 8];
     conn.read_exact(&mut len)?;
     let mut left = u64::from_le_bytes(len);
