@@ -143,20 +143,26 @@ fn rx_handler_sees_frames_sent_on_lo_once_each() -> Result {
     kassert_eq!(seen.intact.load(Ordering::Relaxed), 1);
     kassert_eq!(seen.consumed.load(Ordering::Relaxed), 1);
     kassert_eq!(seen.pkt_type.load(Ordering::Relaxed), 4);
-    // Passed on (the stack then drops it: not for this host).
+    // Passed on (the stack then drops it: not for this host). `lo`'s
+    // broadcast address is all zeroes, so to `eth_type_trans` on `lo`
+    // all ones is multicast (broadcast is checked on an Ethernet
+    // interface below).
     send(&lo.get(), [0xff; 6], 3)?;
     wait_for(&seen.frames, 2)?;
     kassert_eq!(seen.intact.load(Ordering::Relaxed), 2);
     kassert_eq!(seen.consumed.load(Ordering::Relaxed), 1);
-    kassert_eq!(seen.pkt_type.load(Ordering::Relaxed), 2);
-    // The interface has a handler: a second one is refused.
-    {
+    kassert_eq!(seen.pkt_type.load(Ordering::Relaxed), 3);
+    // The interface has a handler: a second one is refused. (RTNL is
+    // let go before anything is checked: dropping a registration that
+    // succeeded by mistake takes it.)
+    let other = Arc::new(Seen::default(), GFP_KERNEL)?;
+    let (claimant, again) = {
         let rtnl = RtnlGuard::lock();
-        kassert_eq!(reg.dev().claimed_by(&rtnl), Some(Claimant::RxHandler));
-        let other = Arc::new(Seen::default(), GFP_KERNEL)?;
-        let again = RxHandlerRegistration::register(&lo, &rtnl, other);
-        kassert!(matches!(again, Err(e) if e == EBUSY));
-    }
+        let claimant = reg.dev().claimed_by(&rtnl);
+        (claimant, RxHandlerRegistration::register(&lo, &rtnl, other))
+    };
+    kassert_eq!(claimant, Some(Claimant::RxHandler));
+    kassert!(matches!(again, Err(e) if e == EBUSY));
     // Frames too short or too long for the interface are refused.
     let mut short = TxFrame::alloc(&lo.get(), 10)?;
     short.put(10)?;

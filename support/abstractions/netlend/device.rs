@@ -109,9 +109,8 @@ impl<'a> Device<'a> {
         unsafe { helpers::cxlf_netdev_mtu(self.raw) }
     }
 
-    /// The flags `ip link` shows (`IFF_UP`, `IFF_LOOPBACK`, ...: the
-    /// `bindings::net_device_flags_IFF_*` bits).
-    pub fn flags(&self) -> u32 {
+    /// The flags `ip link` shows (`IFF_UP`, `IFF_LOOPBACK`, ...).
+    fn flags(&self) -> u32 {
         // SAFETY: live (invariant); a read of plain fields.
         unsafe { bindings::dev_get_flags(self.raw) }
     }
