@@ -29,6 +29,7 @@ mod owner;
 mod peers;
 mod poll;
 mod pool;
+mod reclaim;
 mod rx;
 mod setup;
 mod stats;
@@ -79,7 +80,7 @@ support::params::module_param_uint!(
 /// drack0, torn down in field order: the vNICs' work item (stopped),
 /// the vNICs (the last reference: each out of the poll's table, then
 /// unregistered), the lent NICs' files (no more `lend`), every lent NIC
-/// given back, the netdevice notifier, the
+/// given back, the netdevice notifier, the reclaiming work item, the
 /// timer (no more polls
 /// scheduled), NAPI (disabled and removed), the per-peer sysfs files
 /// (before the interface they are under), the interface (unregistered:
@@ -92,6 +93,7 @@ struct Drack0 {
     _nic_files: nicfiles::NicFiles,
     _unlend: UnlendAll,
     _notifier: NotifierRegistration<owner::Owner>,
+    _reclaim: Periodic<reclaim::Reclaim>,
     _ticker: ArcHrTimerHandle<ticker::Ticker>,
     _napi: Arc<Napi<Link>>,
     _peers: peers::PeerFiles,
@@ -126,6 +128,8 @@ impl Drack0 {
         napi.enable();
         let peers = peers::PeerFiles::new(reg.as_parent(), &link)?;
         let ticker = ticker::Ticker::start(napi.clone())?;
+        let reclaim = Arc::new(reclaim::Reclaim::new(napi.clone()), GFP_KERNEL)?;
+        let reclaim = Periodic::start(reclaim, reclaim::RECLAIM_MS)?;
         let owner = owner::Owner::new(link.clone())?;
         let notifier = NotifierRegistration::register(owner.clone())?;
         let unlend = UnlendAll(owner.clone());
@@ -139,6 +143,7 @@ impl Drack0 {
             _nic_files: nic_files,
             _unlend: unlend,
             _notifier: notifier,
+            _reclaim: reclaim,
             _ticker: ticker,
             _napi: napi,
             _peers: peers,

@@ -196,6 +196,18 @@ impl Link {
         (0..self.geom.hosts()).filter(move |p| *p != self.me)
     }
 
+    /// Buffers lent to the stack now, of all peers, and buffers the
+    /// destination ends gave back so far.
+    pub(crate) fn lends_out(&self) -> (u32, u64) {
+        let rx = self.rx.lock();
+        rx.ends.iter().flatten().fold((0u32, 0u64), |(l, r), e| {
+            (
+                l.saturating_add(e.lends().lent()),
+                r.saturating_add(e.counters.returned),
+            )
+        })
+    }
+
     /// What the peers lend now.
     pub(crate) fn peers_lending(&self) -> Lending {
         self.rx.lock().lending

@@ -28,10 +28,13 @@
 //!
 //! # Lock order
 //!
-//! RTNL, then `Owner::lent` (a mutex: `lend`, `unlend`, the notifier,
-//! teardown), then `Link::nic_paths` or `Link::rx` (raw spinlocks, also
-//! the poll's and the rx_handler's), one at a time. The softirq paths
-//! take only the raw spinlocks and hold none while transmitting.
+//! RTNL serialises every change of the slots (`lend`, `unlend`, the
+//! notifier, teardown). `Owner::lent` (a mutex) is held only to read or
+//! store them, never across a call into the stack (whose notifier
+//! calls, made under our `lend`, take it again); `Link::nic_paths` and
+//! `Link::rx` (raw spinlocks, also the poll's and the rx_handler's) are
+//! taken alone. The softirq paths take only the raw spinlocks and hold
+//! none while transmitting.
 
 #![deny(clippy::arithmetic_side_effects)]
 
@@ -241,26 +244,31 @@ impl Owner {
         )?)
     }
 
-    /// Lends interface `name`; its slot.
+    /// Lends interface `name`; its slot. RTNL serialises every change
+    /// of the slots (lend, unlend, the notifier); `lent` is held only
+    /// around reading or storing them, never across a call into the
+    /// stack, whose notifier calls would take it again.
     pub(crate) fn lend(&self, name: &CStr) -> Result<u8> {
         let dev = DeviceRef::by_name(name).inspect_err(|_| {
             pr_err!("lend {:?}: no such interface\n", name);
         })?;
         let rtnl = RtnlGuard::lock();
-        let mut lent = self.lent.lock();
-        self.may_lend(&rtnl, &lent, &dev.get())?;
-        let slot = (0u8..)
-            .zip(lent.iter())
-            .find(|(_, l)| l.is_none())
-            .map(|(s, _)| s)
-            .ok_or_else(|| {
-                pr_err!("lend {:?}: all {} slots are lent\n", name, NICS_MAX);
-                ENOSPC
-            })?;
+        let slot = {
+            let lent = self.lent.lock();
+            self.may_lend(&rtnl, &lent, &dev.get())?;
+            (0u8..)
+                .zip(lent.iter())
+                .find(|(_, l)| l.is_none())
+                .map(|(s, _)| s)
+                .ok_or_else(|| {
+                    pr_err!("lend {:?}: all {} slots are lent\n", name, NICS_MAX);
+                    ENOSPC
+                })?
+        };
         let l = self.claim(&rtnl, dev, slot)?;
         let generation = self.next_generation();
         self.publish(slot, &l.path.dev.get(), generation);
-        if let Some(s) = lent.get_mut(usize::from(slot)) {
+        if let Some(s) = self.lent.lock().get_mut(usize::from(slot)) {
             *s = Some(l);
         }
         pr_info!(
@@ -273,7 +281,12 @@ impl Owner {
     }
 
     /// Refuses what cannot be lent, saying why.
-    fn may_lend(&self, rtnl: &Rtnl, lent: &[Option<Lent>; NICS_MAX], d: &Device<'_>) -> Result {
+    fn may_lend(
+        &self,
+        rtnl: &Rtnl,
+        lent: &[Option<Lent>; NICS_MAX],
+        d: &Device<'_>,
+    ) -> Result {
         let name = d.name();
         if lent.iter().flatten().any(|l| l.path.dev.get().is(d)) {
             pr_err!("lend {:?}: lent already\n", name);
@@ -411,9 +424,14 @@ impl Owner {
         }
     }
 
-    /// Gives back the interface in `slot` (RTNL and `lent` held).
-    fn unlend_slot(&self, rtnl: &Rtnl, lent: &mut [Option<Lent>; NICS_MAX], slot: u8) {
-        let Some(l) = lent.get_mut(usize::from(slot)).and_then(Option::take) else {
+    /// Gives back the interface in `slot` (RTNL held, `lent` not).
+    fn unlend_slot(&self, rtnl: &Rtnl, slot: u8) {
+        let taken = self
+            .lent
+            .lock()
+            .get_mut(usize::from(slot))
+            .and_then(Option::take);
+        let Some(l) = taken else {
             return;
         };
         self.publish(slot, &l.path.dev.get(), 0);
@@ -425,31 +443,42 @@ impl Owner {
         self.release(rtnl, l);
     }
 
+    /// The slot `dev` is lent in.
+    fn slot_of(&self, dev: &Device<'_>) -> Option<u8> {
+        let lent = self.lent.lock();
+        (0u8..)
+            .zip(lent.iter())
+            .find(|(_, l)| l.as_ref().is_some_and(|l| l.path.dev.get().is(dev)))
+            .map(|(s, _)| s)
+    }
+
     /// Gives back interface `name`.
     pub(crate) fn unlend(&self, name: &CStr) -> Result {
         let rtnl = RtnlGuard::lock();
-        let mut lent = self.lent.lock();
-        let slot = (0u8..)
-            .zip(lent.iter())
-            .find(|(_, l)| {
-                l.as_ref()
-                    .is_some_and(|l| l.path.dev.get().name().as_bytes() == name.as_bytes())
-            })
-            .map(|(s, _)| s)
-            .ok_or_else(|| {
-                pr_err!("unlend {:?}: not lent\n", name);
-                ENOENT
-            })?;
-        self.unlend_slot(&rtnl, &mut lent, slot);
+        let slot = {
+            let lent = self.lent.lock();
+            (0u8..)
+                .zip(lent.iter())
+                .find(|(_, l)| {
+                    l.as_ref().is_some_and(|l| {
+                        l.path.dev.get().name().as_bytes() == name.as_bytes()
+                    })
+                })
+                .map(|(s, _)| s)
+        };
+        let slot = slot.ok_or_else(|| {
+            pr_err!("unlend {:?}: not lent\n", name);
+            ENOENT
+        })?;
+        self.unlend_slot(&rtnl, slot);
         Ok(())
     }
 
     /// Gives back every lent interface (teardown).
     pub(crate) fn unlend_all(&self) {
         let rtnl = RtnlGuard::lock();
-        let mut lent = self.lent.lock();
         for slot in 0..NICS_MAX as u8 {
-            self.unlend_slot(&rtnl, &mut lent, slot);
+            self.unlend_slot(&rtnl, slot);
         }
     }
 
@@ -477,31 +506,19 @@ impl Owner {
 
 impl NetdevNotifier for Owner {
     fn event(&self, rtnl: &Rtnl, event: NetdevEvent, dev: &Device<'_>) {
-        let mut lent = self.lent.lock();
-        let Some(slot) = (0u8..)
-            .zip(lent.iter())
-            .find(|(_, l)| l.as_ref().is_some_and(|l| l.path.dev.get().is(dev)))
-            .map(|(s, _)| s)
-        else {
+        let Some(slot) = self.slot_of(dev) else {
             return;
         };
         match event {
             NetdevEvent::Unregister => {
                 pr_info!("{:?} is going away\n", dev.name());
-                self.unlend_slot(rtnl, &mut lent, slot);
+                self.unlend_slot(rtnl, slot);
             }
             // The vNICs follow the NIC's carrier, and are made again
             // for a new MTU.
             NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
-                let g = self
-                    .link
-                    .rx
-                    .lock()
-                    .nics
-                    .nics
-                    .get(usize::from(slot))
-                    .map(|r| r.generation);
-                self.publish(slot, dev, g.unwrap_or(0));
+                let g = self.record(slot).generation;
+                self.publish(slot, dev, g);
             }
             NetdevEvent::ChangeMtu => {
                 let g = self.next_generation();

@@ -51,6 +51,9 @@ pub(crate) struct Counters {
     pub(crate) rx_csum_hint_ignored: AtomicU64,
     pub(crate) rx_dropped: AtomicU64,
     pub(crate) polls: AtomicU64,
+    /// Polls scheduled on every CPU to free the skbs of lent pages other
+    /// CPUs deferred (`reclaim.rs`).
+    pub(crate) rx_defer_kicks: AtomicU64,
 }
 
 /// Adds `n` to `c`.
@@ -67,7 +70,7 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const OWN: [&str; 22] = [
+const OWN: [&str; 23] = [
     "tx_frames",
     "tx_bytes",
     "tx_placed_bytes",
@@ -90,6 +93,7 @@ const OWN: [&str; 22] = [
     "rx_csum_hint_ignored_frames",
     "rx_dropped_frames",
     "polls",
+    "rx_defer_kicks",
 ];
 
 /// The core's counters, as `<side>_<name>`: names and values from
@@ -183,6 +187,7 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.rx_csum_hint_ignored),
         get(&c.rx_dropped),
         get(&c.polls),
+        get(&c.rx_defer_kicks),
     ];
     let hosts = link.geom.hosts() as usize;
     let mut tx = [0u64; CORE];

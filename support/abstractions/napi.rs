@@ -146,6 +146,51 @@ impl<T: Poll> Napi<T> {
         // SAFETY: the context is added (invariant).
         unsafe { schedule(self.ctx.napi.get()) };
     }
+
+    /// Schedules a poll on every online CPU in turn (an IPI to each;
+    /// process context, waits until every CPU ran it). Each CPU then runs
+    /// its NET_RX softirq, which first frees the skbs that other CPUs
+    /// deferred to it: a socket frees a received skb on the CPU that
+    /// allocated it (`skb_attempt_defer_free`), at that CPU's next
+    /// NET_RX, and sends no IPI for fewer than half of
+    /// `net.core.skb_defer_max` (64) of them, so a driver whose pages
+    /// come back by their reference count may otherwise wait
+    /// indefinitely. A CPU finds nothing to do if the poll is scheduled
+    /// (elsewhere) already: call again later.
+    pub fn schedule_on_each_cpu(&self) {
+        let napi = self.ctx.napi.get();
+        // SAFETY: `schedule_here` gets this added context, which stays
+        // added until the call returns: it waits for every CPU (`true`).
+        // The online mask is the kernel's, live forever.
+        unsafe {
+            bindings::on_each_cpu_cond_mask(
+                None,
+                Some(schedule_here),
+                napi.cast(),
+                true,
+                &raw const bindings::__cpu_online_mask,
+            )
+        };
+    }
+}
+
+/// `napi_schedule` on the CPU this runs on, from `on_each_cpu`: in an
+/// IPI, or locally with interrupts off (where [`schedule`]'s bottom-half
+/// dance would warn).
+///
+/// # Safety
+///
+/// `info` is an added `napi_struct`.
+unsafe extern "C" fn schedule_here(info: *mut c_void) {
+    let napi = info.cast::<bindings::napi_struct>();
+    // SAFETY: added (function contract); both run with interrupts off,
+    // which they allow; the softirq raised runs at the interrupt's exit
+    // or from ksoftirqd.
+    unsafe {
+        if bindings::napi_schedule_prep(napi) {
+            bindings::__napi_schedule(napi);
+        }
+    }
 }
 
 /// `napi_schedule`, from any context: in process context with bottom

@@ -6,7 +6,7 @@
 # server in host 1's namespace `ext` through it and sends it a checksummed
 # TCP transfer, which the vNIC's and the lent NIC's counters account for
 # (host 1 sent more than 1000 of the vNIC's frames on its NIC and passed
-as many back); one MPTCP connection then runs over host 0's own hub NIC
+# as many back); one MPTCP connection then runs over host 0's own hub NIC
 # and the vNIC, both shaped alike, with a real share of the bytes on each;
 # a lent dummy NIC deleted under traffic gives its slot back and host 0's
 # vNIC on it goes; host 1 gives its NIC back and host 0's vNIC goes.
@@ -37,8 +37,9 @@ if [ "$h" = 0 ]; then
 	beluga_bind dax1.0
 	beluga --dev /dev/beluga1.0 format --hosts 2 --objects 64 > /dev/null
 	beluga --dev /dev/beluga1.0 wait
-	drack_up 2000
+	drack_load 2000
 	flag 111 drack-up
+	drack_link_up
 else
 	await 110 ram-dax
 	ram_pool_probe
@@ -54,7 +55,9 @@ if [ "$h" = 1 ]; then
 	refute drack lend "$ext"
 	dmesg_has "lend \"$ext\": it is a macvlan's lower device"
 	ip link del mv0
-	refute su -s /bin/sh nobody -c "echo $hub > $nics/lend"
+	grep -q '^netuser:' /etc/passwd 2>/dev/null ||
+		echo 'netuser:x:1001:1001::/tmp:/bin/sh' >> /etc/passwd
+	refute su netuser -c "echo $hub > $nics/lend"
 	test -z "$(cat $nics/0/ifname)"
 	drack lend "$hub"
 	test "$(cat $nics/0/ifname)" = "$hub"
