@@ -281,12 +281,7 @@ impl Owner {
     }
 
     /// Refuses what cannot be lent, saying why.
-    fn may_lend(
-        &self,
-        rtnl: &Rtnl,
-        lent: &[Option<Lent>; NICS_MAX],
-        d: &Device<'_>,
-    ) -> Result {
+    fn may_lend(&self, rtnl: &Rtnl, lent: &[Option<Lent>; NICS_MAX], d: &Device<'_>) -> Result {
         let name = d.name();
         if lent.iter().flatten().any(|l| l.path.dev.get().is(d)) {
             pr_err!("lend {:?}: lent already\n", name);
@@ -460,9 +455,8 @@ impl Owner {
             (0u8..)
                 .zip(lent.iter())
                 .find(|(_, l)| {
-                    l.as_ref().is_some_and(|l| {
-                        l.path.dev.get().name().as_bytes() == name.as_bytes()
-                    })
+                    l.as_ref()
+                        .is_some_and(|l| l.path.dev.get().name().as_bytes() == name.as_bytes())
                 })
                 .map(|(s, _)| s)
         };

@@ -197,6 +197,8 @@ refute() { # cmd...
 # The testbed's NICs by their fixed MACs (xtask/src/hub.rs,
 # Documentation/cxlfabric/testbed.rst): the interface with MAC $1.
 nic_by_mac() { # mac
+	# Its own `n`: wait_until counts in the caller's.
+	local n
 	for n in /sys/class/net/*; do
 		if [ "$(cat "$n/address")" = "$1" ]; then
 			echo "${n##*/}"

@@ -5,8 +5,8 @@
 # host 0 gets the vNIC drackv1n0 (its MAC 02:44:56:01:00:00), pings the
 # server in host 1's namespace `ext` through it and sends it a checksummed
 # TCP transfer, which the vNIC's and the lent NIC's counters account for
-# (host 1 sent more than 1000 of the vNIC's frames on its NIC and passed
-# as many back); one MPTCP connection then runs over host 0's own hub NIC
+# (host 1 sent more than 1000 of the vNIC's frames on its NIC and
+# passed the ACKs back); one MPTCP connection then runs over host 0's own hub NIC
 # and the vNIC, both shaped alike, with a real share of the bytes on each;
 # a lent dummy NIC deleted under traffic gives its slot back and host 0's
 # vNIC on it goes; host 1 gives its NIC back and host 0's vNIC goes.
@@ -55,6 +55,7 @@ if [ "$h" = 1 ]; then
 	refute drack lend "$ext"
 	dmesg_has "lend \"$ext\": it is a macvlan's lower device"
 	ip link del mv0
+	mkdir -p /etc
 	grep -q '^netuser:' /etc/passwd 2>/dev/null ||
 		echo 'netuser:x:1001:1001::/tmp:/bin/sh' >> /etc/passwd
 	refute su netuser -c "echo $hub > $nics/lend"
@@ -69,14 +70,16 @@ if [ "$h" = 1 ]; then
 	ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
 	ip netns exec ext ip link set "$ext" up
 	ip netns exec ext nicbench serve --port $port > /tmp/ext.out 2>&1 &
+	srv=$!
 	ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/mptcp.out 2>&1 &
+	msrv=$!
 	tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 64kb latency 50ms
 	flag 100 lent
 	await 101 tcp-done
 	# Every frame of host 0's vNIC went out on the NIC; counted here.
 	note "host 1 NIC 0: $(drack status | tr '\n' ' ')"
 	test "$(nic_stat 0 to_nic_frames)" -gt 1000
-	test "$(nic_stat 0 from_nic_frames)" -gt 1000
+	test "$(nic_stat 0 from_nic_frames)" -gt 300
 	await 103 mptcp-done
 	# A dummy NIC lent, then deleted with host 0 sending through it.
 	ip link add dum0 type dummy
@@ -96,10 +99,12 @@ if [ "$h" = 1 ]; then
 	test -z "$(cat $nics/0/ifname)"
 	flag 108 unlent
 	await 109 done
-	kill %1 %2 2>/dev/null || true
-	wait 2>/dev/null || true
+	# The servers go, then the namespace. Its NIC comes back to the root
+	# namespace when the namespace dies, which here took longer than
+	# 30 s (35 sees it within 10 s): nothing after needs it.
+	kill $srv $msrv 2>/dev/null || true
+	wait $srv $msrv 2>/dev/null || true
 	ip netns del ext
-	wait_until 100 ext_nic > /dev/null
 else
 	await 100 lent
 	# The vNIC appears with its own address, and carries.
@@ -114,8 +119,9 @@ else
 	wait_until 100 nicbench tcp --to 10.0.8.100:$port --bytes 1000 > /dev/null 2>&1
 	tx0=$(vstat $vnic tx_packets)
 	note "host 0 via $vnic: $(nicbench tcp --to 10.0.8.100:$port --bytes $((4 << 20)) --seed 7)"
+	# Segments out, ACKs (fewer) back.
 	test $(($(vstat $vnic tx_packets) - tx0)) -gt 1000
-	test "$(vstat $vnic rx_packets)" -gt 1000
+	test "$(vstat $vnic rx_packets)" -gt 300
 	flag 101 tcp-done
 	ip route del 10.0.8.100/32 dev $vnic
 	# MPTCP over the own hub NIC and the vNIC, both shaped alike.
@@ -134,11 +140,12 @@ else
 	wait_until 100 test -e /sys/class/net/drackv1n1
 	ip link set drackv1n1 up
 	ping -c 200 -i 0.01 -I drackv1n1 10.0.7.1 > /dev/null 2>&1 &
+	pinger=$!
 	flag 105 dummy-busy
 	await 106 dummy-gone
 	wait_until 50 test ! -e /sys/class/net/drackv1n1
-	kill %1 2>/dev/null || true
-	wait 2>/dev/null || true
+	kill $pinger 2>/dev/null || true
+	wait $pinger 2>/dev/null || true
 	flag 107 dummy-seen
 	await 108 unlent
 	wait_until 50 test ! -e /sys/class/net/$vnic
@@ -146,9 +153,9 @@ else
 fi
 ip link set drack0 down
 rmmod drack_netdev
+# beluga_dax stays loaded for 50 (beluga0.0 is bound still).
 echo dax1.0 > $dax/beluga_dax/unbind
 echo dax1.0 > $dax/device_dax/bind
-rmmod beluga_dax
 {
 	echo "@@ BEGIN drack-pooled host$h"
 	sed 's/^/@|/' /tmp/pooled.report 2>/dev/null
