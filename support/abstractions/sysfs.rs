@@ -253,6 +253,29 @@ impl core::fmt::Write for AttributeBuffer<'_> {
     }
 }
 
+/// The directory an attribute belongs to, and which of `T::NAMES` it is.
+///
+/// # Safety
+///
+/// `attr` is the `attr` field of an attribute of a live [`Dir<T>`], which
+/// stays live for `'a`.
+unsafe fn attribute_of<'a, T: Attributes>(
+    attr: *mut bindings::kobj_attribute,
+) -> (&'a Raw<T>, usize) {
+    // SAFETY: `attr` is the `attr` field of `attrs[index]` of a live
+    // `Raw<T>` (function contract, invariant of `Raw`), so stepping back
+    // to that element, to the array's start (element 0) and to the `Raw`
+    // stays inside it.
+    unsafe {
+        let attr = kernel::container_of!(attr, DirAttr, attr);
+        let index = (*attr).index;
+        (
+            &*kernel::container_of!(attr.sub(index), Raw<T>, attrs),
+            index,
+        )
+    }
+}
+
 /// # Safety
 ///
 /// Called by sysfs on an attribute of a live [`Dir<T>`] (removal waits for
@@ -262,18 +285,8 @@ unsafe extern "C" fn show_attribute<T: Attributes>(
     attr: *mut bindings::kobj_attribute,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: `attr` is the `attr` field of `attrs[index]` of a live
-    // `Raw<T>` (function contract, invariant of `Raw`), so stepping back
-    // to that element, to the array's start (element 0) and to the `Raw`
-    // stays inside it.
-    let (raw, index) = unsafe {
-        let attr = kernel::container_of!(attr, DirAttr, attr);
-        let index = (*attr).index;
-        (
-            &*kernel::container_of!(attr.sub(index), Raw<T>, attrs),
-            index,
-        )
-    };
+    // SAFETY: an attribute of a live directory (function contract).
+    let (raw, index) = unsafe { attribute_of::<T>(attr) };
     // SAFETY: sysfs passes a page-sized buffer that only this callback
     // uses while it runs (function contract).
     let page =
@@ -295,15 +308,8 @@ unsafe extern "C" fn store_attribute<T: Attributes>(
     buf: *const c_char,
     count: usize,
 ) -> isize {
-    // SAFETY: as in `show_attribute`.
-    let (raw, index) = unsafe {
-        let attr = kernel::container_of!(attr, DirAttr, attr);
-        let index = (*attr).index;
-        (
-            &*kernel::container_of!(attr.sub(index), Raw<T>, attrs),
-            index,
-        )
-    };
+    // SAFETY: an attribute of a live directory (function contract).
+    let (raw, index) = unsafe { attribute_of::<T>(attr) };
     // SAFETY: sysfs passes `count` bytes at `buf`, unchanged while this
     // runs (function contract).
     let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
