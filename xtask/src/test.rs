@@ -85,6 +85,25 @@ fn cargo_test_counts(output: &str) -> Option<(usize, usize, usize)> {
     found.then_some((p, f, s))
 }
 
+/// CI keeps only the console, so a failed host test is named there with
+/// what it printed (libtest's `---- name stdout ----` sections).
+fn show_failed_tests(output: &str) {
+    for line in output.lines().filter(|l| l.starts_with("test ") && l.ends_with("FAILED")) {
+        eprintln!("  FAIL {line}");
+    }
+    let mut in_section = false;
+    for line in output.lines() {
+        if line.starts_with("---- ") && line.ends_with(" stdout ----") {
+            in_section = true;
+        } else if line == "failures:" || line.starts_with("test result:") {
+            in_section = false;
+        }
+        if in_section {
+            eprintln!("    {line}");
+        }
+    }
+}
+
 fn show_output_on_failure(out: &std::process::Output) {
     if !out.status.success() {
         let text = format!(
@@ -157,6 +176,7 @@ fn cargo_tests(tally: &mut Tally, only: Option<&str>) -> Result<()> {
     match cargo_test_counts(&text) {
         Some((p, f, s)) => {
             tally.add_counts(p, f, s, "host cargo test");
+            show_failed_tests(&text);
             if !out.status.success() && f == 0 {
                 tally.check("host cargo test exits 0", false);
             }
