@@ -210,8 +210,8 @@ nic_by_mac() { # mac
 }
 # This host's NIC on the L2 hub (10.0.8.<host + 1>/24, set by the init).
 hub_nic() { nic_by_mac "52:54:00:cf:01:0$((${CXLFABRIC_HOST:-0} + 1))"; }
-# Host 1's second NIC on the hub, for network namespace `ext`.
-ext_nic() { nic_by_mac 52:54:00:cf:02:02; }
+# This host's second NIC on the hub, for network namespace `ext`.
+ext_nic() { nic_by_mac "52:54:00:cf:02:0$((${CXLFABRIC_HOST:-0} + 1))"; }
 
 # MPTCP over several NICs of this host (Documentation/cxlfabric/drack.rst,
 # "Pooled NICs"): one `subflow` endpoint per interface, at its first IPv4

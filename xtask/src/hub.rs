@@ -1,5 +1,5 @@
 //! The testbed's L2 hub: an Ethernet segment outside the VMs that every
-//! host's second NIC (and host 1's third, for a server in a network
+//! host's second NIC (and its third, for a server in a network
 //! namespace) reaches, so that a host can send through another host's
 //! NIC (drack_netdev's pooled NICs, #28).
 //!
@@ -43,8 +43,9 @@ pub struct HubPort {
     pub mac: String,
 }
 
-/// The ports for `hosts` VMs: `hub<h>-1.sock` on every host, and
-/// `hub1-2.sock` on host 1. MACs `52:54:00:cf:<index>:<host + 1>` (the
+/// The ports for `hosts` VMs: `hub<h>-1.sock` and `hub<h>-2.sock` on
+/// every host (the second for a server in a namespace behind the hub:
+/// host 1's while host 0 measures, host 0's when host 1 dies). MACs `52:54:00:cf:<index>:<host + 1>` (the
 /// VM link's eth0 is `52:54:00:cf:00:<host + 1>`).
 pub fn ports(run_dir: &Path, hosts: usize) -> Vec<HubPort> {
     let mut ports = Vec::new();
@@ -52,8 +53,7 @@ pub fn ports(run_dir: &Path, hosts: usize) -> Vec<HubPort> {
         return ports;
     }
     for host in 0..hosts {
-        let indices: &[usize] = if host == 1 { &[1, 2] } else { &[1] };
-        for &index in indices {
+        for index in [1, 2] {
             ports.push(HubPort {
                 host,
                 index,
@@ -256,6 +256,7 @@ mod tests {
             names,
             [
                 ("/r/hub0-1.sock".to_string(), "52:54:00:cf:01:01"),
+                ("/r/hub0-2.sock".to_string(), "52:54:00:cf:02:01"),
                 ("/r/hub1-1.sock".to_string(), "52:54:00:cf:01:02"),
                 ("/r/hub1-2.sock".to_string(), "52:54:00:cf:02:02"),
             ]

@@ -5,11 +5,41 @@
 # stream, which shared switch cxl-sw with host 1's (scenario 47), gets
 # the whole switch. Then a corrupted superblock is refused with a clear
 # message.
+#
+# drack_netdev's failover (#28): host 1 lends its hub NIC and dies with
+# host 0's MPTCP transfer running over host 0's own hub NIC and the vNIC
+# drackv1n0 (to a server in namespace ext behind host 0's third NIC, so
+# that it outlives host 1). The transfer finishes on the remaining
+# subflow with the checksum intact, the vNIC loses its carrier at the
+# lease's expiry, and the receiver's longest stall (the failover's cost
+# to the application) goes to the report block `drack-failover`.
 set -e
 . /multihost/flags.inc
+. /multihost/drack.inc
 mch=/sys/class/misc/mchannel
+DRACK_POOL=beluga1.0
+vnic=drackv1n0
+mport=7050
+rate=10
+hub=$(hub_nic)
+shape() { tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms; }
+# drack0 on the RAM pool 49 formatted (dax1.0), host 0 first.
+beluga_bind dax1.0
+beluga --dev /dev/beluga1.0 wait
+if [ "$h" = 0 ]; then
+	drack_load 2000
+	flag 141 drack-up
+	drack_link_up
+else
+	await 141 drack-up
+	drack_up 2000
+fi
 
 if [ "$CXLFABRIC_HOST" = 1 ]; then
+	# The NIC host 0's second subflow leaves by, shaped like host 0's.
+	drack lend "$hub"
+	shape
+	flag 142 lent
 	# A private object of this incarnation for host 0 to reclaim (49
 	# rebound host 1's device: what it held before went then).
 	beluga alloc --size 2M --name h1.private >/dev/null
@@ -30,6 +60,24 @@ if [ "$CXLFABRIC_HOST" = 1 ]; then
 	exit 1
 fi
 
+# The server behind host 0's own third NIC, and the vNIC on host 1's.
+ext=$(ext_nic)
+mkdir -p /var/run/netns
+ip netns add ext
+ip link set "$ext" netns ext
+ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
+ip netns exec ext ip link set "$ext" up
+ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/failover.srv 2>&1 &
+msrv=$!
+await 142 lent
+wait_until 100 test -e /sys/class/net/$vnic
+ip addr add 10.0.8.11/24 dev $vnic
+ip link set $vnic up
+wait_until 100 carrier_is $vnic 1
+shape
+mptcp_endpoints "$hub" $vnic
+wait_until 100 nicbench tcp --to 10.0.8.100:$mport --bytes 1000 > /dev/null 2>&1
+
 # Host 0 streams too: while host 1 lives, each has part of the switch.
 await 18 streaming-1
 ch=$(cat $mch/channels/stream-0/id)
@@ -37,8 +85,39 @@ mchannel run --channel "$ch" -- cxlf-contract mchannel-stream --threads 1 --seco
 stream=$!
 half() { test "$(cat $mch/channels/stream-0/t_r_ns)" -lt $(($(cat $mch/channels/stream-0/t_w_ns) * 7 / 10)); }
 wait_until 100 half
+# 16 MiB at 2 x 10 Mbit/s: host 1 dies a few seconds into it, once the
+# vNIC's subflow carries.
+vtx=$(cat /sys/class/net/$vnic/statistics/tx_packets)
+nicbench mptcp --to 10.0.8.100:$mport --bytes $((16 << 20)) --seed 9 > /tmp/failover.out 2>&1 &
+client=$!
+vnic_busy() { test $(($(cat /sys/class/net/$vnic/statistics/tx_packets) - vtx)) -gt 300; }
+wait_until 300 vnic_busy
 flag 19 shared-0
 await 7 dying
+# The vNIC's carrier goes with the owner's lease; the transfer ends on
+# host 0's own NIC with every byte in order.
+wait_until $((100 + 50 * slow)) carrier_is $vnic 0
+wait $client
+grep -q "checksum matches" /tmp/failover.out
+grep -q "^subflow .* ($vnic) " /tmp/failover.out
+grep -q "^subflow .* ($hub) " /tmp/failover.out
+wait_until 50 grep -q "nicbench serve: tcp $((16 << 20)) bytes" /tmp/failover.srv
+{
+	echo "@@ BEGIN drack-failover host0"
+	sed -n 's/^nicbench serve: /@|received: /p' /tmp/failover.srv
+	sed 's/^/@|/' /tmp/failover.out
+	echo "@@ END"
+} > /dev/ttyS1
+kill $msrv 2>/dev/null || true
+wait $msrv 2>/dev/null || true
+mptcp_endpoints_clear
+tc qdisc del dev "$hub" root
+# drack0 goes with its peer dead and the peer's vNIC still there.
+ip link set drack0 down
+rmmod drack_netdev
+test ! -e /sys/class/net/$vnic
+echo dax1.0 > $dax/beluga_dax/unbind
+echo dax1.0 > $dax/device_dax/bind
 # After host 1's lease, host 0 alone uses the switch: no peer, and its
 # channel's budget is the whole window again.
 wait_until 300 reads $mch/components/cxl-sw/peers = 0

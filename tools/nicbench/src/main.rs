@@ -220,24 +220,48 @@ fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
     let mut hash = Fnv::new();
     let mut got = 0u64;
     let mut buf = vec![0u8; 64 << 10];
+    let mut stall = Stall::default();
     while left > 0 {
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = conn.read(&mut buf[..want])?;
         if n == 0 {
             break;
         }
+        stall.arrived(Instant::now());
         hash.update(&buf[..n]);
         got += n as u64;
         left -= n as u64;
     }
     // Said here too: the answer may have no way back (a test that takes
     // the interface away after the data arrived).
-    println!("nicbench serve: tcp {got} bytes, hash {:016x}", hash.0);
+    println!(
+        "nicbench serve: tcp {got} bytes, hash {:016x}, longest stall {} ms",
+        hash.0,
+        stall.longest.as_millis()
+    );
     let mut reply = [0u8; 16];
     reply[..8].copy_from_slice(&got.to_le_bytes());
     reply[8..].copy_from_slice(&hash.0.to_le_bytes());
     conn.write_all(&reply)?;
     Ok(())
+}
+
+/// The longest time between two reads that brought data: what a failover
+/// costs the application (a path lost mid-transfer stops in-order
+/// delivery until its data is sent again on another).
+#[derive(Default)]
+struct Stall {
+    last: Option<Instant>,
+    longest: Duration,
+}
+
+impl Stall {
+    fn arrived(&mut self, now: Instant) {
+        if let Some(last) = self.last {
+            self.longest = self.longest.max(now.saturating_duration_since(last));
+        }
+        self.last = Some(now);
+    }
 }
 
 /// The `bytes` bytes `tcp` sends from `seed`, in chunks of up to 64 KiB
@@ -482,6 +506,18 @@ fn query(sock: &UdpSocket) -> Result<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_stall_is_the_widest_gap_between_arrivals() {
+        let t0 = Instant::now();
+        let mut s = Stall::default();
+        s.arrived(t0);
+        assert_eq!(s.longest, Duration::ZERO);
+        for ms in [5, 10, 250, 260, 270] {
+            s.arrived(t0 + Duration::from_millis(ms));
+        }
+        assert_eq!(s.longest, Duration::from_millis(240));
+    }
 
     /// `hash` agrees with what `serve` computes over whatever pieces the
     /// socket hands it.
