@@ -212,6 +212,18 @@ nic_by_mac() { # mac
 hub_nic() { nic_by_mac "52:54:00:cf:01:0$((${CXLFABRIC_HOST:-0} + 1))"; }
 # This host's second NIC on the hub, for network namespace `ext`.
 ext_nic() { nic_by_mac "52:54:00:cf:02:0$((${CXLFABRIC_HOST:-0} + 1))"; }
+# Namespace `ext` with this host's third NIC as 10.0.8.100/24, made once
+# per boot and kept: a NIC comes back from a deleted namespace only when
+# its last reference goes, which took over 30 s here.
+ext_ns() {
+	ip netns list 2>/dev/null | grep -q '^ext\( \|$\)' && return 0
+	ext=$(ext_nic)
+	mkdir -p /var/run/netns
+	ip netns add ext
+	ip link set "$ext" netns ext
+	ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
+	ip netns exec ext ip link set "$ext" up
+}
 
 # MPTCP over several NICs of this host (Documentation/cxlfabric/drack.rst,
 # "Pooled NICs"): one `subflow` endpoint per interface, at its first IPv4

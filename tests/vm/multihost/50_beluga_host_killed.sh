@@ -61,12 +61,7 @@ if [ "$CXLFABRIC_HOST" = 1 ]; then
 fi
 
 # The server behind host 0's own third NIC, and the vNIC on host 1's.
-ext=$(ext_nic)
-mkdir -p /var/run/netns
-ip netns add ext
-ip link set "$ext" netns ext
-ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
-ip netns exec ext ip link set "$ext" up
+ext_ns
 ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/failover.srv 2>&1 &
 msrv=$!
 await 142 lent

@@ -1,0 +1,129 @@
+# drack_netdev unloaded under pooled-NIC traffic (#28), both sides, on
+# the RAM-speed pool 49_drack_pooled_nics formatted. Host 1 lends its hub
+# NIC; host 0 sends TCP and pings through its vNIC drackv1n0 to the
+# server in namespace ext behind host 0's own third NIC, so every frame
+# crosses host 1's NIC.
+# - The owner unloads under that traffic: its NIC is free again at once
+#   (a macvlan can take it, it carries host 1's own ping), host 0's vNIC
+#   loses its carrier at the lease's expiry and drops what it is given.
+# - The owner returns and lends again: the vNIC carries again.
+# - Host 0 unloads under its vNIC's traffic: the vNIC goes; host 1
+#   gets every buffer it lent host 0 back once host 0's lease expires,
+#   and unloads.
+set -e
+. /multihost/flags.inc
+. /multihost/drack.inc
+DRACK_POOL=beluga1.0
+hub=$(hub_nic)
+vnic=drackv1n0
+port=7045
+trap 'drack_debug "drack\|lend\|vNIC"' EXIT
+
+beluga_bind dax1.0
+beluga --dev /dev/beluga1.0 wait
+if [ "$h" = 0 ]; then
+	drack_load 2000
+	flag 143 drack-up
+	drack_link_up
+else
+	await 143 drack-up
+	drack_up 2000
+fi
+
+# TCP and pings through the vNIC until killed; their pids in $load.
+vnic_load() {
+	nicbench tcp --to 10.0.8.100:$port --bytes $((256 << 20)) > /dev/null 2>&1 &
+	load=$!
+	ping -q -i 0.02 -c 100000 -I $vnic 10.0.8.100 > /dev/null 2>&1 &
+	load="$load $!"
+}
+vnic_load_stop() {
+	kill $load 2>/dev/null || true
+	wait $load 2>/dev/null || true
+}
+# The vNIC (made anew when the owner's NIC comes back) addressed, routed
+# and carrying.
+vnic_ready() {
+	wait_until 100 test -e /sys/class/net/$vnic
+	ip addr replace 10.0.8.11/24 dev $vnic
+	ip link set $vnic up
+	wait_until $((100 + 50 * slow)) carrier_is $vnic 1
+	ip route replace 10.0.8.100/32 dev $vnic src 10.0.8.11
+	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
+}
+vtx() { cat /sys/class/net/$vnic/statistics/tx_packets; }
+
+if [ "$h" = 1 ]; then
+	drack lend "$hub"
+	flag 144 lent
+	# The owner goes with host 0's frames on its NIC.
+	await 145 busy
+	wait_until 100 test "$(cat /sys/class/net/drack0/nics/0/to_nic_frames)" -gt 200
+	ip link set drack0 down
+	rmmod drack_netdev
+	# Its NIC is its own again: another rx_handler can take it, and it
+	# carries this host's own traffic.
+	ip link add mv0 link "$hub" type macvlan
+	ip link del mv0
+	ping -c 2 -W 5 -I "$hub" 10.0.8.1 > /dev/null
+	flag 146 owner-gone
+	# Back, and lending again.
+	await 147 vnic-down
+	drack_up 2000
+	drack lend "$hub"
+	flag 148 relent
+	await 149 busy-again
+	await 150 borrower-gone
+	# Host 0's lease expires; what it held of our buffers is unknown
+	# until it returns (its held bitmap), and then all come back.
+	wait_until $((100 + 50 * slow)) test "$(stat peer0_tx_session)" = 0
+	flag 151 borrower-dead
+	await 152 borrower-back
+	wait_until $((100 + 50 * slow)) test "$(stat peer0_tx_session)" = 2
+	wait_until 100 test "$(stat peer0_tx_buffers_out)" = 0
+	drack unlend "$hub"
+	flag 153 unlent
+else
+	ext_ns
+	ip netns exec ext nicbench serve --port $port > /tmp/unload.srv 2>&1 &
+	srv=$!
+	await 144 lent
+	vnic_ready
+	vnic_load
+	wait_until 100 test "$(vtx)" -gt 300
+	flag 145 busy
+	await 146 owner-gone
+	# Lease expiry: carrier down; what the vNIC is then given is dropped.
+	wait_until $((100 + 50 * slow)) carrier_is $vnic 0
+	vnic_load_stop
+	dropped=$(cat /sys/class/net/$vnic/statistics/tx_dropped)
+	ping -c 3 -W 1 -I $vnic 10.0.8.100 > /dev/null 2>&1 && exit 1
+	flag 147 vnic-down
+	await 148 relent
+	vnic_ready
+	# It carries again; then this host unloads under its traffic.
+	vnic_load
+	tx=$(vtx)
+	wait_until 100 test $(($(vtx) - tx)) -gt 300
+	flag 149 busy-again
+	ip link set drack0 down
+	rmmod drack_netdev
+	test ! -e /sys/class/net/$vnic
+	vnic_load_stop
+	flag 150 borrower-gone
+	kill $srv 2>/dev/null || true
+	wait $srv 2>/dev/null || true
+	await 151 borrower-dead
+	drack_up 2000
+	flag 152 borrower-back
+	await 153 unlent
+	wait_until 50 test ! -e /sys/class/net/$vnic
+	echo "@@ BEGIN drack-unload host0" > /dev/ttyS1
+	echo "@|vNIC frames dropped while its owner was away: $dropped" > /dev/ttyS1
+	echo "@@ END" > /dev/ttyS1
+fi
+ip link set drack0 down
+rmmod drack_netdev
+echo dax1.0 > $dax/beluga_dax/unbind
+echo dax1.0 > $dax/device_dax/bind
+trap - EXIT
