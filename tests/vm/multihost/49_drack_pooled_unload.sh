@@ -52,13 +52,19 @@ vnic_ready() {
 	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
 }
 vtx() { cat /sys/class/net/$vnic/statistics/tx_packets; }
+# Whether the vNIC sent more than 300 frames since it had sent $1.
+vnic_sent() { test $(($(vtx) - $1)) -gt 300; }
+# Whether peer 0's counter $1 reads $2 (now, each time it is called).
+peer0_is() { test "$(stat peer0_$1)" = "$2"; }
+# Whether the lent NIC (slot 0) sent more than $1 of the vNIC's frames.
+to_nic_over() { test "$(cat /sys/class/net/drack0/nics/0/to_nic_frames)" -gt "$1"; }
 
 if [ "$h" = 1 ]; then
 	drack lend "$hub"
 	flag 144 lent
 	# The owner goes with host 0's frames on its NIC.
 	await 145 busy
-	wait_until 100 test "$(cat /sys/class/net/drack0/nics/0/to_nic_frames)" -gt 200
+	wait_until 100 to_nic_over 200
 	ip link set drack0 down
 	rmmod drack_netdev
 	# Its NIC is its own again: another rx_handler can take it, and it
@@ -76,11 +82,11 @@ if [ "$h" = 1 ]; then
 	await 150 borrower-gone
 	# Host 0's lease expires; what it held of our buffers is unknown
 	# until it returns (its held bitmap), and then all come back.
-	wait_until $((100 + 50 * slow)) test "$(stat peer0_tx_session)" = 0
+	wait_until $((100 + 50 * slow)) peer0_is tx_session 0
 	flag 151 borrower-dead
 	await 152 borrower-back
-	wait_until $((100 + 50 * slow)) test "$(stat peer0_tx_session)" = 2
-	wait_until 100 test "$(stat peer0_tx_buffers_out)" = 0
+	wait_until $((100 + 50 * slow)) peer0_is tx_session 2
+	wait_until 100 peer0_is tx_buffers_out 0
 	drack unlend "$hub"
 	flag 153 unlent
 else
@@ -89,8 +95,9 @@ else
 	srv=$!
 	await 144 lent
 	vnic_ready
+	tx=$(vtx)
 	vnic_load
-	wait_until 100 test "$(vtx)" -gt 300
+	wait_until 100 vnic_sent $tx
 	flag 145 busy
 	await 146 owner-gone
 	# Lease expiry: carrier down; what the vNIC is then given is dropped.
@@ -104,7 +111,7 @@ else
 	# It carries again; then this host unloads under its traffic.
 	vnic_load
 	tx=$(vtx)
-	wait_until 100 test $(($(vtx) - tx)) -gt 300
+	wait_until 100 vnic_sent $tx
 	flag 149 busy-again
 	ip link set drack0 down
 	rmmod drack_netdev
