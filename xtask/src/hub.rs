@@ -293,6 +293,21 @@ mod tests {
         a.send_to(b"frame-2", &hub_path).unwrap();
         let n = b.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"frame-2");
+        // c's own thread may still be about to send frame-2 (under load,
+        // it ran after b's): only once it tried may c's path come back,
+        // or the new c would get frame-2.
+        let tried = || {
+            let c = &hub.counters;
+            c.relayed.load(Ordering::Relaxed) + c.send_errors.load(Ordering::Relaxed)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while tried() < 4 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "frame-2 never tried to c"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let (c, _) = port(dir.path(), "c.sock");
         b.send_to(b"frame-3", &hub_path).unwrap();
         let n = c.recv(&mut buf).unwrap();
