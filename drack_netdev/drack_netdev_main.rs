@@ -76,6 +76,12 @@ support::params::module_param_uint!(
     /// Most buffers of one source lent to the stack at once.
     lend_cap
 );
+support::params::module_param_string!(
+    /// Interfaces lent at load, comma-separated (as `drack lend` each),
+    /// before the first beat: a host that comes back keeps its peers'
+    /// vNICs on them.
+    lend
+);
 
 /// drack0, torn down in field order: the vNICs' work item (stopped),
 /// the vNICs (the last reference: each out of the poll's table, then
@@ -127,12 +133,14 @@ impl Drack0 {
         let napi = Arc::new(Napi::add(&reg.netdev(), link.clone(), 0)?, GFP_KERNEL)?;
         napi.enable();
         let peers = peers::PeerFiles::new(reg.as_parent(), &link)?;
-        let ticker = ticker::Ticker::start(napi.clone())?;
-        let reclaim = Arc::new(reclaim::Reclaim::new(napi.clone()), GFP_KERNEL)?;
-        let reclaim = Periodic::start(reclaim, reclaim::RECLAIM_MS)?;
         let owner = owner::Owner::new(link.clone())?;
         let notifier = NotifierRegistration::register(owner.clone())?;
         let unlend = UnlendAll(owner.clone());
+        // Before the timer: the first table published has them.
+        owner.lend_list(lend().as_bytes())?;
+        let ticker = ticker::Ticker::start(napi.clone())?;
+        let reclaim = Arc::new(reclaim::Reclaim::new(napi.clone()), GFP_KERNEL)?;
+        let reclaim = Periodic::start(reclaim, reclaim::RECLAIM_MS)?;
         let nic_files = nicfiles::NicFiles::new(reg.as_parent(), &owner)?;
         let vnics = vnic::Vnics::new(link.clone())?;
         let vnic_work = Periodic::start(vnics.clone(), vnic::RECONCILE_MS)?;

@@ -26,7 +26,7 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 /// An interface name's bytes at most (`IFNAMSIZ` less its NUL).
-const IFNAME_MAX: usize = 15;
+pub(crate) const IFNAME_MAX: usize = 15;
 
 /// `nics/lend` and `nics/unlend`.
 struct Control {
@@ -35,7 +35,7 @@ struct Control {
 
 /// The interface name written to `lend` or `unlend`, NUL-terminated in
 /// `buf`: one line of 1 to 15 bytes, no `/`, space or control byte.
-fn ifname<'a>(input: &[u8], buf: &'a mut [u8; IFNAME_MAX + 1]) -> Result<&'a CStr> {
+pub(crate) fn ifname<'a>(input: &[u8], buf: &'a mut [u8; IFNAME_MAX + 1]) -> Result<&'a CStr> {
     let name = input.strip_suffix(b"\n").unwrap_or(input);
     let bad = |b: &u8| *b == b'/' || *b <= b' ' || *b >= 0x7f;
     if name.is_empty() || name.len() > IFNAME_MAX || name.iter().any(bad) {

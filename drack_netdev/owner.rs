@@ -280,6 +280,19 @@ impl Owner {
         Ok(slot)
     }
 
+    /// Lends each interface of `list` (the `lend=` parameter: names
+    /// separated by commas); the first refusal is the error, and what
+    /// was lent before it is given back by the caller's `UnlendAll`.
+    pub(crate) fn lend_list(&self, list: &[u8]) -> Result {
+        for part in list.split(|b| *b == b',').filter(|p| !p.is_empty()) {
+            let mut buf = [0u8; crate::nicfiles::IFNAME_MAX + 1];
+            let name = crate::nicfiles::ifname(part, &mut buf)
+                .inspect_err(|_| pr_err!("lend=: a name is not an interface name\n"))?;
+            self.lend(name)?;
+        }
+        Ok(())
+    }
+
     /// Refuses what cannot be lent, saying why.
     fn may_lend(&self, rtnl: &Rtnl, lent: &[Option<Lent>; NICS_MAX], d: &Device<'_>) -> Result {
         let name = d.name();

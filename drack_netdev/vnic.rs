@@ -181,6 +181,8 @@ struct VnicReg {
     owner: u32,
     slot: u8,
     generation: u32,
+    /// The MTU it was made with (the owner's NIC's, clamped).
+    mtu: u32,
     link: Arc<Link>,
     reg: Registration<Vnic>,
 }
@@ -232,7 +234,7 @@ impl Vnics {
             .named(&name)
             .mtu_range(crate::netdev::MTU_MIN, MTU_MAX);
         let reg = Registration::register(vnic.clone(), &at)?;
-        let mtu = u32::from(r.mtu).clamp(crate::netdev::MTU_MIN, MTU_MAX);
+        let mtu = vnic_mtu(r);
         if reg.set_mtu(mtu).is_err() {
             pr_warn!("{}: MTU {} refused; left at its default\n", reg.name(), mtu);
         }
@@ -255,6 +257,7 @@ impl Vnics {
             owner,
             slot,
             generation: r.generation,
+            mtu,
             link: link.clone(),
             reg,
         })
@@ -267,9 +270,31 @@ impl Vnics {
         for (owner, nics) in (0u32..).zip(regs.iter_mut()) {
             for (slot, have) in (0u8..).zip(nics.iter_mut()) {
                 let now = lent.get(owner, slot);
-                // Withdrawn, or lent again (another NIC, maybe another
-                // MTU): the old one goes, and the new one is made.
-                if have.as_ref().is_some_and(|r| stale(now, r.generation)) {
+                // Lent again with the same MTU (the owner came back, or
+                // lent another NIC there): the vNIC stays, with its
+                // addresses, routes and MPTCP endpoints.
+                if let (Some(r), Some(rec)) = (have.as_mut(), now) {
+                    if r.generation != rec.generation && r.mtu == vnic_mtu(&rec) {
+                        r.generation = rec.generation;
+                        pr_info!(
+                            "{}: host {}'s NIC {} is back (generation {})\n",
+                            r.reg.name(),
+                            owner,
+                            slot,
+                            rec.generation
+                        );
+                    }
+                }
+                // Withdrawn, or lent again with another MTU: the old one
+                // goes, and the new one is made. A withdrawal counts only
+                // from an owner that is up: one that rejoins publishes an
+                // empty table until it lends again (at once with `lend=`),
+                // and its vNICs are kept meanwhile.
+                let owner_up = self.link.peer_up(owner);
+                if have
+                    .as_ref()
+                    .is_some_and(|r| stale(now, r.generation) && (now.is_some() || owner_up))
+                {
                     drop(have.take());
                 }
                 if let (None, Some(rec)) = (have.as_ref(), now) {
@@ -284,7 +309,7 @@ impl Vnics {
                     }
                 }
                 if let (Some(r), Some(rec)) = (have.as_ref(), now) {
-                    let on = rec.carrier && self.link.peer_up(owner);
+                    let on = rec.carrier && owner_up;
                     if r.reg.carrier_ok() != on {
                         r.reg.set_carrier(on);
                     }
@@ -292,6 +317,11 @@ impl Vnics {
             }
         }
     }
+}
+
+/// The MTU a vNIC of the NIC `r` describes gets.
+fn vnic_mtu(r: &NicRecord) -> u32 {
+    u32::from(r.mtu).clamp(crate::netdev::MTU_MIN, MTU_MAX)
 }
 
 /// Whether a vNIC of `generation` is out of date against what the

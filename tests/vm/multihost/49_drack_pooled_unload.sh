@@ -6,7 +6,8 @@
 # - The owner unloads under that traffic: its NIC is free again at once
 #   (a macvlan can take it, it carries host 1's own ping), host 0's vNIC
 #   loses its carrier at the lease's expiry and drops what it is given.
-# - The owner returns and lends again: the vNIC carries again.
+# - The owner returns, lending the NIC at load (`lend=`): the same vNIC,
+#   its address and route kept, carries again.
 # - Host 0 unloads under its vNIC's traffic: the vNIC goes; host 1
 #   gets every buffer it lent host 0 back once host 0's lease expires,
 #   and unloads.
@@ -41,16 +42,16 @@ vnic_load_stop() {
 	kill $load 2>/dev/null || true
 	wait $load 2>/dev/null || true
 }
-# The vNIC (made anew when the owner's NIC comes back) addressed, routed
-# and carrying.
+# The vNIC addressed, routed and carrying.
 vnic_ready() {
 	wait_until 100 test -e /sys/class/net/$vnic
-	ip addr replace 10.0.8.11/24 dev $vnic
+	ip addr add 10.0.8.11/24 dev $vnic
 	ip link set $vnic up
-	wait_until $((100 + 50 * slow)) carrier_is $vnic 1
+	vnic_carries
 	ip route replace 10.0.8.100/32 dev $vnic src 10.0.8.11
 	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
 }
+vnic_carries() { wait_until $((100 + 50 * slow)) carrier_is $vnic 1; }
 vtx() { cat /sys/class/net/$vnic/statistics/tx_packets; }
 # Whether the vNIC sent more than 300 frames since it had sent $1.
 vnic_sent() { test $(($(vtx) - $1)) -gt 300; }
@@ -75,8 +76,9 @@ if [ "$h" = 1 ]; then
 	flag 146 owner-gone
 	# Back, and lending again.
 	await 147 vnic-down
-	drack_up 2000
-	drack lend "$hub"
+	# Lent at load (before the first beat): host 0 keeps its vNIC.
+	drack_up 2000 lend="$hub"
+	test "$(cat /sys/class/net/drack0/nics/0/ifname)" = "$hub"
 	flag 148 relent
 	await 149 busy-again
 	await 150 borrower-gone
@@ -95,6 +97,7 @@ else
 	srv=$!
 	await 144 lent
 	vnic_ready
+	ifindex=$(cat /sys/class/net/$vnic/ifindex)
 	tx=$(vtx)
 	vnic_load
 	wait_until 100 vnic_sent $tx
@@ -107,7 +110,11 @@ else
 	ping -c 3 -W 1 -I $vnic 10.0.8.100 > /dev/null 2>&1 && exit 1
 	flag 147 vnic-down
 	await 148 relent
-	vnic_ready
+	# The same vNIC comes back, its address and route still there.
+	test "$(cat /sys/class/net/$vnic/ifindex)" = "$ifindex"
+	vnic_carries
+	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
+	dmesg_has "$vnic: host 1's NIC 0 is back"
 	# It carries again; then this host unloads under its traffic.
 	vnic_load
 	tx=$(vtx)
