@@ -21,6 +21,7 @@ pub mod link;
 pub mod mcexp;
 pub mod memchannel;
 pub mod memory;
+pub mod nicexp;
 pub mod output;
 pub mod perf;
 pub mod plot;

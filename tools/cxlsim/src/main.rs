@@ -72,6 +72,38 @@ enum Cmd {
         #[arg(long)]
         bench: bool,
     },
+    /// The NIC modes' latency, modelled (issue #29): each mode's
+    /// per-frame transactions (from the device model's counts) replayed
+    /// with ESF Table III's and the CXL-NIC paper's PCIe latencies.
+    NicLatency {
+        /// Per-frame counts (JSON, as `cargo xtask bench` writes them from
+        /// 40_cxlnic's cost-* series); default: the device model's
+        /// documented costs.
+        #[arg(long)]
+        counts: Option<PathBuf>,
+        /// Only the host polling set (no interrupts, the paper's loopback);
+        /// default: the counts as given, then that set.
+        #[arg(long)]
+        polled: bool,
+        #[arg(long, default_value_t = cxlsim::nicexp::constants::FRAMES)]
+        frames: u32,
+        #[arg(long, default_value_t = cxlsim::nicexp::constants::SEED)]
+        seed: u64,
+        /// Mean of the exponential jitter per transaction, as a share of
+        /// its time.
+        #[arg(long, default_value_t = cxlsim::nicexp::constants::JITTER_CV)]
+        jitter: f64,
+        /// CXL switches between the NIC and the host.
+        #[arg(long, default_value_t = 0)]
+        hops: u32,
+        /// Write the results as JSON ("-": standard output).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Print `BENCH` lines for `cargo xtask bench` (one set: the
+        /// counts as given, or with --polled the polling set).
+        #[arg(long)]
+        bench: bool,
+    },
     /// Measure simulator speed; prints JSON (events/s, time of a run).
     Perf {
         /// Requests of the timed run (all requesters together).
@@ -199,6 +231,16 @@ fn main() -> Result<()> {
             seed,
             bench: lines,
         } => bench(full, &only, &out, threads, seed, lines)?,
+        Cmd::NicLatency {
+            counts,
+            polled,
+            frames,
+            seed,
+            jitter,
+            hops,
+            json,
+            bench,
+        } => nic_latency(counts, polled, frames, seed, jitter, hops, json, bench)?,
         Cmd::Perf {
             requests,
             n,
@@ -365,6 +407,72 @@ fn bench(
     all.insert("seconds".into(), t0.elapsed().as_secs_f64().into());
     output::write_json(&out.join("bench.json"), &all)?;
     println!("results in {}", out.display());
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn nic_latency(
+    counts: Option<PathBuf>,
+    polled: bool,
+    frames: u32,
+    seed: u64,
+    jitter: f64,
+    hops: u32,
+    json: Option<PathBuf>,
+    bench: bool,
+) -> Result<()> {
+    use cxlsim::nicexp::{self, counts::ModeCounts, NicRun, Params};
+    let source = counts
+        .as_ref()
+        .map_or("the device model's documented costs".to_string(), |p| {
+            p.display().to_string()
+        });
+    let run = NicRun {
+        counts: match &counts {
+            Some(p) => ModeCounts::load(p)?,
+            None => ModeCounts::default(),
+        },
+        params: Params { cv: jitter, hops },
+        frames,
+        seed,
+        polled,
+    };
+    let sets: Vec<(bool, String)> = if polled || bench {
+        vec![(polled, String::new())]
+    } else {
+        vec![(false, String::new()), (true, String::new())]
+    };
+    let mut all = serde_json::Map::new();
+    for (polled, _) in sets {
+        let (host, pts) = nicexp::run(&NicRun {
+            polled,
+            ..run.clone()
+        })?;
+        let name = if polled { "polled" } else { "counts" };
+        if bench {
+            for l in nicexp::bench_lines("modelled-", &pts) {
+                println!("{l}");
+            }
+        } else if json.as_deref() != Some(Path::new("-")) {
+            let title = if polled {
+                format!("Host polling, no interrupts (the paper's loopback); counts from {source}")
+            } else {
+                format!("Counts as given ({source})")
+            };
+            println!("{}", nicexp::table(&title, &host, &pts));
+        }
+        all.insert(
+            name.into(),
+            serde_json::json!({ "host_time": host, "points": pts }),
+        );
+    }
+    match json.as_deref() {
+        Some(p) if p == Path::new("-") => {
+            println!("{}", serde_json::to_string_pretty(&all)?)
+        }
+        Some(p) => output::write_json(p, &all)?,
+        None => {}
+    }
     Ok(())
 }
 
