@@ -235,9 +235,10 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
     let vm_names = scripts(&root.join(VM_DIR), only.as_deref())?;
     let host_names = scripts(&root.join(HOST_DIR), only.as_deref())?;
     // The modelled NIC latencies, beside 40_cxlnic (bench_nic.rs).
-    let nic_model = only
-        .as_deref()
-        .map_or(true, |o| crate::bench_nic::NAME.contains(o));
+    let nic_model = match only.as_deref() {
+        Some(o) => crate::bench_nic::NAME.contains(o),
+        None => true,
+    };
     if let Some(o) = &only {
         if vm_names.is_empty() && host_names.is_empty() && !nic_model {
             bail!("--only {o}: no benchmark in {VM_DIR} or {HOST_DIR} has that in its name");

@@ -224,6 +224,46 @@ impl Tx {
     }
 }
 
+/// A KVS lookup's two reads (bucket, value).
+type Lookup = [(&'static str, Dist); 2];
+
+/// A GET's reads on a hit and on a miss (CXL-NIC §5.4): type2 probes
+/// its own memory in device bias and fetches a miss from the host with a
+/// CO-read; type1 has no memory of its own and reads the host's table;
+/// the SNIC's ARM cores read their DRAM and fetch a miss by RDMA (the
+/// paper's DMA figure).
+fn kvs_lookups(mode: Mode, t: &Tx) -> (Lookup, Lookup) {
+    match mode {
+        Mode::Type2 => (
+            [
+                ("bucket D2D CS-read", t.d2d_read_devbias()),
+                ("value D2D NC-read", t.d2d_read_devbias()),
+            ],
+            [
+                ("bucket D2D CS-read", t.d2d_read_devbias()),
+                ("pair D2H CO-read", t.d2h_read_co(1)),
+            ],
+        ),
+        Mode::Type1 | Mode::Type1Co => {
+            let l = [
+                ("bucket D2H read", t.d2h_read_dram()),
+                ("value D2H read", t.d2h_read_dram()),
+            ];
+            (l, l)
+        }
+        Mode::Pcie => (
+            [
+                ("bucket SNIC DRAM read", t.host_local_read()),
+                ("value SNIC DRAM read", t.host_local_read()),
+            ],
+            [
+                ("bucket SNIC DRAM read", t.host_local_read()),
+                ("pair RDMA read", fabric(DMA_READ_NS, 0)),
+            ],
+        ),
+    }
+}
+
 fn scaled(d: Dist, f: f64) -> Dist {
     match d {
         Dist::Fabric { fixed, dram } => Dist::Fabric {
@@ -300,35 +340,7 @@ pub fn build(
             // The request and response through the NIC: the same in every
             // mode (the paper gives no absolute KVS time).
             push("request processing", Dist::Fixed(host_ns(64)), Side::Host);
-            let (hit, miss): (Vec<(&'static str, Dist)>, Vec<(&'static str, Dist)>) = match mode {
-                Mode::Type2 => (
-                    vec![
-                        ("bucket D2D CS-read", t.d2d_read_devbias()),
-                        ("value D2D NC-read", t.d2d_read_devbias()),
-                    ],
-                    vec![
-                        ("bucket D2D CS-read", t.d2d_read_devbias()),
-                        ("pair D2H CO-read", t.d2h_read_co(1)),
-                    ],
-                ),
-                Mode::Type1 | Mode::Type1Co => {
-                    let l = vec![
-                        ("bucket D2H read", t.d2h_read_dram()),
-                        ("value D2H read", t.d2h_read_dram()),
-                    ];
-                    (l.clone(), l)
-                }
-                Mode::Pcie => (
-                    vec![
-                        ("bucket SNIC DRAM read", t.host_local_read()),
-                        ("value SNIC DRAM read", t.host_local_read()),
-                    ],
-                    vec![
-                        ("bucket SNIC DRAM read", t.host_local_read()),
-                        ("pair RDMA read", fabric(DMA_READ_NS, 0)),
-                    ],
-                ),
-            };
+            let (hit, miss) = kvs_lookups(mode, &t);
             for _ in 0..n.kvs_hits {
                 for &(w, d) in &hit {
                     push(w, d, Side::Nic);
