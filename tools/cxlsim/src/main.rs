@@ -437,18 +437,28 @@ fn nic_latency(
         seed,
         polled,
     };
-    let sets: Vec<(bool, String)> = if polled || bench {
-        vec![(polled, String::new())]
+    // One set for the bench lines or --polled; else both.
+    let sets: &[bool] = if polled || bench {
+        if polled {
+            &[true]
+        } else {
+            &[false]
+        }
     } else {
-        vec![(false, String::new()), (true, String::new())]
+        &[false, true]
     };
     let mut all = serde_json::Map::new();
-    for (polled, _) in sets {
+    all.insert("modelled".into(), true.into());
+    all.insert("input_counts".into(), serde_json::to_value(run.counts)?);
+    all.insert("params".into(), serde_json::to_value(run.params)?);
+    all.insert("frames".into(), frames.into());
+    all.insert("seed".into(), seed.into());
+    for &polled in sets {
         let (host, pts) = nicexp::run(&NicRun {
             polled,
             ..run.clone()
         })?;
-        let name = if polled { "polled" } else { "counts" };
+        let name = if polled { "polled" } else { "as_given" };
         if bench {
             for l in nicexp::bench_lines("modelled-", &pts) {
                 println!("{l}");

@@ -166,7 +166,7 @@ pub fn replay(
     let spacing = (FRAME_SPACING_NS * 1000.0) as Ps;
     let mut q = EventQueue::new();
     for i in 0..frames {
-        q.schedule(u64::from(i) * spacing, Kind::Issue, i);
+        q.schedule(u64::from(i).saturating_mul(spacing), Kind::Issue, i);
     }
     // In flight: start, steps, next step.
     let mut live: HashMap<u32, (Ps, Vec<Step>, usize)> = HashMap::new();
@@ -188,7 +188,7 @@ pub fn replay(
                 q.schedule(e.time.saturating_add(t), Kind::Ready, i);
             }
             None => {
-                out[i as usize] = e.time - *start;
+                out[i as usize] = e.time.saturating_sub(*start);
                 live.remove(&i);
             }
         }
