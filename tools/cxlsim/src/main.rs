@@ -476,6 +476,13 @@ fn nic_latency(
             serde_json::json!({ "host_time": host, "points": pts }),
         );
     }
+    all.insert(
+        "single_operations".into(),
+        serde_json::to_value(nicexp::steps::micro(&run.params))?,
+    );
+    if !bench && json.as_deref() != Some(Path::new("-")) {
+        print!("{}", nicexp::micro_table(&run.params));
+    }
     match json.as_deref() {
         Some(p) if p == Path::new("-") => {
             println!("{}", serde_json::to_string_pretty(&all)?)

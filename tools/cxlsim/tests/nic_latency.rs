@@ -342,3 +342,30 @@ fn cli_prints_bench_lines_pcie_first_and_refuses_bad_counts() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Fig. 4 and §4.3: every single CXL operation is faster than its PCIe
+/// counterpart, with or without switches between the NIC and the host
+/// (ESF's per-hop port, switching and bus times), though each switch
+/// narrows the gap.
+#[test]
+fn single_operations_keep_fig4s_ordering() {
+    let direct = nicexp::steps::micro(&Params { cv: 0.1, hops: 0 });
+    let switched = nicexp::steps::micro(&Params { cv: 0.1, hops: 2 });
+    assert_eq!(direct.len(), switched.len());
+    for (d, s) in direct.iter().zip(&switched) {
+        assert!(
+            d.cxl_ns < d.pcie_ns,
+            "{}: {} >= {}",
+            d.what,
+            d.cxl_ns,
+            d.pcie_ns
+        );
+        assert!(s.cxl_ns < s.pcie_ns, "{} with switches", s.what);
+        assert!(d.paper_reduction > 0.0 && d.reduction() > 0.0);
+        assert!(s.cxl_ns >= d.cxl_ns, "{}: a switch made it faster", d.what);
+    }
+    assert!(switched
+        .iter()
+        .zip(&direct)
+        .any(|(s, d)| s.cxl_ns > d.cxl_ns));
+}

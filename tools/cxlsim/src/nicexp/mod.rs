@@ -331,6 +331,30 @@ pub fn table(title: &str, host: &HostTime, pts: &[NicPoint]) -> String {
     s
 }
 
+/// Fig. 4's single operations, the model's against the paper's.
+pub fn micro_table(p: &Params) -> String {
+    use std::fmt::Write;
+    let mut s =
+        String::from("Single operations, CXL against PCIe (Fig. 4, §4.3; modelled means)\n");
+    let _ = writeln!(
+        s,
+        "  {:<38} {:>8} {:>8} {:>8} {:>8}",
+        "operation", "CXL ns", "PCIe ns", "ours", "paper"
+    );
+    for m in steps::micro(p) {
+        let _ = writeln!(
+            s,
+            "  {:<38} {:>8.0} {:>8.0} {:>+7.0}% {:>+7.0}%",
+            m.what,
+            m.cxl_ns,
+            m.pcie_ns,
+            -m.reduction() * 100.0,
+            -m.paper_reduction * 100.0
+        );
+    }
+    s
+}
+
 /// `BENCH` lines for `cargo xtask bench`: one series per mode, PCIe
 /// first (the anchor), metrics `<request>_p50_ns` and `_p99_ns` and the
 /// polling lines per frame.

@@ -509,3 +509,68 @@ pub fn poll_lines_milli(mode: Mode, c: &Checked) -> Option<Milli> {
         Mode::Pcie => Some(0),
     }
 }
+
+/// One of Fig. 4's (and §4.3's) single-operation comparisons: the
+/// model's CXL and PCIe times (jitter-free means) and the paper's
+/// reduction.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Micro {
+    pub what: &'static str,
+    pub cxl_ns: f64,
+    pub pcie_ns: f64,
+    /// The paper's latency reduction of the CXL operation (0.69: -69 %).
+    pub paper_reduction: f64,
+}
+
+impl Micro {
+    pub fn reduction(&self) -> f64 {
+        1.0 - self.cxl_ns / self.pcie_ns
+    }
+}
+
+/// The operations CXL-NIC §3.2 (Fig. 4) and §4.3 compare, in the model.
+pub fn micro(p: &Params) -> Vec<Micro> {
+    let t = Tx { p: *p };
+    let m = |what, cxl: f64, pcie: f64, paper| Micro {
+        what,
+        cxl_ns: cxl,
+        pcie_ns: pcie,
+        paper_reduction: paper,
+    };
+    let read = base(t.d2h_read_cached());
+    vec![
+        m(
+            "RX data: NC-write / DMA write",
+            base(t.d2h_write()),
+            DMA_WRITE_NS,
+            0.69,
+        ),
+        m("TX data: NC-read / DMA read", read, DMA_READ_NS, 0.81),
+        m(
+            "descriptor read: NC-read / DMA read",
+            read,
+            DMA_READ_NS,
+            0.85,
+        ),
+        m(
+            "completion: NC-write / DMA write",
+            base(t.d2h_write()),
+            DMA_WRITE_NS,
+            0.82,
+        ),
+        // The poll in flight (half a poll on average), then the poll.
+        m(
+            "TX signal: NC-read poll / MMIO",
+            read * 1.5,
+            MMIO_WRITE_NS,
+            0.29,
+        ),
+        // §4.3: "3.3x" lower than reading host memory.
+        m(
+            "RxD: HMC hit / host memory read",
+            base(t.dcoh_hit()),
+            base(t.d2h_read_dram()),
+            1.0 - 1.0 / 3.3,
+        ),
+    ]
+}
