@@ -103,6 +103,11 @@ enum Cmd {
         /// counts as given, or with --polled the polling set).
         #[arg(long)]
         bench: bool,
+        /// Print each mode's steps of a frame (64-byte loopback and a KVS
+        /// GET, counts rounded to whole transactions) with their mean
+        /// times, and nothing else.
+        #[arg(long, conflicts_with_all = ["bench", "json"])]
+        steps: bool,
     },
     /// Measure simulator speed; prints JSON (events/s, time of a run).
     Perf {
@@ -240,7 +245,10 @@ fn main() -> Result<()> {
             hops,
             json,
             bench,
-        } => nic_latency(counts, polled, frames, seed, jitter, hops, json, bench)?,
+            steps,
+        } => nic_latency(
+            counts, polled, frames, seed, jitter, hops, json, bench, steps,
+        )?,
         Cmd::Perf {
             requests,
             n,
@@ -420,6 +428,7 @@ fn nic_latency(
     hops: u32,
     json: Option<PathBuf>,
     bench: bool,
+    steps: bool,
 ) -> Result<()> {
     use cxlsim::nicexp::{self, counts::ModeCounts, NicRun, Params};
     let source = counts
@@ -437,6 +446,11 @@ fn nic_latency(
         seed,
         polled,
     };
+    if steps {
+        run.params.check()?;
+        print!("{}", nicexp::steps_table(&run)?);
+        return Ok(());
+    }
     // One set for the bench lines or --polled; else both.
     let sets: &[bool] = if polled || bench {
         if polled {

@@ -325,6 +325,22 @@ fn cli_prints_bench_lines_pcie_first_and_refuses_bad_counts() {
             "modelled-type2"
         ]
     );
+    // --steps shows what each mode does per frame.
+    let out = std::process::Command::new(bin)
+        .args(["nic-latency", "--steps"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = |name: &str| {
+        let start = text.find(&format!("{name} rr64 ")).unwrap();
+        let rest = &text[start..];
+        rest[..rest.find(" kvs ").unwrap()].to_string()
+    };
+    assert!(section("pcie").contains("MMIO doorbell") && section("pcie").contains("TxD DMA read"));
+    assert!(section("type1").contains("TxD NC-read") && !section("type1").contains("MMIO"));
+    assert!(section("type1-co").contains("TxD CO-read"));
+    assert!(section("type2").contains("nt-st to NIC memory"));
     let dir = std::env::temp_dir().join(format!("cxlsim-nic-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.json");

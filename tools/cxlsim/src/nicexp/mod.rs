@@ -331,6 +331,54 @@ pub fn table(title: &str, host: &HostTime, pts: &[NicPoint]) -> String {
     s
 }
 
+/// Every mode and request type's steps for one frame carrying each count
+/// once (rounded), with their mean times: what the replay times.
+pub fn steps_table(r: &NicRun) -> Result<String> {
+    use std::fmt::Write;
+    let [t1, t2, pcie] = r.counts.check()?;
+    let host = HostTime::calibrate(&r.params)?;
+    let mut s = String::new();
+    for &mode in &Mode::ALL {
+        let c = match mode {
+            Mode::Pcie => pcie,
+            Mode::Type1 | Mode::Type1Co => t1,
+            Mode::Type2 => t2,
+        };
+        // A frame with each count rounded to whole transactions.
+        let whole = |m: Milli| m.saturating_add(500) / 1000;
+        let (h, m) = kvs_hits(true);
+        let n = FrameCounts {
+            desc_reads: whole(c.desc_reads),
+            head_writes: whole(c.head_writes),
+            interrupts: if r.polled {
+                0
+            } else {
+                whole(c.interrupts.saturating_mul(2))
+            },
+            doorbells: whole(c.doorbells),
+            kvs_hits: whole(c.kvs_hits.unwrap_or(h)),
+            kvs_misses: whole(c.kvs_misses.unwrap_or(m)),
+        };
+        for req in [Request::Rr64, Request::Kvs] {
+            let mut st = Vec::new();
+            build(&mut st, &r.params, mode, req, &n, &|x| host.at(x));
+            let total: f64 = st.iter().map(|x| x.dist.mean(r.params.cv)).sum();
+            let _ = writeln!(s, "{} {} (mean {total:.0} ns):", mode.name(), req.name());
+            for x in &st {
+                let side = if x.side == Side::Nic { "nic" } else { "host" };
+                let _ = writeln!(
+                    s,
+                    "  {:<40} {:>4} {:>9.1} ns",
+                    x.what,
+                    side,
+                    x.dist.mean(r.params.cv)
+                );
+            }
+        }
+    }
+    Ok(s)
+}
+
 /// Fig. 4's single operations, the model's against the paper's.
 pub fn micro_table(p: &Params) -> String {
     use std::fmt::Write;

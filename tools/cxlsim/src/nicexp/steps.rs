@@ -390,7 +390,11 @@ pub fn build(
             );
         }
         Mode::Type2 => {
-            push("RxD CO-read (DMC hit)", t.dcoh_hit(), Side::Nic);
+            push(
+                "RxD read (DCOH hit, CS-read prefetch)",
+                t.dcoh_hit(),
+                Side::Nic,
+            );
             push("RX packet NC-P", scaled(t.d2h_write(), cw), Side::Nic);
             push("completion NC-P", t.d2h_write(), Side::Nic);
             rep(
