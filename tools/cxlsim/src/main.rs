@@ -246,9 +246,17 @@ fn main() -> Result<()> {
             json,
             bench,
             steps,
-        } => nic_latency(
-            counts, polled, frames, seed, jitter, hops, json, bench, steps,
-        )?,
+        } => cxlsim::nicexp::report::main(cxlsim::nicexp::report::Args {
+            counts,
+            polled,
+            frames,
+            seed,
+            jitter,
+            hops,
+            json,
+            bench,
+            steps,
+        })?,
         Cmd::Perf {
             requests,
             n,
@@ -415,95 +423,6 @@ fn bench(
     all.insert("seconds".into(), t0.elapsed().as_secs_f64().into());
     output::write_json(&out.join("bench.json"), &all)?;
     println!("results in {}", out.display());
-    Ok(())
-}
-
-#[allow(clippy::too_many_arguments)]
-fn nic_latency(
-    counts: Option<PathBuf>,
-    polled: bool,
-    frames: u32,
-    seed: u64,
-    jitter: f64,
-    hops: u32,
-    json: Option<PathBuf>,
-    bench: bool,
-    steps: bool,
-) -> Result<()> {
-    use cxlsim::nicexp::{self, counts::ModeCounts, NicRun, Params};
-    let source = counts
-        .as_ref()
-        .map_or("the device model's documented costs".to_string(), |p| {
-            p.display().to_string()
-        });
-    let run = NicRun {
-        counts: match &counts {
-            Some(p) => ModeCounts::load(p)?,
-            None => ModeCounts::default(),
-        },
-        params: Params { cv: jitter, hops },
-        frames,
-        seed,
-        polled,
-    };
-    if steps {
-        run.params.check()?;
-        print!("{}", nicexp::steps_table(&run)?);
-        return Ok(());
-    }
-    // One set for the bench lines or --polled; else both.
-    let sets: &[bool] = if polled || bench {
-        if polled {
-            &[true]
-        } else {
-            &[false]
-        }
-    } else {
-        &[false, true]
-    };
-    let mut all = serde_json::Map::new();
-    all.insert("modelled".into(), true.into());
-    all.insert("input_counts".into(), serde_json::to_value(run.counts)?);
-    all.insert("params".into(), serde_json::to_value(run.params)?);
-    all.insert("frames".into(), frames.into());
-    all.insert("seed".into(), seed.into());
-    for &polled in sets {
-        let (host, pts) = nicexp::run(&NicRun {
-            polled,
-            ..run.clone()
-        })?;
-        let name = if polled { "polled" } else { "as_given" };
-        if bench {
-            for l in nicexp::bench_lines("modelled-", &pts) {
-                println!("{l}");
-            }
-        } else if json.as_deref() != Some(Path::new("-")) {
-            let title = if polled {
-                format!("Host polling, no interrupts (the paper's loopback); counts from {source}")
-            } else {
-                format!("Counts as given ({source})")
-            };
-            println!("{}", nicexp::table(&title, &host, &pts));
-        }
-        all.insert(
-            name.into(),
-            serde_json::json!({ "host_time": host, "points": pts }),
-        );
-    }
-    all.insert(
-        "single_operations".into(),
-        serde_json::to_value(nicexp::steps::micro(&run.params))?,
-    );
-    if !bench && json.as_deref() != Some(Path::new("-")) {
-        print!("{}", nicexp::micro_table(&run.params));
-    }
-    match json.as_deref() {
-        Some(p) if p == Path::new("-") => {
-            println!("{}", serde_json::to_string_pretty(&all)?)
-        }
-        Some(p) => output::write_json(p, &all)?,
-        None => {}
-    }
     Ok(())
 }
 
