@@ -234,8 +234,13 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
     let root = crate::util::repo_root();
     let vm_names = scripts(&root.join(VM_DIR), only.as_deref())?;
     let host_names = scripts(&root.join(HOST_DIR), only.as_deref())?;
+    // The modelled NIC latencies, beside 40_cxlnic (bench_nic.rs).
+    let nic_model = match only.as_deref() {
+        Some(o) => crate::bench_nic::NAME.contains(o),
+        None => true,
+    };
     if let Some(o) = &only {
-        if vm_names.is_empty() && host_names.is_empty() {
+        if vm_names.is_empty() && host_names.is_empty() && !nic_model {
             bail!("--only {o}: no benchmark in {VM_DIR} or {HOST_DIR} has that in its name");
         }
     }
@@ -259,6 +264,18 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
             match blocks.iter_mut().find(|(n, _)| n == &block.name) {
                 Some((_, all)) => all.extend(series),
                 None => blocks.push((block.name.clone(), series)),
+            }
+        }
+    }
+
+    // A failed model run spoils no measurement: the table still prints.
+    let mut model_error = None;
+    if nic_model {
+        match crate::bench_nic::blocks(&blocks) {
+            Ok(model) => blocks.extend(model),
+            Err(e) => {
+                eprintln!("{}: {e:#}", crate::bench_nic::NAME);
+                model_error = Some(format!("{e:#}"));
             }
         }
     }
@@ -329,6 +346,9 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
         .collect();
     if !unfinished.is_empty() || !failed.is_empty() {
         bail!("bench run incomplete ({unfinished:?}; failed: {failed:?})");
+    }
+    if let Some(e) = model_error {
+        bail!("{}: {e}", crate::bench_nic::NAME);
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! the modules, boot the emulated CXL machine, run tests, demo and benchmarks.
 
 mod bench;
+mod bench_nic;
 mod demo;
 mod dkms;
 mod guest;

@@ -10,7 +10,8 @@
 //! snoop filter), [`sim`] (the models wired together), [`stats`], [`output`]
 //! (JSON/CSV), [`plot`] (SVG figures) and [`experiments`] (the checks against
 //! the paper), [`memchannel`] (the MemChannel control core driving run
-//! windows) and [`mcexp`] (the MemChannel experiments).
+//! windows), [`mcexp`] (the MemChannel experiments) and [`nicexp`] (the
+//! CXL-NIC modes' modelled latency).
 #![forbid(unsafe_code)]
 
 pub mod config;
@@ -21,6 +22,7 @@ pub mod link;
 pub mod mcexp;
 pub mod memchannel;
 pub mod memory;
+pub mod nicexp;
 pub mod output;
 pub mod perf;
 pub mod plot;
