@@ -12,7 +12,7 @@
 # under traffic gives its slot back and host 0's vNIC on it goes; host 1
 # gives its NIC back and host 0's vNIC goes.
 #
-# Hostile frames: drack0's region is laid out for three hosts, and
+# Hostile frames: drack0's region (drack3) is laid out for three hosts, and
 # `cxlf-contract drack-forge` plays host 2 (no module runs as it) with
 # the core's own source end: every entry well-formed (CRC, sequence,
 # epoch, a buffer of its own), only its port or its frame hostile, sent
@@ -46,9 +46,11 @@ trap 'drack_debug "drack\|lend\|vNIC"' EXIT
 # The RAM-speed pool: host 0 writes the dax info block and formats the
 # beluga pool on it, and drack0's region; host 1 joins each after it.
 DRACK_POOL=beluga1.0
-# Host 2 is the forger's.
+# Host 2 is the forger's, in a region of its own (50 formats drack0
+# for two hosts on this pool).
 DRACK_HOSTS=3
-forge() { cxlf-contract drack-forge --dev /dev/beluga1.0 --as-host 2 "$@"; }
+region=drack3
+forge() { cxlf-contract drack-forge --dev /dev/beluga1.0 --region $region --as-host 2 "$@"; }
 lent_pages_2() { cat /sys/class/net/drack0/peers/2/lent_pages; }
 grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=$((2000 * slow))
 if [ "$h" = 0 ]; then
@@ -57,7 +59,7 @@ if [ "$h" = 0 ]; then
 	beluga_bind dax1.0
 	beluga --dev /dev/beluga1.0 format --hosts 2 --objects 64 > /dev/null
 	beluga --dev /dev/beluga1.0 wait
-	drack_load 2000
+	drack_load 2000 region=$region
 	flag 111 drack-up
 	drack_link_up
 else
@@ -66,7 +68,7 @@ else
 	await 111 drack-up
 	beluga_bind dax1.0
 	beluga --dev /dev/beluga1.0 wait
-	drack_up 2000
+	drack_up 2000 region=$region
 fi
 if [ "$h" = 1 ]; then
 	ext=$(ext_nic)
