@@ -160,8 +160,15 @@ impl Link {
             .get(usize::from(slot))
             .and_then(Option::clone);
         let Some(path) = path else {
-            // Not lent (any more): the peer's vNIC sees its carrier go.
+            // Not lent (any more: the peer's vNIC sees its carrier go), or
+            // never: a hostile peer's.
+            bump(&self.counters.rx_unlent_nic);
             bump(&self.counters.rx_dropped);
+            crate::support::pr_info_ratelimited!(
+                "host {}'s frame for NIC {} dropped: this host does not lend one there\n",
+                p,
+                slot
+            );
             return;
         };
         let c = &path.counters;
@@ -170,7 +177,16 @@ impl Link {
                 bump(&c.to_nic_frames);
                 add(&c.to_nic_bytes, u64::from(f.len));
             }
-            Err(_) => bump(&c.to_nic_dropped),
+            Err(e) => {
+                bump(&c.to_nic_dropped);
+                if e == EPERM {
+                    crate::support::pr_info_ratelimited!(
+                        "host {}'s frame for NIC {} not sent: its source address is not that host's vNIC's\n",
+                        p,
+                        slot
+                    );
+                }
+            }
         }
     }
 

@@ -106,12 +106,7 @@ impl Link {
         let to = match f.port {
             _ if fresh.is_err() => None,
             Port::Link => self.up.load(Ordering::Relaxed).then_some(To::Link),
-            Port::FromNic(n) => self
-                .vnics
-                .lock()
-                .get(p, n)
-                .filter(|(_, v)| v.is_up())
-                .map(|(dev, v)| To::Vnic(dev, v)),
+            Port::FromNic(n) => self.vnic_for(p, n),
             Port::ToNic(n) => {
                 self.to_nic(mem, p, n, f);
                 self.settle_copied(mem, p, f);
@@ -157,6 +152,25 @@ impl Link {
         }
         bump(frames);
         add(bytes, u64::from(f.len));
+    }
+
+    /// Our vNIC of peer `p`'s NIC `n` if it is up, held for a delivery.
+    /// Else the frame is dropped and counted (`rx_no_vnic_frames`): one
+    /// in flight while the vNIC went or is down, or a hostile peer's for
+    /// a NIC it does not lend.
+    fn vnic_for(&self, p: u32, n: u8) -> Option<To> {
+        let v = self.vnics.lock().get(p, n);
+        match v {
+            Some((dev, v)) if v.is_up() => return Some(To::Vnic(dev, v)),
+            Some(_) => {}
+            None => crate::support::pr_info_ratelimited!(
+                "host {}'s frame from its NIC {} dropped: this host has no vNIC of it\n",
+                p,
+                n
+            ),
+        }
+        bump(&self.counters.rx_no_vnic);
+        None
     }
 
     /// Lends `f`'s buffers if every page is idle and the cap allows.

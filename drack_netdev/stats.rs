@@ -50,6 +50,12 @@ pub(crate) struct Counters {
     /// Frames whose entry carried checksum hints, ignored.
     pub(crate) rx_csum_hint_ignored: AtomicU64,
     pub(crate) rx_dropped: AtomicU64,
+    /// A peer's vNIC frames for a NIC this host does not lend (in that
+    /// slot): dropped (also in `rx_dropped`).
+    pub(crate) rx_unlent_nic: AtomicU64,
+    /// Frames from a peer's lent NIC for which this host has no vNIC up:
+    /// dropped (also in `rx_dropped`).
+    pub(crate) rx_no_vnic: AtomicU64,
     pub(crate) polls: AtomicU64,
     /// Polls scheduled on every CPU to free the skbs of lent pages other
     /// CPUs deferred (`reclaim.rs`).
@@ -70,7 +76,7 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const OWN: [&str; 23] = [
+const OWN: [&str; 25] = [
     "tx_frames",
     "tx_bytes",
     "tx_placed_bytes",
@@ -92,6 +98,8 @@ const OWN: [&str; 23] = [
     "rx_page_busy_frames",
     "rx_csum_hint_ignored_frames",
     "rx_dropped_frames",
+    "rx_unlent_nic_frames",
+    "rx_no_vnic_frames",
     "polls",
     "rx_defer_kicks",
 ];
@@ -186,6 +194,8 @@ pub(crate) fn values(link: &Link, out: &mut [u64]) {
         get(&c.rx_page_busy),
         get(&c.rx_csum_hint_ignored),
         get(&c.rx_dropped),
+        get(&c.rx_unlent_nic),
+        get(&c.rx_no_vnic),
         get(&c.polls),
         get(&c.rx_defer_kicks),
     ];

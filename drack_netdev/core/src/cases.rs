@@ -356,7 +356,13 @@ pub fn a_vnic_frame_keeps_its_port_and_unknown_ports_are_refused(pool: &mut [u8]
     ok!(s.publish(&a));
     d.poll(&b);
     check!(d.recv(&b).is_none(), "refused");
-    check_eq!(d.counters.frag, 1);
+    check_eq!(d.counters.port, 1, "counted as an unknown port");
+    check_eq!(d.counters.frag, 0);
+    check_eq!(
+        d.counters.refused,
+        0,
+        "intact: its buffer goes back, no notice"
+    );
     // The next poll gives back what the rejection held.
     d.poll(&b);
     ok!(d.publish(&b));

@@ -21,6 +21,8 @@ pub enum Fault {
     Len,
     /// Frame fields (`frag`, `frags`, flags) inconsistent or unknown.
     Frag,
+    /// A port byte this version does not know ([`crate::nic::Port`]).
+    Port,
     /// A buffer that is already lent (or twice in one frame).
     Lent,
     /// A tail more than a ring ahead of the head.
@@ -85,6 +87,8 @@ pub struct Counters {
     pub len: u64,
     /// ... frame fields.
     pub frag: u64,
+    /// ... unknown port.
+    pub port: u64,
     /// ... buffer already lent.
     pub dup_lent: u64,
     /// ... tail out of range.
@@ -111,6 +115,7 @@ impl Counters {
             Fault::Index => &mut self.index,
             Fault::Len => &mut self.len,
             Fault::Frag => &mut self.frag,
+            Fault::Port => &mut self.port,
             Fault::Lent => &mut self.dup_lent,
             Fault::Tail => &mut self.tail,
             Fault::Head => &mut self.head,
@@ -132,6 +137,7 @@ impl Counters {
             self.index,
             self.len,
             self.frag,
+            self.port,
             self.dup_lent,
             self.tail,
             self.head,
@@ -145,7 +151,7 @@ impl Counters {
 }
 
 /// How many counters [`Counters::named`] lists.
-pub const COUNT: usize = 26;
+pub const COUNT: usize = 27;
 
 impl Counters {
     /// Every counter with its name as `ethtool -S` shows it (after a
@@ -172,6 +178,7 @@ impl Counters {
             ("bad_index_entries", self.index),
             ("bad_len_entries", self.len),
             ("bad_frag_entries", self.frag),
+            ("bad_port_entries", self.port),
             ("dup_lent_entries", self.dup_lent),
             ("bad_tail_events", self.tail),
             ("bad_head_events", self.head),

@@ -52,8 +52,10 @@ pub fn check_entry(e: &RefEntry, intact: bool, ctx: &EntryCtx) -> Result<(), Fau
     if frags == 0 || frags > FRAGS_MAX || e.frag >= e.frags || e.flags & !REF_FLAGS != 0 {
         return Err(Fault::Frag);
     }
+    // A port this version does not know: the entry is intact and the
+    // session's, so its buffer goes back (`DstEnd::reject`).
     if Port::decode(e.port).is_none() {
-        return Err(Fault::Frag);
+        return Err(Fault::Port);
     }
     if e.flags & REF_BY_VALUE != 0 {
         if !ctx.geom.by_value() {

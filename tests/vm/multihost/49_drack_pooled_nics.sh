@@ -8,8 +8,24 @@
 # (host 1 sent more than 1000 of the vNIC's frames on its NIC and
 # passed the ACKs back); one MPTCP connection then runs over host 0's own hub NIC
 # and the vNIC, both shaped alike, with a real share of the bytes on each;
-# a lent dummy NIC deleted under traffic gives its slot back and host 0's
-# vNIC on it goes; host 1 gives its NIC back and host 0's vNIC goes.
+# hostile frames on the vNIC ports (below); a lent dummy NIC deleted
+# under traffic gives its slot back and host 0's vNIC on it goes; host 1
+# gives its NIC back and host 0's vNIC goes.
+#
+# Hostile frames: drack0's region (drack3) is laid out for three hosts, and
+# `cxlf-contract drack-forge` plays host 2 (no module runs as it) with
+# the core's own source end: every entry well-formed (CRC, sequence,
+# epoch, a buffer of its own), only its port or its frame hostile, sent
+# one by one, each buffer required back as a return (not a refusal).
+# Host 0 gets frames from host 2's "NIC" 0 and 3 (it lends none): no
+# vNIC takes them (rx_no_vnic_frames +2). Host 1 gets frames for its
+# NICs 1..3, which it does not lend (rx_unlent_nic_frames +3); for its
+# lent NIC 0 under the NIC's own address and under host 0's vNIC's
+# (to_nic_dropped +2, to_nic_frames and the NIC's tx_packets unmoved),
+# then, the control, under host 2's own vNIC address (sent:
+# to_nic_frames +1, tx_packets moves); and on ports 0x85, 0x7f, 5, 0x80
+# and 0xff (rx_bad_port_entries +5, no refusal). No page of host 2's
+# stays lent, and drack0 and the vNIC carry after.
 set -e
 . /multihost/flags.inc
 . /multihost/drack.inc
@@ -30,6 +46,12 @@ trap 'drack_debug "drack\|lend\|vNIC"' EXIT
 # The RAM-speed pool: host 0 writes the dax info block and formats the
 # beluga pool on it, and drack0's region; host 1 joins each after it.
 DRACK_POOL=beluga1.0
+# Host 2 is the forger's, in a region of its own (50 formats drack0
+# for two hosts on this pool).
+DRACK_HOSTS=3
+region=drack3
+forge() { cxlf-contract drack-forge --dev /dev/beluga1.0 --region $region --as-host 2 "$@"; }
+lent_pages_2() { cat /sys/class/net/drack0/peers/2/lent_pages; }
 grep -q "^beluga_dax " /proc/modules || insmod /lib/cxlfabric/beluga_dax.ko host_index=$h lease_ms=$((2000 * slow))
 if [ "$h" = 0 ]; then
 	ram_pool_create
@@ -37,7 +59,7 @@ if [ "$h" = 0 ]; then
 	beluga_bind dax1.0
 	beluga --dev /dev/beluga1.0 format --hosts 2 --objects 64 > /dev/null
 	beluga --dev /dev/beluga1.0 wait
-	drack_load 2000
+	drack_load 2000 region=$region
 	flag 111 drack-up
 	drack_link_up
 else
@@ -46,7 +68,7 @@ else
 	await 111 drack-up
 	beluga_bind dax1.0
 	beluga --dev /dev/beluga1.0 wait
-	drack_up 2000
+	drack_up 2000 region=$region
 fi
 if [ "$h" = 1 ]; then
 	ext=$(ext_nic)
@@ -81,6 +103,49 @@ if [ "$h" = 1 ]; then
 	test "$(nic_stat 0 to_nic_frames)" -gt 1000
 	test "$(nic_stat 0 from_nic_frames)" -gt 300
 	await 103 mptcp-done
+	# Hostile frames from host 2 (the forger), after host 0's.
+	await 112 hostile-0
+	hubtx() { cat /sys/class/net/$hub/statistics/tx_packets; }
+	# For NICs not lent here (only 0 is).
+	un=$(stat rx_unlent_nic_frames)
+	sent=$(nic_stat 0 to_nic_frames)
+	forge --dst 1 --frame to:1 --frame to:2 --frame to:3 > /tmp/forge.out
+	note "host 1, to NICs not lent: $(tr '\n' '|' < /tmp/forge.out)"
+	test "$(stat rx_unlent_nic_frames)" = $((un + 3))
+	test "$(nic_stat 0 to_nic_frames)" = "$sent"
+	dmesg_has "host 2's frame for NIC 3 dropped: this host does not lend one there"
+	# For the lent NIC under the NIC's own address and host 0's vNIC's.
+	dropped=$(nic_stat 0 to_nic_dropped)
+	tx=$(hubtx)
+	forge --dst 1 --frame "to:0/$(cat /sys/class/net/$hub/address)" \
+		--frame to:0/02:44:56:01:00:00 > /tmp/forge.out
+	note "host 1, spoofed on NIC 0: $(tr '\n' '|' < /tmp/forge.out)"
+	# Time for a transmit that should not be.
+	sleep 1
+	test "$(nic_stat 0 to_nic_dropped)" = $((dropped + 2))
+	test "$(nic_stat 0 to_nic_frames)" = "$sent"
+	test "$(hubtx)" = "$tx"
+	dmesg_has "host 2's frame for NIC 0 not sent: its source address is not that host's vNIC's"
+	# The control: under host 2's own vNIC address it goes out.
+	forge --dst 1 --frame to:0 > /tmp/forge.out
+	note "host 1, control on NIC 0: $(tr '\n' '|' < /tmp/forge.out)"
+	test "$(nic_stat 0 to_nic_frames)" = $((sent + 1))
+	test "$(nic_stat 0 to_nic_dropped)" = $((dropped + 2))
+	hub_sent() { test "$(hubtx)" -gt "$tx"; }
+	wait_until 50 hub_sent
+	# Ports this version does not know.
+	bad=$(stat rx_bad_port_entries)
+	refused=$(stat rx_refused_entries)
+	forge --dst 1 --frame raw:0x85 --frame raw:0x7f --frame raw:5 \
+		--frame raw:0x80 --frame raw:0xff > /tmp/forge.out
+	note "host 1, unknown ports: $(tr '\n' '|' < /tmp/forge.out)"
+	test "$(stat rx_bad_port_entries)" = $((bad + 5))
+	test "$(stat rx_refused_entries)" = "$refused"
+	test "$(lent_pages_2)" = 0
+	ping -c 3 -W 5 "$peer" >/dev/null
+	note "host 1: rx_unlent_nic_frames +3, to_nic_dropped +2 (hub tx unmoved), control sent, rx_bad_port_entries +5"
+	flag 113 hostile-1
+	await 114 hostile-checked
 	# A dummy NIC lent, then deleted with host 0 sending through it.
 	ip link add dum0 type dummy
 	ip link set dum0 up
@@ -135,6 +200,22 @@ else
 	mptcp_endpoints_clear
 	tc qdisc del dev "$hub" root
 	flag 103 mptcp-done
+	# Hostile frames from host 2's NICs 0 and 3 (it lends none).
+	none=$(stat rx_no_vnic_frames)
+	dropped=$(stat rx_dropped_frames)
+	forge --dst 0 --frame from:0 --frame from:3 > /tmp/forge.out
+	note "host 0, from NICs without a vNIC: $(tr '\n' '|' < /tmp/forge.out)"
+	test "$(stat rx_no_vnic_frames)" = $((none + 2))
+	test "$(stat rx_dropped_frames)" = $((dropped + 2))
+	test "$(lent_pages_2)" = 0
+	dmesg_has "host 2's frame from its NIC 3 dropped: this host has no vNIC of it"
+	note "host 0: rx_no_vnic_frames +2"
+	flag 112 hostile-0
+	await 113 hostile-1
+	# Healthy after: drack0 and the vNIC carry.
+	ping -c 3 -W 5 "$peer" >/dev/null
+	ping -c 3 -W 5 -I $vnic 10.0.8.100 >/dev/null
+	flag 114 hostile-checked
 	# The dummy's vNIC appears; pings into it while host 1 deletes it.
 	await 104 dummy-lent
 	wait_until 100 test -e /sys/class/net/drackv1n1

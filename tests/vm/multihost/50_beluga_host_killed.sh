@@ -23,7 +23,8 @@ mport=7050
 rate=10
 hub=$(hub_nic)
 shape() { tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms; }
-# drack0 on the RAM pool 49 formatted (dax1.0), host 0 first.
+# drack0 on the RAM pool 49 formatted (dax1.0), host 0 first: its
+# region drack0 is new (49's is drack3), host 0 formats it.
 beluga_bind dax1.0
 beluga --dev /dev/beluga1.0 wait
 if [ "$h" = 0 ]; then

@@ -25,6 +25,7 @@ mod beluga_fuzz;
 mod beluga_gup;
 mod checks;
 mod drack_faults;
+mod drack_forge;
 mod mchannel_bench;
 mod mchannel_checks;
 mod support_checks;
@@ -254,6 +255,27 @@ enum Cmd {
         #[arg(long, default_value_t = 3000)]
         for_ms: u64,
     },
+    /// drack_netdev: as host `as_host` (no module may run as it), send
+    /// host `dst` well-formed frames on hostile ports, one by one, each
+    /// in a buffer of our own that must come back.
+    DrackForge {
+        #[arg(long, default_value = "/dev/beluga0.0")]
+        dev: std::path::PathBuf,
+        /// The drack region's name in the pool.
+        #[arg(long, default_value = "drack0")]
+        region: String,
+        #[arg(long)]
+        as_host: u32,
+        #[arg(long)]
+        dst: u32,
+        /// A frame: `link`, `to:N`, `from:N` or `raw:BYTE` (its port),
+        /// then optionally `/MAC`, its source address.
+        #[arg(long = "frame", required = true, value_parser = drack_forge::parse)]
+        frames: Vec<drack_forge::Forged>,
+        /// How long each step may take, milliseconds.
+        #[arg(long, default_value_t = 20000)]
+        timeout_ms: u64,
+    },
     /// Check /dev/cxlfabric_misc_test.
     Misc {
         #[arg(long, default_value = "/dev/cxlfabric_misc_test")]
@@ -476,6 +498,14 @@ fn run_support(cmd: Cmd) -> Result<()> {
             dst,
             for_ms,
         } => drack_faults::scribble(&dev, &region, src, dst, for_ms),
+        Cmd::DrackForge {
+            dev,
+            region,
+            as_host,
+            dst,
+            frames,
+            timeout_ms,
+        } => drack_forge::forge(&dev, &region, as_host, dst, &frames, timeout_ms),
         Cmd::Misc { device } => support_checks::misc(&device),
         Cmd::WriteSuperblock {
             device,
