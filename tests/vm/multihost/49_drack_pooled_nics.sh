@@ -154,7 +154,8 @@ if [ "$h" = 1 ]; then
 	flag 104 dummy-lent
 	await 105 dummy-busy
 	ip link del dum0
-	wait_until 50 test -z "$(cat $nics/1/ifname)"
+	slot1_free() { test -z "$(cat $nics/1/ifname)"; }
+	wait_until 50 slot1_free
 	dmesg_has "NIC 1 (\"dum0\") is no longer lent"
 	flag 106 dummy-gone
 	await 107 dummy-seen
