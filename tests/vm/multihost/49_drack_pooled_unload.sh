@@ -111,10 +111,10 @@ else
 	flag 147 vnic-down
 	await 148 relent
 	# The same vNIC comes back, its address and route still there.
+	wait_until 100 dmesg_has "$vnic: host 1's NIC 0 is back"
 	test "$(cat /sys/class/net/$vnic/ifindex)" = "$ifindex"
 	vnic_carries
 	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
-	dmesg_has "$vnic: host 1's NIC 0 is back"
 	# It carries again; then this host unloads under its traffic.
 	vnic_load
 	tx=$(vtx)
