@@ -88,7 +88,10 @@ fn cargo_test_counts(output: &str) -> Option<(usize, usize, usize)> {
 /// CI keeps only the console, so a failed host test is named there with
 /// what it printed (libtest's `---- name stdout ----` sections).
 fn show_failed_tests(output: &str) {
-    for line in output.lines().filter(|l| l.starts_with("test ") && l.ends_with("FAILED")) {
+    for line in output
+        .lines()
+        .filter(|l| l.starts_with("test ") && l.ends_with("FAILED"))
+    {
         eprintln!("  FAIL {line}");
     }
     let mut in_section = false;
