@@ -8,9 +8,9 @@
 # wire) and reaches it through drackv1n0 only: its frames go through the
 # pool to host 1, which sends them on its CXL-NIC; the answers come back
 # by host 1's rx_handler. cxlnic_drv has no unicast filter (the device
-# delivers every frame), so the unicast filter entries of the vNIC
-# addresses put it in promiscuous mode while lent (the kernel's
-# fallback), and out of it when given back. Ping and a checksummed TCP
+# delivers every frame), so the vNIC addresses' filter entries put it in
+# promiscuous mode while lent (the kernel's fallback); GRO is off while
+# lent; both come back when it is given back. Ping and a checksummed TCP
 # transfer; the slot's counters on host 1 (nics/0/to_nic_*, from_nic_*)
 # and the CXL-NIC's own (ethtool -S) on both hosts account for the
 # frames. Host 1 gives the NIC back (host 0's vNIC goes), lends it again
@@ -30,6 +30,7 @@ far=10.11.0.100
 slot_stat() { cat $nics/$1/$2; }
 # A vNIC's counter (sysfs statistics).
 vstat() { cat /sys/class/net/$1/statistics/$2; }
+gro() { ethtool -k "$1" | sed -n 's/^generic-receive-offload: \([a-z]*\).*/\1/p'; }
 promiscuity() { ip -d link show "$1" | sed -n 's/.* promiscuity \([0-9]*\) .*/\1/p'; }
 # What a failed run shows; its server, namespace and NIC driver go.
 lc_debug() {
@@ -48,10 +49,13 @@ nic=$(ls /sys/bus/pci/drivers/cxlnic_drv/0000:*/net)
 if [ "$h" = 1 ]; then
 	ip link set "$nic" up
 	test "$(promiscuity "$nic")" = 0
+	test "$(gro "$nic")" = on
 	drack lend "$nic"
 	test "$(slot_stat 0 ifname)" = "$nic"
-	# One vNIC address in a NIC without a unicast filter.
+	# One vNIC address in a NIC without a unicast filter; GRO off (the
+	# rx_handler sees frames as they were on the wire).
 	test "$(promiscuity "$nic")" = 1
+	test "$(gro "$nic")" = off
 	flag 128 lc-lent
 	# The NIC's carrier (host 0's port up) reaches the slot's record.
 	wait_until 100 reads $nics/0/carrier = 1
@@ -77,6 +81,7 @@ if [ "$h" = 1 ]; then
 	drack unlend "$nic"
 	test -z "$(slot_stat 0 ifname)"
 	test "$(promiscuity "$nic")" = 0
+	test "$(gro "$nic")" = on
 	flag 130 lc-unlent
 	await 131 lc-vnic-gone
 	# Lent again, then the driver unloaded under it.
