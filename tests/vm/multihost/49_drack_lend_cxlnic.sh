@@ -39,11 +39,13 @@ promiscuity() { ip -d link show "$1" | sed -n 's/.* promiscuity \([0-9]*\) .*/\1
 # so that 49_drack_pooled_nics starts as it expects.
 lc_debug() {
 	drack_debug "drack\|lend\|vNIC\|cxlnic"
-	kill $(jobs -p) 2>/dev/null
-	rmmod cxlnic_drv 2>/dev/null
-	ip netns del peer 2>/dev/null
-	ip link set drack0 down 2>/dev/null
-	rmmod drack_netdev 2>/dev/null
+	# The CXL-NIC's counters, wherever it is.
+	{ ethtool -S "$nic" || peer ethtool -S "$nic"; } 2>/dev/null | grep -v ': 0$' || true
+	kill $(jobs -p) 2>/dev/null || true
+	rmmod cxlnic_drv 2>/dev/null || true
+	ip netns del peer 2>/dev/null || true
+	ip link set drack0 down 2>/dev/null || true
+	rmmod drack_netdev 2>/dev/null || true
 }
 trap lc_debug EXIT
 
@@ -64,7 +66,7 @@ if [ "$h" = 1 ]; then
 	test "$(gro "$nic")" = off
 	flag 128 lc-lent
 	# The NIC's carrier (host 0's port up) reaches the slot's record.
-	wait_until 100 reads $nics/0/carrier = 1
+	wait_until 300 reads $nics/0/carrier = 1
 	tx0=$(nic_stat "$nic" tx_packets)
 	rx0=$(nic_stat "$nic" rx_packets)
 	await 129 lc-tcp-done
@@ -115,7 +117,7 @@ else
 	test "$(cat /sys/class/net/$vnic/address)" = 02:44:56:01:00:00
 	ip addr add 10.11.0.11/24 dev $vnic
 	ip link set $vnic up
-	wait_until 100 carrier_is $vnic 1
+	wait_until 300 carrier_is $vnic 1
 	ping -c 3 -W 5 -I $vnic $far
 	wait_until 100 nicbench tcp --to $far:$port --bytes 1000 > /dev/null 2>&1
 	vtx0=$(vstat $vnic tx_packets)
