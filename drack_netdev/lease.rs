@@ -77,7 +77,11 @@ impl Link {
             let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &nics).is_ok();
             for p in self.peers() {
                 let hb = heartbeat(mem, &self.geom, p);
-                if let Some(t) = hb.and_then(|h| h.nics) {
+                // A line just joined (beat 0) has an empty table that
+                // says nothing yet: a host back with `lend=` publishes
+                // its NICs from its first beat, and its peers' vNICs
+                // on them must not go meanwhile.
+                if let Some(t) = hb.filter(|h| h.beat != 0).and_then(|h| h.nics) {
                     rx.lending.set(p, &t.nics);
                 }
                 let s = self.watch(&mut rx, p, hb, now, lapsed);
