@@ -212,7 +212,11 @@ nic_by_mac() { # mac
 hub_nic() { nic_by_mac "52:54:00:cf:01:0$((${CXLFABRIC_HOST:-0} + 1))"; }
 # This host's second NIC on the hub, for network namespace `ext`.
 ext_nic() { nic_by_mac "52:54:00:cf:02:0$((${CXLFABRIC_HOST:-0} + 1))"; }
-# Namespace `ext` with this host's third NIC as 10.0.8.100/24, made once
+# The address of this host's namespace `ext`: 10.0.8.100 on host 1 (35,
+# 49), 10.0.8.200 on host 0, so that a namespace still dying on one host
+# never answers for the other's.
+ext_ip() { echo "10.0.8.$((200 - 100 * ${CXLFABRIC_HOST:-0}))"; }
+# Namespace `ext` with this host's third NIC at ext_ip/24, made once
 # per boot and kept: a NIC comes back from a deleted namespace only when
 # its last reference goes, which took over 30 s here.
 ext_ns() {
@@ -221,7 +225,7 @@ ext_ns() {
 	mkdir -p /var/run/netns
 	ip netns add ext
 	ip link set "$ext" netns ext
-	ip netns exec ext ip addr add 10.0.8.100/24 dev "$ext"
+	ip netns exec ext ip addr add "$(ext_ip)/24" dev "$ext"
 	ip netns exec ext ip link set "$ext" up
 }
 

@@ -170,6 +170,8 @@ if [ "$h" = 1 ]; then
 	# 30 s (35 sees it within 10 s): nothing after needs it.
 	kill $srv $msrv 2>/dev/null || true
 	wait $srv $msrv 2>/dev/null || true
+	# Down first: a namespace can linger, its address still answering.
+	ip netns exec ext ip link set "$ext" down
 	ip netns del ext
 else
 	await 100 lent

@@ -14,6 +14,8 @@
 set -e
 . /multihost/flags.inc
 . /multihost/drack.inc
+# The server, in host 0's namespace ext.
+srvip=10.0.8.200
 DRACK_POOL=beluga1.0
 hub=$(hub_nic)
 vnic=drackv1n0
@@ -33,9 +35,9 @@ fi
 
 # TCP and pings through the vNIC until killed; their pids in $load.
 vnic_load() {
-	nicbench tcp --to 10.0.8.100:$port --bytes $((256 << 20)) > /dev/null 2>&1 &
+	nicbench tcp --to $srvip:$port --bytes $((256 << 20)) > /dev/null 2>&1 &
 	load=$!
-	ping -q -i 0.02 -c 100000 -I $vnic 10.0.8.100 > /dev/null 2>&1 &
+	ping -q -i 0.02 -c 100000 -I $vnic $srvip > /dev/null 2>&1 &
 	load="$load $!"
 }
 vnic_load_stop() {
@@ -48,8 +50,10 @@ vnic_ready() {
 	ip addr add 10.0.8.11/24 dev $vnic
 	ip link set $vnic up
 	vnic_carries
-	ip route replace 10.0.8.100/32 dev $vnic src 10.0.8.11
-	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
+	ip route replace $srvip/32 dev $vnic src 10.0.8.11
+	wait_until 100 ping -c 1 -W 1 -I $vnic $srvip > /dev/null
+	# Our server answers (a checksummed transfer).
+	wait_until 100 nicbench tcp --to $srvip:$port --bytes 100000 > /dev/null 2>&1
 }
 vnic_carries() { wait_until $((100 + 50 * slow)) carrier_is $vnic 1; }
 vtx() { cat /sys/class/net/$vnic/statistics/tx_packets; }
@@ -107,14 +111,14 @@ else
 	wait_until $((100 + 50 * slow)) carrier_is $vnic 0
 	vnic_load_stop
 	dropped=$(cat /sys/class/net/$vnic/statistics/tx_dropped)
-	ping -c 3 -W 1 -I $vnic 10.0.8.100 > /dev/null 2>&1 && exit 1
+	ping -c 3 -W 1 -I $vnic $srvip > /dev/null 2>&1 && exit 1
 	flag 147 vnic-down
 	await 148 relent
 	# The same vNIC comes back, its address and route still there.
 	wait_until 100 dmesg_has "$vnic: host 1's NIC 0 is back"
 	test "$(cat /sys/class/net/$vnic/ifindex)" = "$ifindex"
 	vnic_carries
-	wait_until 100 ping -c 1 -W 1 -I $vnic 10.0.8.100 > /dev/null
+	wait_until 100 ping -c 1 -W 1 -I $vnic $srvip > /dev/null
 	# It carries again; then this host unloads under its traffic.
 	vnic_load
 	tx=$(vtx)

@@ -16,6 +16,8 @@
 set -e
 . /multihost/flags.inc
 . /multihost/drack.inc
+# The server, in host 0's namespace ext.
+srvip=10.0.8.200
 mch=/sys/class/misc/mchannel
 DRACK_POOL=beluga1.0
 vnic=drackv1n0
@@ -77,7 +79,7 @@ ip link set $vnic up
 wait_until 100 carrier_is $vnic 1
 shape
 mptcp_endpoints "$hub" $vnic
-wait_until 100 nicbench tcp --to 10.0.8.100:$mport --bytes 1000 > /dev/null 2>&1
+wait_until 100 nicbench tcp --to $srvip:$mport --bytes 1000 > /dev/null 2>&1
 
 # Host 0 streams too: while host 1 lives, each has part of the switch.
 await 18 streaming-1
@@ -89,7 +91,7 @@ wait_until 100 half
 # 16 MiB at 2 x 10 Mbit/s: host 1 dies a few seconds into it, once the
 # vNIC's subflow carries.
 vtx=$(cat /sys/class/net/$vnic/statistics/tx_packets)
-nicbench mptcp --to 10.0.8.100:$mport --bytes $((16 << 20)) --seed 9 > /tmp/failover.out 2>&1 &
+nicbench mptcp --to $srvip:$mport --bytes $((16 << 20)) --seed 9 > /tmp/failover.out 2>&1 &
 client=$!
 vnic_busy() { test $(($(cat /sys/class/net/$vnic/statistics/tx_packets) - vtx)) -gt 300; }
 wait_until 300 vnic_busy
