@@ -235,9 +235,10 @@ fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
     // Said here too: the answer may have no way back (a test that takes
     // the interface away after the data arrived).
     println!(
-        "nicbench serve: tcp {got} bytes, hash {:016x}, longest stall {} ms",
+        "nicbench serve: tcp {got} bytes, hash {:016x}, longest stall {} ms, from {} ms after the first byte",
         hash.0,
-        stall.longest.as_millis()
+        stall.longest.as_millis(),
+        stall.longest_from.as_millis()
     );
     let mut reply = [0u8; 16];
     reply[..8].copy_from_slice(&got.to_le_bytes());
@@ -248,17 +249,25 @@ fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
 
 /// The longest time between two reads that brought data: what a failover
 /// costs the application (a path lost mid-transfer stops in-order
-/// delivery until its data is sent again on another).
+/// delivery until its data is sent again on another); and when it began,
+/// after the first read, to tell it from other gaps.
 #[derive(Default)]
 struct Stall {
+    first: Option<Instant>,
     last: Option<Instant>,
     longest: Duration,
+    longest_from: Duration,
 }
 
 impl Stall {
     fn arrived(&mut self, now: Instant) {
+        let first = *self.first.get_or_insert(now);
         if let Some(last) = self.last {
-            self.longest = self.longest.max(now.saturating_duration_since(last));
+            let gap = now.saturating_duration_since(last);
+            if gap > self.longest {
+                self.longest = gap;
+                self.longest_from = last.saturating_duration_since(first);
+            }
         }
         self.last = Some(now);
     }
@@ -517,6 +526,15 @@ mod tests {
             s.arrived(t0 + Duration::from_millis(ms));
         }
         assert_eq!(s.longest, Duration::from_millis(240));
+        assert_eq!(s.longest_from, Duration::from_millis(10));
+        // A shorter gap later leaves the longest and its start alone.
+        s.arrived(t0 + Duration::from_millis(400));
+        assert_eq!(s.longest_from, Duration::from_millis(10));
+        s.arrived(t0 + Duration::from_millis(700));
+        assert_eq!(
+            (s.longest, s.longest_from),
+            (Duration::from_millis(300), Duration::from_millis(400))
+        );
     }
 
     /// `hash` agrees with what `serve` computes over whatever pieces the
