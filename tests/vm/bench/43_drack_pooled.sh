@@ -178,7 +178,7 @@ awk -v r="$rate" '$2 < 2 || $4 * 10 < $3 + $4 { bad++ } END { if (bad) printf "w
 # the VM up to 200 ms later) host 1's lease (alive), the vNIC's carrier
 # and host 1's epoch.
 pd=/sys/class/net/drack0/peers/1
-now_ms() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}0"; }
+now_ms() { read -r u _ < /proc/uptime; echo "${u%.*}${u#*.}0"; }
 watch_owner() { # limit_ms
 	t0=$(now_ms)
 	dead='' down='' alive='' up=''
