@@ -35,7 +35,7 @@ fbytes=$((8 << 20))
 lease_ms=400
 pause_ms=1200
 vnic=drackv1n0
-ext=10.0.8.100
+dst=10.0.8.100
 tport=7044
 mport=7043
 hub=$(hub_nic)
@@ -104,17 +104,17 @@ shape
 mptcp_endpoints "$hub" $vnic
 # What leaves for ext without a device of its own goes by the own NIC
 # (plain TCP, MPTCP's first subflow); via() moves it.
-via() { ip route replace $ext/32 dev "$1" src "$2"; }
+via() { ip route replace $dst/32 dev "$1" src "$2"; }
 via "$hub" 10.0.8.1
-wait_until 100 nicbench tcp --to $ext:$tport --bytes 1000 > /dev/null 2>&1
-wait_until 100 nicbench mptcp --to $ext:$mport --bytes 1000 > /dev/null 2>&1
+wait_until 100 nicbench tcp --to $dst:$tport --bytes 1000 > /dev/null 2>&1
+wait_until 100 nicbench mptcp --to $dst:$mport --bytes 1000 > /dev/null 2>&1
 
 # The receiver's longest stall of the last transfer in server log $1, ns;
 # and where it began, ms after the first byte.
 stall_ns() { sed -n 's/.*longest stall \([0-9]*\) ms.*/\1/p' "$1" | awk '{ v = $1 } END { printf "%.0f\n", v * 1000000 }'; }
 stall_from_ms() { sed -n 's/.*ms, from \([0-9]*\) ms after.*/\1/p' "$1" | tail -n 1; }
 rr() { # label
-	r=$(nicbench --json udp-rr --to $ext:$tport --size 64 --count 1000)
+	r=$(nicbench --json udp-rr --to $dst:$tport --size 64 --count 1000)
 	echo "\"rr64_p50_ns\":$(awk -v x="$(field "$r" p50_us)" 'BEGIN { printf "%.0f", x * 1000 }'),\"rr64_p99_ns\":$(awk -v x="$(field "$r" p99_us)" 'BEGIN { printf "%.0f", x * 1000 }')"
 }
 # Per subflow of an `nicbench --json mptcp` result: interface, acked
@@ -124,12 +124,12 @@ subflows() { echo "$1" | tr '{' '\n' | sed -n 's/^"id".*"interface":"\([^"]*\)".
 acked_on() { subflows "$1" | awk -v i="$2" '$1 == i { s += $2 } END { print s + 0 }'; }
 
 own_tcp() {
-	t=$(nicbench --json tcp --to $ext:$tport --bytes $bytes)
+	t=$(nicbench --json tcp --to $dst:$tport --bytes $bytes)
 	echo "$(field "$t" mbit_s)" >> /tmp/pooled.one
 	tcp_json="\"tcp_bit_per_s\":$(awk -v x="$(field "$t" mbit_s)" 'BEGIN { printf "%.0f", x * 1e6 }'),\"longest_stall_ns\":$(stall_ns /tmp/pooled.tcp)"
 }
 two_nics() {
-	m=$(nicbench --json mptcp --to $ext:$mport --bytes $bytes --seed 43)
+	m=$(nicbench --json mptcp --to $dst:$mport --bytes $bytes --seed 43)
 	secs=$(field "$m" secs)
 	a=$(acked_on "$m" "$hub")
 	v=$(acked_on "$m" $vnic)
@@ -148,7 +148,7 @@ for r in $(seq $rounds); do
 	rr_own=$(rr)
 	via $vnic 10.0.8.11
 	# A first request may wait for ARP by the new way.
-	nicbench udp-rr --to $ext:$tport --size 64 --count 3 > /dev/null 2>&1 || true
+	nicbench udp-rr --to $dst:$tport --size 64 --count 3 > /dev/null 2>&1 || true
 	rr_vnic=$(rr)
 	via "$hub" 10.0.8.1
 	# Which transfer goes first alternates: drift hits both alike.
@@ -202,7 +202,7 @@ for k in $(seq $pauses); do
 	vtx=$(cat /sys/class/net/$vnic/statistics/tx_packets)
 	e0=$(cat $pd/epoch)
 	t_start=$(now_ms)
-	nicbench --json mptcp --to $ext:$mport --bytes $fbytes --seed $((50 + k)) > /tmp/pooled.fo 2>&1 &
+	nicbench --json mptcp --to $dst:$mport --bytes $fbytes --seed $((50 + k)) > /tmp/pooled.fo 2>&1 &
 	client=$!
 	vnic_busy() { test $(($(cat /sys/class/net/$vnic/statistics/tx_packets) - vtx)) -gt 300; }
 	wait_until 300 vnic_busy
@@ -245,7 +245,7 @@ flag 85 pooled-done
 kill $tsrv $msrv 2>/dev/null || true
 wait $tsrv $msrv 2>/dev/null || true
 mptcp_endpoints_clear
-ip route del $ext/32 2>/dev/null || true
+ip route del $dst/32 2>/dev/null || true
 tc qdisc del dev "$hub" root
 ip link set drack0 down
 rmmod drack_netdev
