@@ -211,8 +211,8 @@ echo "$m" | tr '{' '\n' | sed -n 's/^"id".*"local":"\([^"]*\)".*"interface":"\([
 		$vnic) what="vNIC, out by host 1's $1" ;;
 		*) what="host 0's own NIC" ;;
 		esac
-		printf '    subflow from %-16s %-34s %8s bytes acked (%4.1f %%), %4.1f Mbit/s\n' \
-			"$local" "($dev, $what)" "$acked" "$share" "$(awk -v b="$acked" -v s="$secs" 'BEGIN { printf "%.1f", s > 0 ? b * 8 / s / 1e6 : 0 }')"
+		printf '    subflow from %-16s %-40s %8s bytes acked (%4.1f %%), %4.1f Mbit/s\n' \
+			"$local" "($dev, $what)" "$acked" "$share" "$(awk -v b="$acked" -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0) }')"
 	done
 echo "  host 1's $1 sent $2 frames ($3 bytes) for host 0's vNIC and passed $4 it received back through the pool (drack0/nics/0 counters)"
 echo "  (the NICs are shaped far below what TCG moves, so these rates are the NICs'; the aggregation ratio, not the Mbit/s, is the point)"

@@ -169,7 +169,7 @@ median() { # [printf format]
 }
 one=$(median < /tmp/pooled.one)
 twom=$(awk '{ print $1 }' /tmp/pooled.two | median)
-echo "egress to ext, $rate Mbit/s TBF on each hub NIC, $bytes bytes, medians of $rounds rounds: plain TCP over host 0's own NIC $one Mbit/s; MPTCP over it and $vnic (host 1's NIC) $twom Mbit/s ($(awk -v a="$twom" -v b="$one" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')x)"
+echo "egress to ext, $rate Mbit/s TBF on each hub NIC, $bytes bytes, medians of $rounds rounds: plain TCP over host 0's own NIC $one Mbit/s; MPTCP over it and $vnic (host 1's NIC) $twom Mbit/s ($(awk -v a="$twom" -v b="$one" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x)"
 awk -v r="$rate" -v o="$one" 'BEGIN { if (o < 0.8 * r) printf "warning: plain TCP over one %s Mbit/s NIC moved %s Mbit/s: something other than the NIC (TCG CPU?) limits it, so the MPTCP ratio is not aggregation alone\n", r, o }'
 awk -v r="$rate" '$2 < 2 || $4 * 10 < $3 + $4 { bad++ } END { if (bad) printf "warning: %d of %d MPTCP transfers had under 2 subflows or under 10 %% of the bytes on the vNIC: their throughput is not two NICs'"'"'\n", bad, NR }' /tmp/pooled.two
 
