@@ -66,18 +66,24 @@ drack_up beluga1.0 pooled $lease_ms
 if [ "$h" = 1 ]; then
 	drack lend "$hub"
 	shape
+	nics=/sys/class/net/drack0/nics/0
 	flag 82 pooled-lent
 	rejoins() { dmesg | grep -c 'rejoining in epoch' || true; }
 	rejoined() { test "$(rejoins)" -gt "$before"; }
 	for k in $(seq $pauses); do
 		await 83 "pause-$k"
 		before=$(rejoins)
+		n0=$(cat $nics/to_nic_frames) d0=$(cat $nics/to_nic_dropped) f0=$(cat $nics/from_nic_dropped)
 		echo "@@ PAUSE-ME $pause_ms" > /dev/ttyS1
 		# Stopped within the harness's 200 ms poll; after it, our
 		# heartbeat pass sees the lapse and rejoins.
 		wait_until 150 rejoined
 		# How long our heartbeat lapsed, as the module saw it.
 		lapse=$(dmesg | sed -n 's/.*heartbeat lapsed for \([0-9]*\) ms.*/\1/p' | tail -n 1)
+		# The lent NIC's counters from the request to a second after
+		# the return (the vNIC's subflow carrying again).
+		sleep 1
+		echo "pause $k: host 1's heartbeat lapsed ${lapse:-?} ms; its lent NIC: to_nic_frames +$(($(cat $nics/to_nic_frames) - n0)), to_nic_dropped +$(($(cat $nics/to_nic_dropped) - d0)), from_nic_dropped +$(($(cat $nics/from_nic_dropped) - f0))"
 		if [ -n "$lapse" ]; then
 			echo "BENCH {\"label\":\"owner-paused\",\"owner_heartbeat_lapse_ns\":$((lapse * 1000000))}"
 		fi
