@@ -262,6 +262,9 @@ for k in $(seq $pauses); do
 	if [ "$fail" = 0 ]; then
 		echo "warning: pause $k: no gap of 100 ms or more during the outage: its failover stall is under 100 ms, counted as 0"
 	fi
+	if [ -n "$up" ] && [ "$ret" = 0 ]; then
+		echo "warning: pause $k: no gap of 100 ms or more after the vNIC came back: its return stall is under 100 ms, counted as 0"
+	fi
 	# A stall as long as the pause is the pause itself: MPTCP did not
 	# move the data before the owner returned.
 	if [ "$fail" -ge $((pause_ms - 100)) ]; then
