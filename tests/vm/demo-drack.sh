@@ -3,7 +3,10 @@
 # (nicbench). For each mode (by reference, by value, both hosts alike):
 # TCP throughput 0 -> 1, UDP 64 B request/response latency, and what the
 # TCP transfer copied per frame on each side (ethtool -S); then host 1
-# unloads drack_netdev and loads it again (peer down, rejoin). Host 0 prints
+# unloads drack_netdev and loads it again (peer down, rejoin); then pooled
+# NICs: host 1 lends its hub NIC, and host 0 sends one MPTCP connection to
+# a server behind the hub over its own hub NIC and the vNIC drackv1n0
+# (both shaped alike), against plain TCP over its own NIC. Host 0 prints
 # the report; host 1 hands its counters over eth0 (busybox httpd), so the
 # drack0 counters see only the measured traffic.
 set -e
@@ -40,6 +43,9 @@ ip link set drack0 up
 wait_until 100 carrier_is drack0 1
 
 modes="by-reference by-value"
+# The pooled NICs' shaping, Mbit/s: far below what drack0 moves on the
+# CXL window, so that the NICs limit.
+rate=5
 if [ "$h" = 1 ]; then
 	mkdir -p /tmp/www
 	httpd -p 10.0.0.2:8000 -h /tmp/www
@@ -69,6 +75,19 @@ if [ "$h" = 1 ]; then
 	ip link set drack0 up
 	flag 10 loaded-again
 	await 11 demo-done >/dev/null
+	# Pooled NICs: the hub NIC lent, shaped like host 0's.
+	wait_until 100 carrier_is drack0 1
+	hub=$(hub_nic)
+	drack lend "$hub" >/dev/null
+	tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms
+	nics=/sys/class/net/drack0/nics/0
+	flag 12 lent
+	await 13 pooled-sent >/dev/null
+	echo "$hub $(cat $nics/to_nic_frames) $(cat $nics/to_nic_bytes) $(cat $nics/from_nic_frames)" > /tmp/www/nic0
+	flag 14 pooled-counted
+	await 15 pooled-done >/dev/null
+	tc qdisc del dev "$hub" root
+	drack unlend "$hub" >/dev/null
 	trap - EXIT
 	exit 0
 fi
@@ -149,4 +168,52 @@ echo "host 0's TX queue to host 1 when host 1 had no room:$stops (a full peer st
 echo "lent pages host 1 still holds after the runs: $(stat_of /tmp/peer.by-reference.1 peer0_lent_pages) by reference, $(stat_of /tmp/peer.by-value.1 peer0_lent_pages) by value (0: every page came back)"
 echo "peer down and rejoin: host 1 unloaded drack_netdev; host 0 saw it dead and took drack0's carrier down after $(secs $dead) (lease 2 s); host 1 loaded it again: carrier up $(secs $back) later, host 1 rejoined in epoch $epoch (was $epoch0), ping answered, no reload on host 0"
 echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say little about CXL hardware: the bytes copied per frame, and their ratio between modes, are the point."
+
+# Pooled NICs: host 1's hub NIC lent; host 0's transfer to ext (behind
+# its own third NIC) by its own hub NIC alone, then by it and the vNIC.
+vnic=drackv1n0
+hub=$(hub_nic)
+ext_ns
+ip netns exec ext nicbench mptcp-serve --port 7045 >/dev/null 2>&1 &
+msrv=$!
+await 12 lent >/dev/null
+wait_until 100 test -e /sys/class/net/$vnic
+ip addr add 10.0.8.11/24 dev $vnic
+ip link set $vnic up
+wait_until 100 carrier_is $vnic 1
+tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms
+mptcp_endpoints "$hub" $vnic
+ip route add 10.0.8.100/32 dev "$hub" src 10.0.8.1
+wait_until 100 nicbench tcp --to 10.0.8.100:7045 --bytes 1000 >/dev/null 2>&1
+size=$((3 << 20))
+one=$(field mbit_s "$(nicbench --json tcp --to 10.0.8.100:7045 --bytes $size)")
+m=$(nicbench --json mptcp --to 10.0.8.100:7045 --bytes $size --seed 45)
+flag 13 pooled-sent
+await 14 pooled-counted >/dev/null
+fetch nic0 /tmp/nic0
+flag 15 pooled-done
+kill $msrv 2>/dev/null || true
+mptcp_endpoints_clear
+ip route del 10.0.8.100/32
+tc qdisc del dev "$hub" root
+secs=$(field secs "$m")
+two=$(field mbit_s "$m")
+set -- $(cat /tmp/nic0)
+echo
+echo "pooled NICs: host 1 lent its hub NIC ($1) to the rack (drack lend); host 0 got the vNIC $vnic ($(cat /sys/class/net/$vnic/address)), whose frames leave by host 1's $1"
+echo "host 0 sends $size bytes to a server behind the hub (namespace ext, 10.0.8.100), each hub NIC shaped to $rate Mbit/s (TBF):"
+printf '  %-40s %5.1f Mbit/s\n' "plain TCP, host 0's own $hub only:" "$one"
+printf '  %-40s %5.1f Mbit/s (%sx of one NIC), checksum %s\n' "one MPTCP connection, $hub + $vnic:" "$two" \
+	"$(ratio "$two" "$one")" "$(echo "$m" | grep -q '"hash_ok":true' && echo matches || echo DIFFERS)"
+echo "$m" | tr '{' '\n' | sed -n 's/^"id".*"local":"\([^"]*\)".*"interface":"\([^"]*\)".*"bytes_acked":\([0-9]*\).*"share_pct":\([0-9.]*\).*/\1 \2 \3 \4/p' |
+	while read -r local dev acked share; do
+		case $dev in
+		$vnic) what="vNIC, out by host 1's $1" ;;
+		*) what="host 0's own NIC" ;;
+		esac
+		printf '    subflow from %-16s %-40s %8s bytes acked (%4.1f %%), %4.1f Mbit/s\n' \
+			"$local" "($dev, $what)" "$acked" "$share" "$(awk -v b="$acked" -v s="$secs" 'BEGIN { printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0) }')"
+	done
+echo "  host 1's $1 sent $2 frames ($3 bytes) for host 0's vNIC and passed $4 it received back through the pool (drack0/nics/0 counters)"
+echo "  (the NICs are shaped far below what TCG moves, so these rates are the NICs'; the aggregation ratio, not the Mbit/s, is the point)"
 trap - EXIT

@@ -151,7 +151,9 @@ pub fn ratios(series: &[Summary]) -> Vec<Vec<Option<f64>>> {
 }
 
 fn human(value: f64, metric: &str) -> String {
-    if metric.ends_with("bytes_per_s") {
+    if metric.ends_with("bit_per_s") {
+        format!("{:.2} Mbit/s", value / 1e6)
+    } else if metric.ends_with("bytes_per_s") {
         format!("{:.1} MB/s", value / 1e6)
     } else if metric.ends_with("_ns") {
         format!("{value:.0} ns")
@@ -166,6 +168,15 @@ fn human(value: f64, metric: &str) -> String {
     } else {
         format!("{value:.0}/s")
     }
+}
+
+/// The lines of a benchmark's output that say a figure cannot be
+/// trusted (`warning: ...`), without the prefix.
+pub fn warnings(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("warning:"))
+        .map(|w| w.trim().to_string())
+        .collect()
 }
 
 /// A `--only` filter: it goes on the guests' kernel command line, so one
@@ -258,8 +269,12 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
     }
     // A benchmark's series from every host, host 0 first: its first series
     // is the anchor.
+    let mut warned: Vec<(String, usize, String)> = Vec::new();
     for run in &runs {
         for block in run.report.blocks("bench") {
+            for w in warnings(&block.text) {
+                warned.push((block.name.clone(), run.host, w));
+            }
             let series = parse_series(&block.text)?;
             match blocks.iter_mut().find(|(n, _)| n == &block.name) {
                 Some((_, all)) => all.extend(series),
@@ -315,7 +330,19 @@ pub fn bench(timeout: Duration, flavor: crate::kernel::Flavor, only: Option<Stri
             }
         }
         let anchor = series.first().map(|s| s.label.clone());
-        results.insert(name.clone(), json!({ "anchor": anchor, "rows": rows }));
+        let warnings: Vec<&str> = warned
+            .iter()
+            .filter(|(n, _, _)| n == name)
+            .map(|(_, _, w)| w.as_str())
+            .collect();
+        results.insert(
+            name.clone(),
+            json!({ "anchor": anchor, "rows": rows, "warnings": warnings }),
+        );
+    }
+    // What the benchmarks said cannot be trusted, under the table.
+    for (name, host, w) in &warned {
+        println!("warning: {name} (host {host}): {w}");
     }
     let failed: Vec<&str> = runs
         .iter()
@@ -373,6 +400,8 @@ mod tests {
         assert_eq!(human(0.5, "cpu_pct"), "0.500 %");
         assert_eq!(human(0.4181, "cxl_put_of_raw"), "0.418x");
         assert_eq!(human(4000.0, "abs_err_at_10pct_ppm"), "4000 ppm");
+        assert_eq!(human(9.5e6, "tcp_bit_per_s"), "9.50 Mbit/s");
+        assert_eq!(human(2e6, "tcp_bytes_per_s"), "2.0 MB/s");
     }
 
     #[test]
@@ -411,6 +440,13 @@ mod tests {
         assert!(parse_only("").is_err());
         assert!(parse_only("kv panic=1").is_err());
         assert!(parse_only("a;b").is_err());
+    }
+
+    #[test]
+    fn warning_lines_are_collected_without_their_prefix() {
+        let text = "BENCH {\"label\":\"a\",\"x_ns\":1}\nwarning: the CPU limits\nnote: fine\n  warning:  stall = pause\n";
+        assert_eq!(warnings(text), ["the CPU limits", "stall = pause"]);
+        assert!(warnings("no warnings: here\n").is_empty());
     }
 
     #[test]

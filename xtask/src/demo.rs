@@ -2,6 +2,8 @@
 //! the interleaved RAM region, loads the product modules and prints a report.
 //! With one host (the default) a second boot of two hosts follows for the
 //! part that needs a peer: drack_netdev (`tests/vm/demo-drack.sh`).
+//! `--only <part>` runs one part: a two-host part in its boot alone, any
+//! other in the one-host boot.
 
 use crate::util::Phases;
 use crate::vm::{self, HostRun, Mode, VmOptions};
@@ -12,19 +14,30 @@ use std::time::Duration;
 /// the one-host demo (the guest runs only `/demo-<part>.sh`).
 const TWO_HOST_PARTS: [&str; 1] = ["drack"];
 
-pub fn demo(hosts: usize, timeout: Duration, flavor: crate::kernel::Flavor) -> Result<()> {
+pub fn demo(
+    hosts: usize,
+    timeout: Duration,
+    flavor: crate::kernel::Flavor,
+    only: Option<String>,
+) -> Result<()> {
     let mut phases = Phases::default();
     let (tree, initramfs) = vm::prepare(&mut phases, flavor)?;
-    let runs = phases.time("boot", || {
-        vm::boot(
-            &tree,
-            &initramfs,
-            &VmOptions::new(Mode::Demo, hosts, timeout),
-        )
-    })?;
+    let two_host_only = only.as_deref().is_some_and(|p| TWO_HOST_PARTS.contains(&p));
+    let runs = if two_host_only {
+        Vec::new()
+    } else {
+        let opts = VmOptions {
+            only: only.clone(),
+            ..VmOptions::new(Mode::Demo, hosts, timeout)
+        };
+        phases.time("boot", || vm::boot(&tree, &initramfs, &opts))?
+    };
     let mut parts = Vec::new();
-    if hosts == 1 {
-        for part in TWO_HOST_PARTS {
+    if hosts == 1 || two_host_only {
+        for part in TWO_HOST_PARTS
+            .into_iter()
+            .filter(|p| only.as_deref().is_none_or(|o| o == *p))
+        {
             let opts = VmOptions {
                 only: Some(part.to_string()),
                 ..VmOptions::new(Mode::Demo, 2, timeout)

@@ -88,6 +88,10 @@ enum Cmd {
         hosts: u8,
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        /// One part only (`tests/vm/demo-<part>.sh`: beluga, mchannel,
+        /// cxlnic, or drack, which boots two hosts).
+        #[arg(long, value_parser = bench::parse_only)]
+        only: Option<String>,
     },
 }
 
@@ -140,8 +144,10 @@ fn main() -> Result<()> {
             flavor,
         }),
         Cmd::Bench { timeout, only } => bench::bench(Duration::from_secs(timeout), flavor, only),
-        Cmd::Demo { hosts, timeout } => {
-            demo::demo(hosts.into(), Duration::from_secs(timeout), flavor)
-        }
+        Cmd::Demo {
+            hosts,
+            timeout,
+            only,
+        } => demo::demo(hosts.into(), Duration::from_secs(timeout), flavor, only),
     }
 }

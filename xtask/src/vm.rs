@@ -52,9 +52,9 @@ pub struct VmOptions {
     pub mode: Mode,
     pub hosts: usize,
     pub timeout: Duration,
-    /// Run only the benchmarks (bench mode) or scenarios (test mode)
-    /// that this selects: a part of the name, or (for scenarios) the
-    /// directory's name.
+    /// Run only the benchmarks (bench mode), scenarios (test mode) or
+    /// demo part (demo mode) that this selects: a part of the name, or
+    /// (for scenarios) the directory's name.
     pub only: Option<String>,
 }
 

@@ -235,9 +235,12 @@ fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
     // Said here too: the answer may have no way back (a test that takes
     // the interface away after the data arrived).
     println!(
-        "nicbench serve: tcp {got} bytes, hash {:016x}, longest stall {} ms",
+        "nicbench serve: tcp {got} bytes, hash {:016x}, longest stall {} ms, from {} ms after the first byte; gaps of {} ms or more (start+length, ms after the first byte):{}",
         hash.0,
-        stall.longest.as_millis()
+        stall.longest.as_millis(),
+        stall.longest_from.as_millis(),
+        LONG_GAP.as_millis(),
+        stall.gaps_text()
     );
     let mut reply = [0u8; 16];
     reply[..8].copy_from_slice(&got.to_le_bytes());
@@ -246,21 +249,53 @@ fn serve_tcp(mut conn: &TcpStream) -> Result<()> {
     Ok(())
 }
 
+/// Gaps between reads this long or longer are listed (a TBF-shaped
+/// transfer's own gaps are a few ms; a lost path's are an RTO or more).
+const LONG_GAP: Duration = Duration::from_millis(100);
+/// At most this many are listed (the first ones).
+const GAPS_MAX: usize = 16;
+
 /// The longest time between two reads that brought data: what a failover
 /// costs the application (a path lost mid-transfer stops in-order
-/// delivery until its data is sent again on another).
+/// delivery until its data is sent again on another); when it began,
+/// after the first read; and every gap of [`LONG_GAP`] or more, to tell
+/// a failover's stall from one when the path came back.
 #[derive(Default)]
 struct Stall {
+    first: Option<Instant>,
     last: Option<Instant>,
     longest: Duration,
+    longest_from: Duration,
+    /// (start after the first read, length).
+    gaps: Vec<(Duration, Duration)>,
 }
 
 impl Stall {
     fn arrived(&mut self, now: Instant) {
+        let first = *self.first.get_or_insert(now);
         if let Some(last) = self.last {
-            self.longest = self.longest.max(now.saturating_duration_since(last));
+            let gap = now.saturating_duration_since(last);
+            let from = last.saturating_duration_since(first);
+            if gap > self.longest {
+                self.longest = gap;
+                self.longest_from = from;
+            }
+            if gap >= LONG_GAP && self.gaps.len() < GAPS_MAX {
+                self.gaps.push((from, gap));
+            }
         }
         self.last = Some(now);
+    }
+
+    /// The long gaps as ` start+length` in ms each, or ` none`.
+    fn gaps_text(&self) -> String {
+        if self.gaps.is_empty() {
+            return " none".into();
+        }
+        self.gaps
+            .iter()
+            .map(|(from, len)| format!(" {}+{}", from.as_millis(), len.as_millis()))
+            .collect()
     }
 }
 
@@ -517,6 +552,23 @@ mod tests {
             s.arrived(t0 + Duration::from_millis(ms));
         }
         assert_eq!(s.longest, Duration::from_millis(240));
+        assert_eq!(s.longest_from, Duration::from_millis(10));
+        // A shorter gap later leaves the longest and its start alone.
+        s.arrived(t0 + Duration::from_millis(400));
+        assert_eq!(s.longest_from, Duration::from_millis(10));
+        s.arrived(t0 + Duration::from_millis(700));
+        assert_eq!(
+            (s.longest, s.longest_from),
+            (Duration::from_millis(300), Duration::from_millis(400))
+        );
+        // Every gap of 100 ms or more, in order, with where it began.
+        assert_eq!(s.gaps_text(), " 10+240 270+130 400+300");
+        assert_eq!(Stall::default().gaps_text(), " none");
+        let mut many = Stall::default();
+        for i in 0..40u64 {
+            many.arrived(t0 + Duration::from_millis(i * 100));
+        }
+        assert_eq!(many.gaps.len(), GAPS_MAX, "the list is bounded");
     }
 
     /// `hash` agrees with what `serve` computes over whatever pieces the
