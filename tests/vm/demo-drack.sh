@@ -173,6 +173,7 @@ echo "TCG emulates every copy alike and slowly, so the Mbit/s and latencies say 
 # its own third NIC) by its own hub NIC alone, then by it and the vNIC.
 vnic=drackv1n0
 hub=$(hub_nic)
+dst=$(ext_ip)
 ext_ns
 ip netns exec ext nicbench mptcp-serve --port 7045 >/dev/null 2>&1 &
 msrv=$!
@@ -183,25 +184,25 @@ ip link set $vnic up
 wait_until 100 carrier_is $vnic 1
 tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms
 mptcp_endpoints "$hub" $vnic
-ip route add 10.0.8.100/32 dev "$hub" src 10.0.8.1
-wait_until 100 nicbench tcp --to 10.0.8.100:7045 --bytes 1000 >/dev/null 2>&1
+ip route add $dst/32 dev "$hub" src 10.0.8.1
+wait_until 100 nicbench tcp --to $dst:7045 --bytes 1000 >/dev/null 2>&1
 size=$((3 << 20))
-one=$(field mbit_s "$(nicbench --json tcp --to 10.0.8.100:7045 --bytes $size)")
-m=$(nicbench --json mptcp --to 10.0.8.100:7045 --bytes $size --seed 45)
+one=$(field mbit_s "$(nicbench --json tcp --to $dst:7045 --bytes $size)")
+m=$(nicbench --json mptcp --to $dst:7045 --bytes $size --seed 45)
 flag 13 pooled-sent
 await 14 pooled-counted >/dev/null
 fetch nic0 /tmp/nic0
 flag 15 pooled-done
 kill $msrv 2>/dev/null || true
 mptcp_endpoints_clear
-ip route del 10.0.8.100/32
+ip route del $dst/32
 tc qdisc del dev "$hub" root
 secs=$(field secs "$m")
 two=$(field mbit_s "$m")
 set -- $(cat /tmp/nic0)
 echo
 echo "pooled NICs: host 1 lent its hub NIC ($1) to the rack (drack lend); host 0 got the vNIC $vnic ($(cat /sys/class/net/$vnic/address)), whose frames leave by host 1's $1"
-echo "host 0 sends $size bytes to a server behind the hub (namespace ext, 10.0.8.100), each hub NIC shaped to $rate Mbit/s (TBF):"
+echo "host 0 sends $size bytes to a server behind the hub (namespace ext, $dst), each hub NIC shaped to $rate Mbit/s (TBF):"
 printf '  %-40s %5.1f Mbit/s\n' "plain TCP, host 0's own $hub only:" "$one"
 printf '  %-40s %5.1f Mbit/s (%sx of one NIC), checksum %s\n' "one MPTCP connection, $hub + $vnic:" "$two" \
 	"$(ratio "$two" "$one")" "$(echo "$m" | grep -q '"hash_ok":true' && echo matches || echo DIFFERS)"
