@@ -75,40 +75,7 @@ enum Cmd {
     /// The NIC modes' latency, modelled (issue #29): each mode's
     /// per-frame transactions (from the device model's counts) replayed
     /// with ESF Table III's and the CXL-NIC paper's PCIe latencies.
-    NicLatency {
-        /// Per-frame counts (JSON, as `cargo xtask bench` writes them from
-        /// 40_cxlnic's cost-* series); default: the device model's
-        /// documented costs.
-        #[arg(long)]
-        counts: Option<PathBuf>,
-        /// Only the host polling set (no interrupts, the paper's loopback);
-        /// default: the counts as given, then that set.
-        #[arg(long)]
-        polled: bool,
-        #[arg(long, default_value_t = cxlsim::nicexp::constants::FRAMES)]
-        frames: u32,
-        #[arg(long, default_value_t = cxlsim::nicexp::constants::SEED)]
-        seed: u64,
-        /// Mean of the exponential jitter per transaction, as a share of
-        /// its time.
-        #[arg(long, default_value_t = cxlsim::nicexp::constants::JITTER_CV)]
-        jitter: f64,
-        /// CXL switches between the NIC and the host.
-        #[arg(long, default_value_t = 0)]
-        hops: u32,
-        /// Write the results as JSON ("-": standard output).
-        #[arg(long)]
-        json: Option<PathBuf>,
-        /// Print `BENCH` lines for `cargo xtask bench` (one set: the
-        /// counts as given, or with --polled the polling set).
-        #[arg(long)]
-        bench: bool,
-        /// Print each mode's steps of a frame (64-byte loopback and a KVS
-        /// GET, counts rounded to whole transactions) with their mean
-        /// times, and nothing else.
-        #[arg(long, conflicts_with_all = ["bench", "json"])]
-        steps: bool,
-    },
+    NicLatency(cxlsim::nicexp::report::Args),
     /// Measure simulator speed; prints JSON (events/s, time of a run).
     Perf {
         /// Requests of the timed run (all requesters together).
@@ -236,27 +203,7 @@ fn main() -> Result<()> {
             seed,
             bench: lines,
         } => bench(full, &only, &out, threads, seed, lines)?,
-        Cmd::NicLatency {
-            counts,
-            polled,
-            frames,
-            seed,
-            jitter,
-            hops,
-            json,
-            bench,
-            steps,
-        } => cxlsim::nicexp::report::main(cxlsim::nicexp::report::Args {
-            counts,
-            polled,
-            frames,
-            seed,
-            jitter,
-            hops,
-            json,
-            bench,
-            steps,
-        })?,
+        Cmd::NicLatency(args) => cxlsim::nicexp::report::main(args)?,
         Cmd::Perf {
             requests,
             n,

@@ -8,16 +8,40 @@ use super::{kvs_hits, HostTime, Mode, NicPoint, NicRun, Params, Request};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-/// The command line's settings.
+/// The command line's settings (`cxlsim nic-latency`).
+#[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Per-frame counts (JSON, as `cargo xtask bench` writes them from
+    /// 40_cxlnic's cost-* series); default: the device model's
+    /// documented costs.
+    #[arg(long)]
     pub counts: Option<PathBuf>,
+    /// Only the host polling set (no interrupts, the paper's loopback);
+    /// default: the counts as given, then that set.
+    #[arg(long)]
     pub polled: bool,
+    #[arg(long, default_value_t = FRAMES)]
     pub frames: u32,
+    #[arg(long, default_value_t = SEED)]
     pub seed: u64,
+    /// Mean of the exponential jitter per transaction, as a share of
+    /// its time.
+    #[arg(long, default_value_t = JITTER_CV)]
     pub jitter: f64,
+    /// CXL switches between the NIC and the host.
+    #[arg(long, default_value_t = 0)]
     pub hops: u32,
+    /// Write the results as JSON ("-": standard output).
+    #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Print `BENCH` lines for `cargo xtask bench` (one set: the
+    /// counts as given, or with --polled the polling set).
+    #[arg(long)]
     pub bench: bool,
+    /// Print each mode's steps of a frame (64-byte loopback and a KVS
+    /// GET, counts rounded to whole transactions) with their mean
+    /// times, and nothing else.
+    #[arg(long, conflicts_with_all = ["bench", "json"])]
     pub steps: bool,
 }
 
