@@ -178,10 +178,7 @@ ext_ns
 ip netns exec ext nicbench mptcp-serve --port 7045 >/dev/null 2>&1 &
 msrv=$!
 await 12 lent >/dev/null
-wait_until 100 test -e /sys/class/net/$vnic
-ip addr add 10.0.8.11/24 dev $vnic
-ip link set $vnic up
-wait_until 100 carrier_is $vnic 1
+vnic_up $vnic 10.0.8.11
 tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 50ms
 mptcp_endpoints "$hub" $vnic
 ip route add $dst/32 dev "$hub" src 10.0.8.1

@@ -212,6 +212,15 @@ nic_by_mac() { # mac
 hub_nic() { nic_by_mac "52:54:00:cf:01:0$((${CXLFABRIC_HOST:-0} + 1))"; }
 # This host's second NIC on the hub, for network namespace `ext`.
 ext_nic() { nic_by_mac "52:54:00:cf:02:0$((${CXLFABRIC_HOST:-0} + 1))"; }
+# A vNIC of drack_netdev's pooled NICs once it appears: addressed
+# ($2/24), up and carrying.
+vnic_up() { # ifname address
+	wait_until 100 test -e "/sys/class/net/$1"
+	ip addr add "$2/24" dev "$1"
+	ip link set "$1" up
+	wait_until $((100 + 50 * ${slow:-1})) carrier_is "$1" 1
+}
+
 # The address of this host's namespace `ext`: 10.0.8.100 on host 1 (35,
 # 49), 10.0.8.200 on host 0, so that a namespace still dying on one host
 # never answers for the other's.

@@ -104,10 +104,7 @@ tsrv=$!
 ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/pooled.mptcp 2>&1 &
 msrv=$!
 await 82 pooled-lent
-wait_until 100 test -e /sys/class/net/$vnic
-ip addr add 10.0.8.11/24 dev $vnic
-ip link set $vnic up
-wait_until 100 carrier_is $vnic 1
+vnic_up $vnic 10.0.8.11
 shape
 mptcp_endpoints "$hub" $vnic
 # What leaves for ext without a device of its own goes by the own NIC

@@ -176,11 +176,8 @@ if [ "$h" = 1 ]; then
 else
 	await 100 lent
 	# The vNIC appears with its own address, and carries.
-	wait_until 100 test -e /sys/class/net/$vnic
+	vnic_up $vnic 10.0.8.11
 	test "$(cat /sys/class/net/$vnic/address)" = 02:44:56:01:00:00
-	ip addr add 10.0.8.11/24 dev $vnic
-	ip link set $vnic up
-	wait_until 100 carrier_is $vnic 1
 	ping -c 3 -W 5 -I $vnic 10.0.8.100
 	# A transfer through the vNIC only (a route of its own).
 	ip route add 10.0.8.100/32 dev $vnic src 10.0.8.11

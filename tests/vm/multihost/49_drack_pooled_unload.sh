@@ -24,14 +24,7 @@ trap 'drack_debug "drack\|lend\|vNIC"' EXIT
 
 beluga_bind dax1.0
 beluga --dev /dev/beluga1.0 wait
-if [ "$h" = 0 ]; then
-	drack_load 2000
-	flag 143 drack-up
-	drack_link_up
-else
-	await 143 drack-up
-	drack_up 2000
-fi
+drack_up_in_turn 143 2000
 
 # TCP and pings through the vNIC until killed; their pids in $load.
 vnic_load() {
@@ -46,10 +39,7 @@ vnic_load_stop() {
 }
 # The vNIC addressed, routed and carrying.
 vnic_ready() {
-	wait_until 100 test -e /sys/class/net/$vnic
-	ip addr add 10.0.8.11/24 dev $vnic
-	ip link set $vnic up
-	vnic_carries
+	vnic_up $vnic 10.0.8.11
 	ip route replace $srvip/32 dev $vnic src 10.0.8.11
 	wait_until 100 ping -c 1 -W 1 -I $vnic $srvip > /dev/null
 	# Our server answers (a checksummed transfer).

@@ -34,14 +34,7 @@ if grep -q '^drack_netdev ' /proc/modules; then
 fi
 test -e /dev/beluga1.0 || beluga_bind dax1.0
 beluga --dev /dev/beluga1.0 wait
-if [ "$h" = 0 ]; then
-	drack_load 2000
-	flag 141 drack-up
-	drack_link_up
-else
-	await 141 drack-up
-	drack_up 2000
-fi
+drack_up_in_turn 141 2000
 
 if [ "$CXLFABRIC_HOST" = 1 ]; then
 	# The NIC host 0's second subflow leaves by, shaped like host 0's.
@@ -73,10 +66,7 @@ ext_ns
 ip netns exec ext nicbench mptcp-serve --port $mport > /tmp/failover.srv 2>&1 &
 msrv=$!
 await 142 lent
-wait_until 100 test -e /sys/class/net/$vnic
-ip addr add 10.0.8.11/24 dev $vnic
-ip link set $vnic up
-wait_until 100 carrier_is $vnic 1
+vnic_up $vnic 10.0.8.11
 shape
 mptcp_endpoints "$hub" $vnic
 wait_until 100 nicbench tcp --to $srvip:$mport --bytes 1000 > /dev/null 2>&1
