@@ -32,6 +32,7 @@ pub use cxlf_common::outcome;
 pub mod device;
 pub mod health;
 pub mod index;
+pub mod kvs;
 pub mod layout;
 pub mod plan;
 pub mod queue;

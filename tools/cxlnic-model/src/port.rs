@@ -220,7 +220,9 @@ impl Port {
             cfg_ack: self.dev.load(CONFIG_OFFSET + CONFIG_GEN as u64)?,
             cfg_status: 0,
             speed_mbps: self.spec.speed_mbps,
-            _reserved: [0; 13],
+            kvs_offset: 0,
+            kvs_bytes: 0,
+            _reserved: [0; 11],
         };
         // The last config counts as answered: a restarted device waits
         // for the driver to configure it again.

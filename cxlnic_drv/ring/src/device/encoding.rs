@@ -32,6 +32,8 @@ impl DeviceHeader {
         put(&mut b, header::CFG_ACK, &self.cfg_ack.to_le_bytes());
         put(&mut b, header::CFG_STATUS, &self.cfg_status.to_le_bytes());
         put(&mut b, 72, &self.speed_mbps.to_le_bytes());
+        put(&mut b, 76, &self.kvs_offset.to_le_bytes());
+        put(&mut b, 80, &self.kvs_bytes.to_le_bytes());
         b
     }
 
@@ -52,7 +54,9 @@ impl DeviceHeader {
             cfg_ack: le32(b, header::CFG_ACK),
             cfg_status: le32(b, header::CFG_STATUS),
             speed_mbps: le32(b, 72),
-            _reserved: [0; 13],
+            kvs_offset: le32(b, 76),
+            kvs_bytes: le32(b, 80),
+            _reserved: [0; 11],
         }
     }
 }

@@ -40,8 +40,13 @@ pub struct DeviceHeader {
     pub cfg_status: u32,
     /// Link speed for ethtool, Mb/s.
     pub speed_mbps: u32,
+    /// Where the key-value offload's area starts, a BAR2 offset (0: the
+    /// device has no offload). The driver places nothing from here on.
+    pub kvs_offset: u32,
+    /// Bytes of that area ([`kvs::AREA_BYTES`](crate::kvs::AREA_BYTES)).
+    pub kvs_bytes: u32,
     /// Zero.
-    pub _reserved: [u32; 13],
+    pub _reserved: [u32; 11],
 }
 
 /// Where a ring, line or buffer area lives.
