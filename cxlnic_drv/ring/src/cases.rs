@@ -58,6 +58,16 @@ macro_rules! suites {
                 faults_between_frames_are_no_stall,
             ]
         );
+        $m!(
+            cxlnic_ring_kvs,
+            [
+                kvs_records_and_config_round_trip,
+                kvs_requests_parse_and_hostile_ones_are_refused,
+                kvs_answers_carry_valid_checksums,
+                kvs_host_table_inserts_finds_and_refuses_bad_log_entries,
+                kvs_seqlock_reads_only_whole_records,
+            ]
+        );
     };
 }
 
@@ -455,4 +465,320 @@ mod host {
     extern crate std;
 
     crate::suites!(host_tests);
+}
+
+// The key-value offload (`kvs/`): records, the config check, the wire
+// protocol, the host table and the seqlock. The device's engine over a
+// whole memory is in `tests/kvs.rs` (its log alone outgrows a kernel
+// stack).
+
+use super::kvs;
+
+/// A host table of 2 buckets in an array (small enough for KUnit's stack).
+struct Slots([kvs::Record; 8]);
+
+impl kvs::HostSlots for Slots {
+    fn read(&self, i: u32) -> Option<kvs::Record> {
+        self.0.get(i as usize).copied()
+    }
+
+    fn write(&mut self, i: u32, odd: u32, r: &kvs::Record) {
+        if let Some(s) = self.0.get_mut(i as usize) {
+            s.word = odd;
+            *s = *r;
+        }
+    }
+}
+
+/// An Ethernet/IPv4/UDP frame to `mac`, port `port`, carrying `msg`
+/// (UDP checksum 0: none).
+fn kvs_frame(mac: [u8; 6], port: u16, msg: &[u8], out: &mut [u8; 160]) -> usize {
+    let udp_len = 8 + msg.len();
+    let ip_len = 20 + udp_len;
+    out[..6].copy_from_slice(&mac);
+    out[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+    out[12..14].copy_from_slice(&[8, 0]);
+    let ip = &mut out[14..34];
+    ip.copy_from_slice(&[
+        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1,
+    ]);
+    ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+    let mut sum = 0u32;
+    for w in ip.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    out[34..36].copy_from_slice(&40000u16.to_be_bytes());
+    out[36..38].copy_from_slice(&port.to_be_bytes());
+    out[38..40].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    out[40..42].copy_from_slice(&[0, 0]);
+    out[42..42 + msg.len()].copy_from_slice(msg);
+    42 + msg.len()
+}
+
+/// A request message: header, key, value.
+fn kvs_msg(op: u8, key: &[u8], value: &[u8], out: &mut [u8; 120]) -> usize {
+    out[..12].copy_from_slice(&[b'K', b'V', 1, op, 7, 0, 0, 0, key.len() as u8, 0, 0, 0]);
+    out[10..12].copy_from_slice(&(value.len() as u16).to_le_bytes());
+    out[12..12 + key.len()].copy_from_slice(key);
+    out[12 + key.len()..12 + key.len() + value.len()].copy_from_slice(value);
+    12 + key.len() + value.len()
+}
+
+pub fn kvs_records_and_config_round_trip() -> Outcome {
+    let mut r = ok!(kvs::Record::pair(b"key", b"value").ok_or("pair"));
+    r.word = 6;
+    r.slot = 5;
+    r.stamp = u64::MAX;
+    let b = r.encode();
+    check_eq!(kvs::Record::decode(&b), r);
+    check!(r.well_formed(), "a pair is well formed");
+    check!(kvs::Record::pair(b"", b"v").is_none(), "empty key taken");
+    check!(
+        kvs::Record::pair(&[1; 33], b"v").is_none(),
+        "33-byte key taken"
+    );
+    check!(
+        kvs::Record::pair(b"k", &[1; 65]).is_none(),
+        "65-byte value taken"
+    );
+    // Lengths past the arrays, or bytes past the lengths: not well formed.
+    let mut bad = r;
+    bad.key_len = 40;
+    check!(!bad.well_formed(), "key_len 40 taken");
+    check!(bad.key().len() == kvs::KEY_MAX, "key() past KEY_MAX");
+    let mut bad = r;
+    bad.value[kvs::VALUE_MAX - 1] = 1;
+    check!(!bad.well_formed(), "a byte past the value taken");
+    let cfg = kvs::KvsConfig {
+        gen: 3,
+        enable: 1,
+        udp_port: 7878,
+        ipv4: [10, 0, 0, 1],
+        cache_buckets: 64,
+        host_buckets: 1024,
+        host_table: 0x10_0000,
+        hash_seed: 42,
+        ..Default::default()
+    };
+    check_eq!(kvs::KvsConfig::decode(&cfg.encode()), cfg);
+    check_eq!(kvs::check_config(&cfg, 1 << 30), Ok(()));
+    // The table's end must lie inside host memory: 1024 * 4 * 128 bytes.
+    check_eq!(
+        kvs::check_config(&cfg, 0x10_0000 + 1024 * 4 * 128 - 1),
+        Err(kvs::ConfigError::HostTable)
+    );
+    let far = kvs::KvsConfig {
+        host_table: u64::MAX - 63,
+        ..cfg
+    };
+    check_eq!(
+        kvs::check_config(&far, u64::MAX),
+        Err(kvs::ConfigError::HostTable)
+    );
+    for (c, b) in [(3, 64), (64, 3), (8192, 64), (64, 16384), (0, 64)] {
+        let bad = kvs::KvsConfig {
+            cache_buckets: c,
+            host_buckets: b,
+            ..cfg
+        };
+        check_eq!(
+            kvs::check_config(&bad, 1 << 30),
+            Err(kvs::ConfigError::Buckets)
+        );
+    }
+    let off = kvs::KvsConfig {
+        enable: 0,
+        cache_buckets: 3,
+        ..cfg
+    };
+    check_eq!(kvs::check_config(&off, 0), Ok(()));
+    let two = kvs::KvsConfig { enable: 2, ..cfg };
+    check_eq!(
+        kvs::check_config(&two, 1 << 30),
+        Err(kvs::ConfigError::Enable)
+    );
+    Ok(())
+}
+
+pub fn kvs_requests_parse_and_hostile_ones_are_refused() -> Outcome {
+    let mac = [2, 0, 0, 0, 0, 1];
+    let (mut m, mut f) = ([0u8; 120], [0u8; 160]);
+    let n = kvs_msg(kvs::REQ_PUT, b"key", b"val", &mut m);
+    let len = kvs_frame(mac, 7878, &m[..n], &mut f);
+    match kvs::parse(&f[..len], mac, 7878, [0; 4]) {
+        kvs::Parsed::Request(r) => {
+            check_eq!(r.op, kvs::REQ_PUT);
+            check_eq!(r.id, 7);
+            check_eq!(r.key, b"key");
+            check_eq!(r.value, b"val");
+            check_eq!(r.reply.client_port, 40000);
+            check_eq!(r.reply.client_ip, [10, 0, 0, 2]);
+        }
+        p => check!(false, "a good request parsed as {:?}", p),
+    }
+    // Another port, address or MAC: not the offload's.
+    check_eq!(
+        kvs::parse(&f[..len], mac, 7879, [0; 4]),
+        kvs::Parsed::NotKvs
+    );
+    check_eq!(
+        kvs::parse(&f[..len], mac, 7878, [10, 0, 0, 9]),
+        kvs::Parsed::NotKvs
+    );
+    check_eq!(
+        kvs::parse(&f[..len], [2, 0, 0, 0, 0, 2], 7878, [0; 4]),
+        kvs::Parsed::NotKvs
+    );
+    check_eq!(kvs::parse(&f[..13], mac, 7878, [0; 4]), kvs::Parsed::NotKvs);
+    // Hostile requests: each refused for its reason.
+    let reject = |msg: &[u8]| {
+        let mut f = [0u8; 160];
+        let len = kvs_frame(mac, 7878, msg, &mut f);
+        match kvs::parse(&f[..len], mac, 7878, [0; 4]) {
+            kvs::Parsed::Reject(r) => Some(r),
+            _ => None,
+        }
+    };
+    let n = kvs_msg(9, b"k", b"", &mut m);
+    check_eq!(reject(&m[..n]), Some(kvs::Reject::Op));
+    let n = kvs_msg(kvs::REQ_GET, &[b'x'; 33], b"", &mut m);
+    check_eq!(reject(&m[..n]), Some(kvs::Reject::Key));
+    let n = kvs_msg(kvs::REQ_GET, b"k", b"v", &mut m);
+    check_eq!(reject(&m[..n]), Some(kvs::Reject::Key));
+    let n = kvs_msg(kvs::REQ_GET, b"k", b"", &mut m);
+    check_eq!(reject(&m[..n - 1]), Some(kvs::Reject::Length));
+    m[n] = 0;
+    check_eq!(reject(&m[..n + 1]), Some(kvs::Reject::Length));
+    check_eq!(reject(&m[..11]), Some(kvs::Reject::Header));
+    m[0] = b'X';
+    check_eq!(reject(&m[..n]), Some(kvs::Reject::Header));
+    // A UDP length past the datagram, and a wrong UDP checksum.
+    let n = kvs_msg(kvs::REQ_GET, b"k", b"", &mut m);
+    let len = kvs_frame(mac, 7878, &m[..n], &mut f);
+    let mut long = f;
+    long[38..40].copy_from_slice(&200u16.to_be_bytes());
+    check_eq!(
+        kvs::parse(&long[..len], mac, 7878, [0; 4]),
+        kvs::Parsed::Reject(kvs::Reject::Length)
+    );
+    let mut sum = f;
+    sum[40..42].copy_from_slice(&[0x12, 0x34]);
+    check_eq!(
+        kvs::parse(&sum[..len], mac, 7878, [0; 4]),
+        kvs::Parsed::Reject(kvs::Reject::Checksum)
+    );
+    Ok(())
+}
+
+pub fn kvs_answers_carry_valid_checksums() -> Outcome {
+    let mac = [2, 0, 0, 0, 0, 1];
+    let (mut m, mut f) = ([0u8; 120], [0u8; 160]);
+    let n = kvs_msg(kvs::REQ_GET, b"key", b"", &mut m);
+    let len = kvs_frame(mac, 7878, &m[..n], &mut f);
+    let parsed = kvs::parse(&f[..len], mac, 7878, [0; 4]);
+    let kvs::Parsed::Request(req) = parsed else {
+        check!(false, "the request parsed as {:?}", parsed);
+        return Ok(());
+    };
+    let (a, alen) = kvs::answer_frame(&req, mac, kvs::STATUS_OK, b"value!");
+    check_eq!(alen, 14 + 20 + 8 + 12 + 6);
+    check_eq!(a[..6], [2, 0, 0, 0, 0, 9]);
+    // The answer, seen from the client, is a request-shaped datagram to
+    // its port: parse checks both checksums, and then refuses the
+    // answer's opcode, which proves the sums held.
+    check_eq!(
+        kvs::parse(&a[..alen], [2, 0, 0, 0, 0, 9], 40000, [10, 0, 0, 2]),
+        kvs::Parsed::Reject(kvs::Reject::Op)
+    );
+    let mut bad = a;
+    bad[alen - 1] ^= 1;
+    check_eq!(
+        kvs::parse(&bad[..alen], [2, 0, 0, 0, 0, 9], 40000, [0; 4]),
+        kvs::Parsed::Reject(kvs::Reject::Checksum)
+    );
+    check_eq!(a[42 + 3], kvs::REQ_GET | kvs::REQ_ANSWER);
+    check_eq!(a[42 + 8], kvs::STATUS_OK);
+    check_eq!(a[54..60], *b"value!");
+    Ok(())
+}
+
+pub fn kvs_host_table_inserts_finds_and_refuses_bad_log_entries() -> Outcome {
+    let mut mem = Slots([kvs::Record::default(); 8]);
+    let t = ok!(kvs::HostTable::new(2, 7).ok_or("table"));
+    check!(kvs::HostTable::new(3, 7).is_none(), "3 buckets taken");
+    let mut slots = [0u32; 8];
+    for (i, s) in slots.iter_mut().enumerate() {
+        *s = ok!(t
+            .insert(&mut mem, &[b'a', i as u8], b"v")
+            .map_err(|_| "insert"));
+    }
+    // Both buckets full: the ninth key has no room.
+    check_eq!(
+        t.insert(&mut mem, b"ninth", b"v"),
+        Err(kvs::TableError::Full)
+    );
+    let (slot, r) = ok!(t.find(&mem, &[b'a', 3]).ok_or("find"));
+    check_eq!(slot, slots[3]);
+    check_eq!(r.value(), b"v");
+    check_eq!(r.word % 2, 0);
+    // A log entry updating it applies; one naming another key's slot, a
+    // slot past the table, or a malformed one changes nothing.
+    let mut log = ok!(kvs::Record::pair(&[b'a', 3], b"new").ok_or("pair"));
+    log.op = kvs::OP_PUT;
+    log.slot = slot;
+    check_eq!(t.apply(&mut mem, &log), Ok(kvs::Applied::Written));
+    check_eq!(
+        ok!(t.find(&mem, &[b'a', 3]).ok_or("find")).1.value(),
+        b"new"
+    );
+    // One at a time, so that KUnit's stack holds one copy.
+    for k in 0..6 {
+        let mut bad = log;
+        match k {
+            0 => bad.slot = slots[4],
+            1 => bad.slot = 8,
+            2 => bad.slot = u32::MAX,
+            3 => bad.key_len = 0,
+            4 => bad.val_len = 65,
+            _ => bad.op = 7,
+        }
+        check!(
+            t.apply(&mut mem, &bad) == Err(kvs::TableError::BadRecord),
+            "bad log entry {} applied",
+            k
+        );
+    }
+    check_eq!(ok!(t.find(&mem, &[b'a', 4]).ok_or("find")).1.value(), b"v");
+    let del = kvs::Record {
+        op: kvs::OP_DEL,
+        val_len: 0,
+        value: [0; kvs::VALUE_MAX],
+        ..log
+    };
+    check_eq!(t.apply(&mut mem, &del), Ok(kvs::Applied::Deleted));
+    check!(t.find(&mem, &[b'a', 3]).is_none(), "a deleted key found");
+    // Deleting it again is a faulty device's entry.
+    check_eq!(t.apply(&mut mem, &del), Err(kvs::TableError::BadRecord));
+    // Its slot is free for another key again.
+    check!(
+        t.insert(&mut mem, b"ninth", b"v").is_ok(),
+        "a freed slot not reused"
+    );
+    Ok(())
+}
+
+pub fn kvs_seqlock_reads_only_whole_records() -> Outcome {
+    let r = ok!(kvs::Record::pair(b"k", b"v").ok_or("pair"));
+    check_eq!(kvs::read_stable(4, &r, 4).map(|x| x.word), Ok(4));
+    check_eq!(kvs::read_stable(5, &r, 5), Err(kvs::Torn));
+    check_eq!(kvs::read_stable(4, &r, 6), Err(kvs::Torn));
+    check_eq!(kvs::write_versions(4), (5, 6));
+    // A slot a bug left odd heals at its next write.
+    check_eq!(kvs::write_versions(7), (7, 8));
+    check_eq!(kvs::write_versions(u32::MAX - 1), (u32::MAX, 0));
+    Ok(())
 }
