@@ -460,13 +460,6 @@ pub fn faults_between_frames_are_no_stall() -> Outcome {
     Ok(())
 }
 
-#[cfg(test)]
-mod host {
-    extern crate std;
-
-    crate::suites!(host_tests);
-}
-
 // The key-value offload (`kvs/`): records, the config check, the wire
 // protocol, the host table and the seqlock. The device's engine over a
 // whole memory is in `tests/kvs.rs` (its log alone outgrows a kernel
@@ -781,4 +774,11 @@ pub fn kvs_seqlock_reads_only_whole_records() -> Outcome {
     check_eq!(kvs::write_versions(7), (7, 8));
     check_eq!(kvs::write_versions(u32::MAX - 1), (u32::MAX, 0));
     Ok(())
+}
+
+#[cfg(test)]
+mod host {
+    extern crate std;
+
+    crate::suites!(host_tests);
 }

@@ -313,6 +313,8 @@ impl Engine {
         pair.slot = slot;
         self.cache_put(mem, &pair);
         self.append_log(mem, Op::Put, &pair, 0);
+        // The driver learns of the entry from the tail.
+        self.publish(mem, 0);
         Answer::status(STATUS_OK)
     }
 
