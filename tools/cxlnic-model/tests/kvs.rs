@@ -48,6 +48,12 @@ struct Bed {
 
 /// Two linked ports with BAR2s of `bar` bytes, each with a "QEMU".
 fn bed(bar: usize) -> Bed {
+    try_bed(bar, |i, o| o.link = Some(1 - i)).unwrap()
+}
+
+/// Two ports whose backends `backend` sets, each with a "QEMU"; the
+/// model's error if it refuses them.
+fn try_bed(bar: usize, backend: impl Fn(usize, &mut PortOptions)) -> anyhow::Result<Bed> {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = vec![];
     let mut rams = vec![];
@@ -62,7 +68,7 @@ fn bed(bar: usize) -> Bed {
             .unwrap();
         f.set_len(RAM).unwrap();
         rams.push(f);
-        opts.push(PortOptions {
+        let mut o = PortOptions {
             socket: dir.path().join(format!("p{i}.sock")),
             bar_bytes: bar,
             ram: Some(p),
@@ -71,11 +77,13 @@ fn bed(bar: usize) -> Bed {
                 queues_max: 1,
                 speed_mbps: 1000,
             },
-            link: Some(1 - i),
+            link: None,
             tap: None,
-        });
+        };
+        backend(i, &mut o);
+        opts.push(o);
     }
-    let mut model = Model::new(&opts, None).unwrap();
+    let mut model = Model::new(&opts, None)?;
     let socks: Vec<UnixStream> = opts
         .iter()
         .map(|o| UnixStream::connect(&o.socket).unwrap())
@@ -85,13 +93,13 @@ fn bed(bar: usize) -> Bed {
         .iter()
         .map(|s| client_setup(s, VECTORS as usize).unwrap())
         .collect();
-    Bed {
+    Ok(Bed {
         model,
         clients,
         rams,
         bar,
         _dir: dir,
-    }
+    })
 }
 
 impl Bed {
@@ -159,9 +167,9 @@ struct Store {
 }
 
 impl Store {
-    /// Port 1's store, its KVS area at `base` in BAR2.
-    fn new(b: &Bed, base: u32) -> Store {
-        let dev = b.dev(1);
+    /// Port `port`'s store, its KVS area at `base` in BAR2.
+    fn new(b: &Bed, port: usize, base: u32) -> Store {
+        let dev = b.dev(port);
         assert_ne!(base, 0, "the port has an offload");
         let base = u64::from(base);
         Store {
@@ -169,7 +177,7 @@ impl Store {
             base,
             table: HostTable::new(HOST_BUCKETS, SEED).unwrap(),
             slots: Slots {
-                ram: b.ram(1),
+                ram: b.ram(port),
                 base: TABLE,
                 n: HOST_BUCKETS * kvs::WAYS,
             },
@@ -417,7 +425,7 @@ fn store_bed() -> (Bed, Driver, Driver, Store) {
     assert_eq!((client.answer(), server.answer()), (Some(0), Some(0)));
     client.post_rx(0);
     server.post_rx(0);
-    let store = Store::new(&b, server.header().kvs_offset);
+    let store = Store::new(&b, 1, server.header().kvs_offset);
     (b, client, server, store)
 }
 
@@ -859,4 +867,111 @@ fn a_reset_forgets_the_cache_and_waits_for_the_driver() {
     );
     let s = store.stats();
     assert_eq!((s.hits, s.misses, s.installs), (0, 1, 1));
+}
+
+#[test]
+fn a_request_to_a_hung_device_is_dropped_not_delivered_later() {
+    let (mut b, mut client, mut server, mut store) = store_bed();
+    store.insert(b"key", b"value");
+    store.enable(4);
+    b.pass(1);
+    // A frame for the RX ring hangs the device as it takes the buffer;
+    // a request comes while it hangs.
+    b.model.command(Command::Inject {
+        port: 1,
+        fault: cxlnic_model::port::Inject::Hang,
+    });
+    let plain = datagram(SERVER_IP, 9999, b"plain");
+    let got = exchange(&mut b, &mut client, &[plain.clone()]);
+    assert!(got.is_empty());
+    assert!(b.model.port_mut(1).unwrap().hung());
+    let got = exchange(&mut b, &mut client, &[request(REQ_GET, 1, b"key", b"")]);
+    assert!(got.is_empty(), "a hung device answers nothing");
+    b.model.port_mut(1).unwrap().wake();
+    b.pass(2);
+    assert_eq!(server.receive(0).0, vec![plain], "only the plain frame");
+    let s = store.stats();
+    assert_eq!((s.requests, s.answers, s.answers_dropped), (0, 0, 1));
+    // Awake, it serves again.
+    let a = ask(&mut b, &mut client, REQ_GET, 2, b"key", b"");
+    assert_eq!(status(&a), ok(b"value"));
+}
+
+/// Runs `ip` with `args`; whether it worked.
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_host_socket_gets_its_answer_through_a_tap_port() {
+    let name = format!("cxlkv{}", std::process::id());
+    if std::fs::metadata(cxlnic_model::tap::TUN_PATH).is_err() {
+        println!("skipped: no {}", cxlnic_model::tap::TUN_PATH);
+        return;
+    }
+    // Port 0 on a TAP serves the store to the host's own UDP stack.
+    let mut b = match try_bed(BAR, |i, o| o.tap = (i == 0).then(|| name.clone())) {
+        Ok(b) => b,
+        Err(e) => {
+            println!("skipped: a TAP port: {e:#}");
+            return;
+        }
+    };
+    let net = 10 + (std::process::id() % 200) as u8;
+    let (host_ip, port_ip) = (format!("10.77.{net}.1"), format!("10.77.{net}.2"));
+    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"), "1");
+    let mac = "02:00:00:00:00:00";
+    if !(ip(&["link", "set", &name, "up"])
+        && ip(&["addr", "add", &format!("{host_ip}/24"), "dev", &name])
+        && ip(&["neigh", "add", &port_ip, "lladdr", mac, "dev", &name]))
+    {
+        println!("skipped: cannot set up {name} with `ip`");
+        return;
+    }
+    let mut d = b.driver(0, MODE_TYPE2);
+    d.configure();
+    b.pass(2);
+    assert_eq!(d.answer(), Some(0));
+    d.post_rx(0);
+    let mut store = Store::new(&b, 0, d.header().kvs_offset);
+    store.insert(b"host", b"a value for the host");
+    let mut c = store.config(4);
+    c.ipv4 = [0; 4];
+    store.configure(&c);
+    b.pass(1);
+    assert_eq!(store.answer(), Some(0));
+
+    let sock = std::net::UdpSocket::bind(format!("{host_ip}:0")).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let msg = message(REQ_GET, 77, b"host", b"");
+    sock.send_to(&msg, format!("{port_ip}:{KVS_PORT}")).unwrap();
+    let mut buf = [0u8; 256];
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut got = None;
+    while got.is_none() && std::time::Instant::now() < end {
+        b.pass(1);
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            got = Some((buf[..n].to_vec(), from));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let (m, from) = got.expect("the answer on the host's socket");
+    assert_eq!(from.to_string(), format!("{port_ip}:{KVS_PORT}"));
+    assert_eq!(&m[..4], &[b'K', b'V', 1, REQ_GET | kvs::REQ_ANSWER]);
+    assert_eq!(u32::from_le_bytes([m[4], m[5], m[6], m[7]]), 77);
+    assert_eq!(m[8], STATUS_OK);
+    assert_eq!(&m[12..], b"a value for the host");
+    let s = store.stats();
+    assert_eq!((s.requests, s.hits, s.answers), (1, 0, 1));
+    let tap = b.model.stats()[0].tap.unwrap();
+    assert!(tap.frames_to_host >= 1, "{tap:?}");
+    // Whatever else the host sent, the request did not reach the ring.
+    let (frames, _) = d.receive(0);
+    assert!(
+        frames.iter().all(|f| !f.windows(2).any(|w| w == b"KV")),
+        "{frames:?}"
+    );
 }
