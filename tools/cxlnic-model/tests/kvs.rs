@@ -882,7 +882,7 @@ fn a_request_to_a_hung_device_is_dropped_not_delivered_later() {
         fault: cxlnic_model::port::Inject::Hang,
     });
     let plain = datagram(SERVER_IP, 9999, b"plain");
-    let got = exchange(&mut b, &mut client, &[plain.clone()]);
+    let got = exchange(&mut b, &mut client, std::slice::from_ref(&plain));
     assert!(got.is_empty());
     assert!(b.model.port_mut(1).unwrap().hung());
     let got = exchange(&mut b, &mut client, &[request(REQ_GET, 1, b"key", b"")]);
