@@ -295,11 +295,14 @@ impl DeviceMemory for Memory<'_> {
 
     fn set_device_line(&mut self, line: &DeviceLine) {
         let at = self.base + u64::from(DEVICE_LINE_OFFSET);
-        // The answer last: a driver that sees its generation acked reads
-        // the status and positions that go with it.
+        // Release stores, in an order the driver can rely on: the log
+        // tail before the command head (a driver that sees its command
+        // taken finds the command's log record), the answer last (one
+        // that sees its generation acked reads the status that goes with
+        // it).
         let _ = self.dev.store(at + 4, line.cfg_status);
-        let _ = self.dev.store(at + 8, line.cmd_head);
         let _ = self.dev.store(at + 12, line.log_tail);
+        let _ = self.dev.store(at + 8, line.cmd_head);
         let _ = self.dev.store(at, line.cfg_ack);
     }
 }

@@ -234,9 +234,11 @@ impl Model {
     }
 
     /// One pass over every port; returns the work done.
-    /// Configs, then every port's TX, then the link (and the TAPs, both
-    /// ways), then every port's RX: a frame sent is in its receiver's
-    /// buffer by the pass's end, and one the host sent is in its port's.
+    /// Configs (the NIC's, the KVS offload's and its commands), then
+    /// every port's TX, then the link (and the TAPs, both ways), then the
+    /// offload's answers to what arrived, then every port's RX: a frame
+    /// sent is in its receiver's buffer by the pass's end, one the host
+    /// sent is in its port's, and a request's answer is on its way back.
     pub fn pass(&mut self, beat: bool) -> Result<u32> {
         let mut work = 0;
         let mut carried: Vec<(usize, Vec<u8>)> = vec![];
