@@ -9,6 +9,7 @@
 //! See `Documentation/cxlfabric/cxlnic.rst`.
 
 pub mod ivshmem;
+pub mod kvs;
 pub mod mem;
 pub mod model;
 pub mod port;

@@ -13,6 +13,7 @@ use crate::port::{Inject, Port, PortSpec};
 use crate::tap::{Tap, TapStats};
 use anyhow::{Context, Result};
 use cxlnic_ring::device::{self, HEARTBEAT_MS, VECTORS, VECTOR_CONFIG, VECTOR_QUEUE0};
+use cxlnic_ring::kvs;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
@@ -95,6 +96,19 @@ pub struct PortStats {
     /// answers from before TAP backends, hence the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tap: Option<TapStats>,
+    /// The key-value offload's counters; absent for a port without one
+    /// (and in answers from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kvs: Option<KvsPortStats>,
+}
+
+/// A port's key-value offload (`stats`: a port's `kvs`): whether it
+/// serves, and its counters by their names (`KVS_STATS_NAMES`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvsPortStats {
+    pub enabled: bool,
+    #[serde(flatten)]
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 pub struct Model {
@@ -220,9 +234,11 @@ impl Model {
     }
 
     /// One pass over every port; returns the work done.
-    /// Configs, then every port's TX, then the link (and the TAPs, both
-    /// ways), then every port's RX: a frame sent is in its receiver's
-    /// buffer by the pass's end, and one the host sent is in its port's.
+    /// Configs (the NIC's, the KVS offload's and its commands), then
+    /// every port's TX, then the link (and the TAPs, both ways), then the
+    /// offload's answers to what arrived, then every port's RX: a frame
+    /// sent is in its receiver's buffer by the pass's end, one the host
+    /// sent is in its port's, and a request's answer is on its way back.
     pub fn pass(&mut self, beat: bool) -> Result<u32> {
         let mut work = 0;
         let mut carried: Vec<(usize, Vec<u8>)> = vec![];
@@ -244,6 +260,7 @@ impl Model {
                 ring(d, VECTOR_CONFIG);
                 work += 1;
             }
+            work += d.port.poll_kvs();
             if beat {
                 d.port.beat()?;
             }
@@ -258,11 +275,28 @@ impl Model {
         for d in &mut self.devices {
             work += receive_from_host(d);
         }
+        // The offload's answers to what was just delivered go out now,
+        // as frames the driver sent would have: a request and its answer
+        // take one pass. (Answers to these answers wait for the next.)
+        let mut answers = vec![];
+        for d in &mut self.devices {
+            work += send_answers(d, &mut answers);
+        }
+        for (to, frame) in answers {
+            if let Some(d) = self.devices.get_mut(to) {
+                d.port.deliver(frame);
+            }
+        }
         for (d, tx) in self.devices.iter_mut().zip(&sent) {
             let (progress, irqs) = d.port.receive(tx)?;
             work += progress.work;
             for v in irqs {
                 ring(d, v);
+            }
+        }
+        for d in &mut self.devices {
+            if !d.port.hung() {
+                d.port.publish_kvs();
             }
         }
         self.update_links()?;
@@ -387,6 +421,14 @@ impl Model {
                     Backend::Tap(t) => Some(t.stats()),
                     _ => None,
                 },
+                kvs: d.port.kvs_stats().map(|(enabled, s)| KvsPortStats {
+                    enabled,
+                    counters: kvs::KVS_STATS_NAMES
+                        .iter()
+                        .zip(s.values())
+                        .map(|(n, v)| (n.to_string(), v))
+                        .collect(),
+                }),
             })
             .collect()
     }
@@ -417,6 +459,27 @@ fn send_outbound(d: &mut Device, carried: &mut Vec<(usize, Vec<u8>)>) {
         // Dropping the drain empties `outbound`.
         Backend::None => drop(frames),
     }
+}
+
+/// Hands the offload's answers to the port's backend, as
+/// [`send_outbound`] does the driver's frames, and counts those sent and
+/// dropped. Returns the answers (work).
+fn send_answers(d: &mut Device, carried: &mut Vec<(usize, Vec<u8>)>) -> u32 {
+    let answers = d.port.take_kvs_answers();
+    let n = answers.len();
+    if n == 0 {
+        return 0;
+    }
+    let sent = match &mut d.backend {
+        Backend::Link(to) => {
+            carried.extend(answers.into_iter().map(|f| (*to, f)));
+            n
+        }
+        Backend::Tap(tap) => tap.send(answers) as usize,
+        Backend::None => 0,
+    };
+    d.port.kvs_sent(sent, n - sent);
+    n as u32
 }
 
 /// Delivers to a TAP port what the host sent it (a bounded batch, never

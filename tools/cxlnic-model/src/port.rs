@@ -10,6 +10,7 @@
 //! named, so a device that hung mid-pass and resumes writes nothing into
 //! them ([`Superseded`]).
 
+use crate::kvs::Offload;
 use crate::mem::{GuestRam, Shared};
 use anyhow::{Context, Result};
 use cxlnic_ring::device::{
@@ -141,6 +142,8 @@ pub struct Port {
     superseded: u64,
     /// Frames the driver sent that the link should carry.
     pub outbound: Vec<(usize, Vec<u8>)>,
+    /// The key-value offload, if BAR2 has room for its area.
+    kvs: Option<Offload>,
 }
 
 impl Port {
@@ -165,7 +168,9 @@ impl Port {
             paused: None,
             superseded: 0,
             outbound: vec![],
+            kvs: None,
         };
+        port.kvs = Offload::new(port.dev.len() as u64);
         port.reset()?;
         Ok(port)
     }
@@ -182,10 +187,15 @@ impl Port {
         }
     }
 
+    /// What the driver may place rings in: host memory, and BAR2 from
+    /// its data part up to the KVS area, if there is one.
     fn spaces(&self) -> Spaces {
         Spaces {
             host_bytes: self.host_bytes(),
-            bar_bytes: self.dev.len() as u64,
+            bar_bytes: self
+                .kvs
+                .as_ref()
+                .map_or(self.dev.len() as u64, Offload::offset),
         }
     }
 
@@ -220,8 +230,12 @@ impl Port {
             cfg_ack: self.dev.load(CONFIG_OFFSET + CONFIG_GEN as u64)?,
             cfg_status: 0,
             speed_mbps: self.spec.speed_mbps,
-            kvs_offset: 0,
-            kvs_bytes: 0,
+            kvs_offset: self.kvs.as_ref().map_or(0, |k| k.offset() as u32),
+            kvs_bytes: if self.kvs.is_some() {
+                cxlnic_ring::kvs::AREA_BYTES
+            } else {
+                0
+            },
             _reserved: [0; 11],
         };
         // The last config counts as answered: a restarted device waits
@@ -232,8 +246,48 @@ impl Port {
         // A reset ends a hang and forgets what it interrupted.
         self.hung_until = None;
         self.paused = None;
+        if let Some(k) = &mut self.kvs {
+            k.reset(&self.dev, self.ram.as_ref());
+        }
         self.dev.write(HEADER_OFFSET, &h.encode())?;
         Ok(())
+    }
+
+    /// The key-value offload's pass: a new KVS config, the host's
+    /// commands. Returns the work done.
+    pub fn poll_kvs(&mut self) -> u32 {
+        let host_bytes = self.host_bytes();
+        match &mut self.kvs {
+            Some(k) => k.poll(&self.dev, self.ram.as_ref(), host_bytes),
+            None => 0,
+        }
+    }
+
+    /// Writes the offload's counters into BAR2 if they changed.
+    pub fn publish_kvs(&mut self) {
+        if let Some(k) = &mut self.kvs {
+            k.publish(&self.dev);
+        }
+    }
+
+    /// The offload's answers for the backend; report them with
+    /// [`Port::kvs_sent`].
+    pub fn take_kvs_answers(&mut self) -> Vec<Vec<u8>> {
+        self.kvs
+            .as_mut()
+            .map_or_else(Vec::new, Offload::take_answers)
+    }
+
+    /// Counts the answers the backend took and did not.
+    pub fn kvs_sent(&mut self, sent: usize, dropped: usize) {
+        if let Some(k) = &mut self.kvs {
+            k.answered(sent, dropped);
+        }
+    }
+
+    /// Whether the offload serves, and its counters (`None`: no offload).
+    pub fn kvs_stats(&self) -> Option<(bool, cxlnic_ring::kvs::KvsStats)> {
+        self.kvs.as_ref().map(|k| (k.enabled(), *k.stats()))
     }
 
     pub fn set_link(&mut self, up: bool) -> Result<()> {
@@ -685,8 +739,21 @@ impl Port {
     }
 
     /// Queues a frame the link carried to this port (dropped, and counted,
-    /// when no config or too many wait).
+    /// when no config or too many wait), unless the key-value offload
+    /// takes it.
     pub fn deliver(&mut self, frame: Vec<u8>) {
+        if self.active.is_none() {
+            return;
+        }
+        // The offload sees every frame first: a datagram to its port
+        // never reaches the host's RX ring.
+        let serving = !self.hung();
+        if let Some(k) = &mut self.kvs {
+            let mac = self.spec.mac;
+            if k.intercept(&self.dev, self.ram.as_ref(), mac, &frame, serving) {
+                return;
+            }
+        }
         let Some(a) = self.active.as_mut() else {
             return;
         };

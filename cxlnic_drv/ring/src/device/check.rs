@@ -41,7 +41,9 @@ pub struct Spaces {
     /// Bytes of host memory (`DeviceHeader::host_bytes`), from DMA
     /// address 0.
     pub host_bytes: u64,
-    /// Bytes of BAR2.
+    /// Where the driver's part of BAR2 ends: the KVS area's start
+    /// (`DeviceHeader::kvs_offset`) when the device has one, else the
+    /// BAR's size.
     pub bar_bytes: u64,
 }
 

@@ -14,7 +14,7 @@ use super::map::{
 };
 use super::record::{check_config, DeviceLine, DriverLine, KvsConfig, KvsStats, Op, Record};
 use super::seq::read_stable;
-use super::wire::Request;
+use super::wire::{Reject, Request};
 use crate::index::{distance, ready_tag, within};
 
 /// The memory the device reaches: its own (cache, log, commands, the
@@ -122,6 +122,31 @@ impl Engine {
     /// Its counters.
     pub fn stats(&self) -> &KvsStats {
         &self.stats
+    }
+
+    /// Counts a datagram to the KVS port dropped for `why` (the caller
+    /// parsed it; the engine never sees the frame).
+    pub fn reject(&mut self, why: Reject) {
+        let s = &mut self.stats;
+        let c = match why {
+            Reject::Header => &mut s.bad_header,
+            Reject::Op => &mut s.bad_op,
+            Reject::Key => &mut s.bad_key,
+            Reject::Length => &mut s.bad_length,
+            Reject::Checksum => &mut s.bad_checksum,
+        };
+        *c = c.saturating_add(1);
+    }
+
+    /// Counts an answer the caller sent (`true`) or could not send.
+    pub fn answered(&mut self, sent: bool) {
+        let s = &mut self.stats;
+        let c = if sent {
+            &mut s.answers
+        } else {
+            &mut s.answers_dropped
+        };
+        *c = c.saturating_add(1);
     }
 
     /// Forgets everything, as a reset does (counters too).
@@ -313,7 +338,7 @@ impl Engine {
         pair.slot = slot;
         self.cache_put(mem, &pair);
         self.append_log(mem, Op::Put, &pair, 0);
-        // The driver learns of the entry from the tail.
+        // The driver learns of the record from the log tail.
         self.publish(mem, 0);
         Answer::status(STATUS_OK)
     }
