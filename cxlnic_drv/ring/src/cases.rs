@@ -468,11 +468,19 @@ pub fn faults_between_frames_are_no_stall() -> Outcome {
 use super::kvs;
 
 /// A host table of 2 buckets in an array (small enough for KUnit's stack).
-struct Slots([kvs::Record; 8]);
+struct Slots([kvs::Record; 8], u32);
 
 impl kvs::HostSlots for Slots {
     fn read(&self, i: u32) -> Option<kvs::Record> {
         self.0.get(i as usize).copied()
+    }
+
+    fn moves(&self) -> u32 {
+        self.1
+    }
+
+    fn set_moves(&mut self, moves: u32) {
+        self.1 = moves;
     }
 
     fn write(&mut self, i: u32, odd: u32, r: &kvs::Record) {
@@ -700,7 +708,7 @@ pub fn kvs_answers_carry_valid_checksums() -> Outcome {
 }
 
 pub fn kvs_host_table_inserts_finds_and_refuses_bad_log_entries() -> Outcome {
-    let mut mem = Slots([kvs::Record::default(); 8]);
+    let mut mem = Slots([kvs::Record::default(); 8], 0);
     let t = ok!(kvs::HostTable::new(2, 7).ok_or("table"));
     check!(kvs::HostTable::new(3, 7).is_none(), "3 buckets taken");
     let mut slots = [0u32; 8];
@@ -728,15 +736,25 @@ pub fn kvs_host_table_inserts_finds_and_refuses_bad_log_entries() -> Outcome {
         ok!(t.find(&mem, &[b'a', 3]).ok_or("find")).1.value(),
         b"new"
     );
+    // A slot holding another key is a stale hint (the pair may have
+    // moved): the entry goes to its key's slot, the other key keeps its
+    // value.
+    let mut moved = log;
+    moved.slot = slots[4];
+    moved.value[..3].copy_from_slice(b"mov");
+    check_eq!(t.apply(&mut mem, &moved), Ok(kvs::Applied::Written));
+    check_eq!(
+        ok!(t.find(&mem, &[b'a', 3]).ok_or("find")).1.value(),
+        b"mov"
+    );
     // One at a time, so that KUnit's stack holds one copy.
-    for k in 0..6 {
+    for k in 0..5 {
         let mut bad = log;
         match k {
-            0 => bad.slot = slots[4],
-            1 => bad.slot = 8,
-            2 => bad.slot = u32::MAX,
-            3 => bad.key_len = 0,
-            4 => bad.val_len = 65,
+            0 => bad.slot = 8,
+            1 => bad.slot = u32::MAX,
+            2 => bad.key_len = 0,
+            3 => bad.val_len = 65,
             _ => bad.op = 7,
         }
         check!(

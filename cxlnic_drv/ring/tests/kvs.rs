@@ -18,7 +18,8 @@ use cxlnic_ring::kvs::{
 };
 use proptest::prelude::*;
 
-struct HostMem(Vec<Record>);
+/// The host table's slots and the driver line's `moves` word.
+struct HostMem(Vec<Record>, u32);
 
 impl HostSlots for HostMem {
     fn read(&self, i: u32) -> Option<Record> {
@@ -29,6 +30,14 @@ impl HostSlots for HostMem {
         let s = &mut self.0[i as usize];
         s.word = odd;
         *s = *r;
+    }
+
+    fn moves(&self) -> u32 {
+        self.1
+    }
+
+    fn set_moves(&mut self, moves: u32) {
+        self.1 = moves;
     }
 }
 
@@ -72,7 +81,10 @@ impl DeviceMemory for Mem {
         self.host.0.get(i as usize).copied()
     }
     fn driver_line(&mut self) -> DriverLine {
-        self.drv
+        DriverLine {
+            moves: self.host.1,
+            ..self.drv
+        }
     }
     fn set_device_line(&mut self, line: &DeviceLine) {
         self.dev = *line;
@@ -86,7 +98,7 @@ fn mem(cache_buckets: u32) -> Mem {
         cache: vec![Record::default(); (cache_buckets * WAYS) as usize],
         log: vec![Record::default(); LOG_ENTRIES as usize],
         cmd: vec![Record::default(); CMD_ENTRIES as usize],
-        host: HostMem(vec![Record::default(); (HOST_BUCKETS * WAYS) as usize]),
+        host: HostMem(vec![Record::default(); (HOST_BUCKETS * WAYS) as usize], 0),
         dev: DeviceLine::default(),
         drv: DriverLine::default(),
         torn: 0,
@@ -598,4 +610,82 @@ proptest! {
         let (old, new) = seqlock_pair(version, &a, &b);
         seqlock_run(&order, &old, &new);
     }
+}
+
+/// Two choices, the emptier bucket and one cuckoo step: a table takes
+/// most of its slots before it first refuses a key (first fit into the
+/// first choice refused at about 49 %, the emptier bucket alone at 65 %).
+#[test]
+fn a_host_table_fills_before_it_refuses() {
+    for seed in 1..6u64 {
+        let t = HostTable::new(1024, seed).unwrap();
+        let mut host = HostMem(vec![Record::default(); (t.slots()) as usize], 0);
+        let mut n = 0u32;
+        while t
+            .insert(&mut host, format!("k{n}").as_bytes(), b"v")
+            .is_ok()
+        {
+            n += 1;
+        }
+        let fill = n as f64 / t.slots() as f64;
+        eprintln!("seed {seed}: first refusal at {:.1} % full", fill * 100.0);
+        assert!(
+            fill > 0.78,
+            "seed {seed}: first refusal at {:.1} % full",
+            fill * 100.0
+        );
+        // Every key inserted is found, in its slot.
+        for i in (0..n).step_by(97) {
+            assert!(t.find(&host, format!("k{i}").as_bytes()).is_some());
+        }
+    }
+}
+
+/// While the driver moves a pair (its `moves` word odd), a lookup that
+/// finds nothing is not taken for "absent": retried, then busy.
+#[test]
+fn absent_while_pairs_move_is_busy_not_not_found() {
+    let mut m = mem(1);
+    let mut dev = Engine::new();
+    dev.take_config(&mut m, &config(1, 1), 1 << 20);
+    m.host.1 = 3;
+    let a = dev.serve(&mut m, &request(REQ_GET, b"absent", &[]));
+    assert_eq!(a.status, STATUS_BUSY);
+    assert_eq!(dev.stats().torn_reads, u64::from(READ_TRIES));
+    m.host.1 = 4;
+    let a = dev.serve(&mut m, &request(REQ_GET, b"absent", &[]));
+    assert_eq!(a.status, STATUS_NOT_FOUND);
+}
+
+/// A pair moved to its other bucket after the device learnt its slot:
+/// the device's log entry (naming the old slot) still applies, by key.
+#[test]
+fn a_log_entry_follows_a_moved_pair() {
+    // The first seed whose fill moves a pair.
+    for seed in 1..200 {
+        let t = HostTable::new(8, seed).unwrap();
+        let mut host = HostMem(vec![Record::default(); 32], 0);
+        let mut placed = vec![];
+        while let Ok(slot) = t.insert(&mut host, format!("m{}", placed.len()).as_bytes(), b"v") {
+            placed.push(slot);
+        }
+        let Some(moved) = (0..placed.len())
+            .find(|&i| t.find(&host, format!("m{i}").as_bytes()).unwrap().0 != placed[i])
+        else {
+            assert_eq!(host.1, 0, "moves counted, none made");
+            continue;
+        };
+        assert!(host.1 > 0 && host.1 % 2 == 0, "moves bracketed: {}", host.1);
+        let key = format!("m{moved}").into_bytes();
+        let mut log = Record::pair(&key, b"new").unwrap();
+        log.op = OP_PUT;
+        log.slot = placed[moved];
+        assert_eq!(
+            t.apply(&mut host, &log),
+            Ok(cxlnic_ring::kvs::Applied::Written)
+        );
+        assert_eq!(t.find(&host, &key).unwrap().1.value(), b"new");
+        return;
+    }
+    panic!("no seed moved a pair");
 }

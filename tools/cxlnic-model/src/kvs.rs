@@ -290,6 +290,7 @@ impl DeviceMemory for Memory<'_> {
         DriverLine {
             cmd_tail: self.dev.load(at).unwrap_or(0),
             log_head: self.dev.load(at + 4).unwrap_or(0),
+            moves: self.dev.load(at + 8).unwrap_or(0),
         }
     }
 

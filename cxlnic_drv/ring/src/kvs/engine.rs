@@ -380,9 +380,29 @@ impl Engine {
         None
     }
 
-    /// `key` in the host table: both buckets, each slot read under its
-    /// seqlock.
+    /// `key` in the host table. Absent counts only if the driver moved
+    /// no pair meanwhile (its `moves` word even and unchanged): a pair
+    /// being moved between its buckets is briefly where a probe already
+    /// looked.
     fn host_find(&mut self, mem: &mut impl DeviceMemory, key: &[u8]) -> Found {
+        for _ in 0..READ_TRIES {
+            let before = mem.driver_line().moves;
+            match self.host_probe(mem, key) {
+                Found::Absent => {
+                    let after = mem.driver_line().moves;
+                    if before % 2 == 0 && before == after {
+                        return Found::Absent;
+                    }
+                    self.stats.torn_reads = self.stats.torn_reads.saturating_add(1);
+                }
+                found => return found,
+            }
+        }
+        Found::Busy
+    }
+
+    /// One probe of both buckets, each slot read under its seqlock.
+    fn host_probe(&mut self, mem: &mut impl DeviceMemory, key: &[u8]) -> Found {
         let b = buckets(key_hash(self.cfg.hash_seed, key), self.cfg.host_buckets);
         let two = if b.second == b.first { 1 } else { 2 };
         for bucket in [b.first, b.second].into_iter().take(two) {

@@ -260,6 +260,10 @@ pub struct DriverLine {
     pub cmd_tail: u32,
     /// Log entries the driver has applied to the host table.
     pub log_head: u32,
+    /// Odd while the driver moves a pair between its two host buckets
+    /// (and bumped again after): a lookup that found nothing while it
+    /// changed may have missed the pair, and is retried.
+    pub moves: u32,
 }
 
 /// The device's KVS control line.
@@ -282,6 +286,7 @@ impl DriverLine {
         let mut b = [0u8; LINE_BYTES];
         put(&mut b, 0, &self.cmd_tail.to_le_bytes());
         put(&mut b, 4, &self.log_head.to_le_bytes());
+        put(&mut b, 8, &self.moves.to_le_bytes());
         b
     }
 
@@ -290,6 +295,7 @@ impl DriverLine {
         DriverLine {
             cmd_tail: le32(b, 0),
             log_head: le32(b, 4),
+            moves: le32(b, 8),
         }
     }
 }

@@ -30,6 +30,13 @@ pub trait HostSlots {
     /// Stores `r` into slot `i` as a seqlock writer: the version `odd`
     /// (release), the record's other bytes, then `r.word` (release).
     fn write(&mut self, i: u32, odd: u32, r: &Record);
+
+    /// The driver line's `moves` word as last stored.
+    fn moves(&self) -> u32;
+
+    /// Stores the driver line's `moves` word (release: a pair's move is
+    /// bracketed by an odd and an even value).
+    fn set_moves(&mut self, moves: u32);
 }
 
 /// Why a table operation failed.
@@ -112,7 +119,11 @@ impl HostTable {
             .find_map(|i| mem.read(i).filter(|r| r.holds(key)).map(|r| (i, r)))
     }
 
-    /// Writes `key` (absent from the table) and `value` into a free slot.
+    /// Writes `key` (absent from the table) and `value` into a free slot
+    /// of the emptier of its two buckets (first fit fills the first
+    /// choices and refuses far below the table's size). With both full,
+    /// one of their pairs that has room in its other bucket moves there
+    /// (a cuckoo step of depth one) to make room.
     pub fn insert(
         &self,
         mem: &mut impl HostSlots,
@@ -120,12 +131,49 @@ impl HostTable {
         value: &[u8],
     ) -> Result<u32, TableError> {
         let rec = Record::pair(key, value).ok_or(TableError::TooLong)?;
-        let free = self
-            .candidates(key)
-            .find_map(|i| mem.read(i).filter(|r| r.op != OP_PUT).map(|r| (i, r)));
-        let (i, old) = free.ok_or(TableError::Full)?;
+        let b = buckets(key_hash(self.seed, key), self.buckets);
+        let (first, second) = (free_slots(mem, b.first), free_slots(mem, b.second));
+        let bucket = if second.len() > first.len() {
+            b.second
+        } else {
+            b.first
+        };
+        let slot = match free_slots(mem, bucket).first() {
+            Some(&free) => Some(free),
+            None => [b.first, b.second]
+                .into_iter()
+                .find_map(|bk| self.make_room(mem, bk)),
+        };
+        let i = slot.ok_or(TableError::Full)?;
+        let old = mem.read(i).ok_or(TableError::Full)?;
         self.store(mem, i, old.word, rec, key);
         Ok(i)
+    }
+
+    /// Moves one pair of `bucket` to its other bucket, if that has room;
+    /// returns the slot it freed. The copy is written before the original
+    /// is cleared, and `moves` is odd meanwhile, so the device never
+    /// takes the pair for absent.
+    fn make_room(&self, mem: &mut impl HostSlots, bucket: u32) -> Option<u32> {
+        let (from, pair, to) = (0..WAYS).find_map(|w| {
+            let i = bucket.saturating_mul(WAYS).saturating_add(w);
+            let r = mem.read(i).filter(|r| r.op == OP_PUT)?;
+            let alt = buckets(key_hash(self.seed, r.key()), self.buckets);
+            let other = if alt.first == bucket {
+                alt.second
+            } else {
+                alt.first
+            };
+            let to = *free_slots(mem, other).first()?;
+            Some((i, r, to))
+        })?;
+        let moves = mem.moves() | 1;
+        mem.set_moves(moves);
+        let target = mem.read(to)?;
+        self.store(mem, to, target.word, pair, pair.key());
+        let cleared = self.remove(mem, from, pair.key());
+        mem.set_moves(moves.wrapping_add(1));
+        cleared.ok().map(|()| from)
     }
 
     /// Writes `value` into slot `i`, which holds `key`.
@@ -182,12 +230,50 @@ impl HostTable {
         if !self.candidates(key).any(|i| i == log.slot) {
             return Err(TableError::BadRecord);
         }
+        // The device names the slot it knew; the pair may have moved to
+        // its other bucket since (a cuckoo step), so its key decides.
+        let slot = match mem.read(log.slot) {
+            Some(r) if r.holds(key) => log.slot,
+            _ => self.find(mem, key).ok_or(TableError::BadRecord)?.0,
+        };
         let r = match op {
             Op::Put => self
-                .update(mem, log.slot, key, log.value())
+                .update(mem, slot, key, log.value())
                 .map(|()| Applied::Written),
-            Op::Del => self.remove(mem, log.slot, key).map(|()| Applied::Deleted),
+            Op::Del => self.remove(mem, slot, key).map(|()| Applied::Deleted),
         };
         r.map_err(|_| TableError::BadRecord)
     }
+}
+
+/// The free slots of a bucket, in order: up to [`WAYS`], no allocation.
+#[derive(Default)]
+struct FreeSlots {
+    n: usize,
+    v: [u32; WAYS as usize],
+}
+
+impl FreeSlots {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn first(&self) -> Option<&u32> {
+        self.v.get(..self.n).and_then(|s| s.first())
+    }
+}
+
+/// The free slots of `bucket`.
+fn free_slots(mem: &impl HostSlots, bucket: u32) -> FreeSlots {
+    let mut out = FreeSlots::default();
+    for w in 0..WAYS {
+        let i = bucket.saturating_mul(WAYS).saturating_add(w);
+        if mem.read(i).is_some_and(|r| r.op != OP_PUT) {
+            if let Some(s) = out.v.get_mut(out.n) {
+                *s = i;
+                out.n = out.n.saturating_add(1);
+            }
+        }
+    }
+    out
 }
