@@ -51,15 +51,6 @@ field() { # json name
 	echo "$1" | sed "s/.*\"$2\":\([0-9.e+-]*\).*/\1/"
 }
 
-# Device counter `name` (KVS_STATS_NAMES) of the port: `ethtool -S`
-# (kvs_<name>), else `cxlnic kvs stats --json`.
-kvs_stat() { # name
-	v=$(ethtool -S "$nic" | awk -v n="kvs_$1:" '$1 == n { print $2 }')
-	[ -n "$v" ] || v=$(cxlnic kvs stats "$nic" --json |
-		sed -n "s/.*\"\(kvs_\)\{0,1\}$1\": *\([0-9]*\).*/\2/p")
-	echo "${v:-0}"
-}
-
 # awaits, patient with host 0's loading (one await gives up after 300 s).
 await_long() { # slot text
 	await "$1" "$2" || await "$1" "$2" || await "$1" "$2"
@@ -78,12 +69,12 @@ if [ "$h" = 0 ]; then
 	baseline=$!
 	flag 90 kvs-serving
 	await_long 93 kvs-start
-	req0=$(kvs_stat requests) hits0=$(kvs_stat hits) busy0=$(kvs_stat busy)
+	req0=$(kvs_stat $nic requests) hits0=$(kvs_stat $nic hits) busy0=$(kvs_stat $nic busy)
 	for r in $(seq $rounds); do
 		for w in $workloads; do
 			await 91 "done-$w-$r"
 			sleep 0.1
-			req=$(kvs_stat requests) hits=$(kvs_stat hits) busy=$(kvs_stat busy)
+			req=$(kvs_stat $nic requests) hits=$(kvs_stat $nic hits) busy=$(kvs_stat $nic busy)
 			awk -v w=$w -v q=$((req - req0)) -v x=$((hits - hits0)) 'BEGIN {
 				printf "BENCH {\"label\":\"offload\",\"%s_hit_pct\":%.2f}\n", w, q ? 100 * x / q : 0 }'
 			# The device parsed every request host 1 sent, once.
@@ -96,7 +87,7 @@ if [ "$h" = 0 ]; then
 		done
 	done
 	await 94 kvs-finished
-	echo "offload: device counters at the end: $(for c in requests hits log_hits misses installs evictions not_found busy; do printf '%s %s, ' $c $(kvs_stat $c); done)"
+	echo "offload: device counters at the end: $(for c in requests hits log_hits misses installs evictions not_found busy; do printf '%s %s, ' $c $(kvs_stat $nic $c); done)"
 	kill $baseline
 	wait $baseline 2>/dev/null || true
 else
