@@ -940,6 +940,220 @@ mod tests {
         t.join().unwrap();
     }
 
+    use cxlnic_ring::index::ready_tag;
+    use cxlnic_ring::kvs::{
+        DeviceLine, DeviceMemory, DriverLine, Engine, HostSlots, HostTable, KvsConfig, KvsStats,
+        Record, CMD_ENTRIES, LOG_ENTRIES, RECORD_BYTES, WAYS,
+    };
+
+    /// The host table's memory, as the driver and the device reach it.
+    struct Host(Vec<Record>);
+
+    impl HostSlots for Host {
+        fn read(&self, i: u32) -> Option<Record> {
+            self.0.get(i as usize).copied()
+        }
+        fn write(&mut self, i: u32, _odd: u32, r: &Record) {
+            self.0[i as usize] = *r;
+        }
+    }
+
+    /// The device's memory and the host table: what the device model
+    /// gives the core's engine, without the model's plumbing.
+    struct Mem {
+        cache: Vec<Record>,
+        log: Vec<Record>,
+        cmd: Vec<Record>,
+        host: Host,
+        driver: DriverLine,
+        device: DeviceLine,
+    }
+
+    impl DeviceMemory for Mem {
+        fn cache(&mut self, i: u32) -> Record {
+            self.cache[i as usize]
+        }
+        fn set_cache(&mut self, i: u32, _odd: u32, r: &Record) {
+            self.cache[i as usize] = *r;
+        }
+        fn log(&mut self, i: u32) -> Record {
+            self.log[i as usize]
+        }
+        fn set_log(&mut self, i: u32, r: &Record) {
+            self.log[i as usize] = *r;
+        }
+        fn cmd(&mut self, i: u32) -> Record {
+            self.cmd[i as usize]
+        }
+        fn host_word(&mut self, i: u32) -> Option<u32> {
+            self.host.read(i).map(|r| r.word)
+        }
+        fn host(&mut self, i: u32) -> Option<Record> {
+            self.host.read(i)
+        }
+        fn driver_line(&mut self) -> DriverLine {
+            self.driver
+        }
+        fn set_device_line(&mut self, line: &DeviceLine) {
+            self.device = *line;
+        }
+    }
+
+    /// `kvs-load` against the offload's own logic: the core's engine
+    /// (cache of 4 buckets, so pairs are evicted and fetched again) over
+    /// a host table the core's driver side filled, answering on
+    /// loopback, the log applied to the table every 37 requests (so some
+    /// answers come from the log). Every answer checks out, and the
+    /// engine served from all three places.
+    #[test]
+    fn load_against_the_device_engine_checks_out() {
+        let (keys, vbytes, seed) = (200u32, 24, 0x5eed);
+        let table = HostTable::new(128, seed).unwrap();
+        let mut mem = Mem {
+            cache: vec![Record::default(); (4 * WAYS) as usize],
+            log: vec![Record::default(); LOG_ENTRIES as usize],
+            cmd: vec![Record::default(); CMD_ENTRIES as usize],
+            host: Host(vec![Record::default(); (128 * WAYS) as usize]),
+            driver: DriverLine::default(),
+            device: DeviceLine::default(),
+        };
+        for i in 0..keys {
+            table
+                .insert(&mut mem.host, key(i).as_bytes(), &preload_value(i, vbytes))
+                .unwrap();
+        }
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = sock.local_addr().unwrap();
+        let mut engine = Engine::new();
+        let cfg = KvsConfig {
+            gen: 1,
+            enable: 1,
+            udp_port: addr.port(),
+            cache_buckets: 4,
+            host_buckets: 128,
+            hash_seed: seed,
+            ..KvsConfig::default()
+        };
+        let host_bytes = (128 * WAYS) as u64 * RECORD_BYTES as u64;
+        assert!(engine.take_config(&mut mem, &cfg, host_bytes));
+        assert_eq!((mem.device.cfg_ack, mem.device.cfg_status), (1, 0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let t = std::thread::spawn(move || -> KvsStats {
+            sock.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let mut buf = [0u8; 2048];
+            let mut served = 0u32;
+            while !s.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let frame = frame_of(&buf[..n], from, addr.port());
+                let Parsed::Request(req) = parse(&frame, SERVER_MAC, addr.port(), [0; 4]) else {
+                    panic!("the device would drop what kvs-load sent");
+                };
+                let a = engine.serve(&mut mem, &req);
+                let (f, len) = answer_frame(&req, SERVER_MAC, a.status, &a.value[..a.len]);
+                sock.send_to(&f[HEADERS..len], from).unwrap();
+                served += 1;
+                if served.is_multiple_of(37) {
+                    // The driver: apply the log, then say how far. Up to
+                    // the first entry not written yet (its tag), not the
+                    // device line's log_tail: at 477ca23 the engine
+                    // published that only for commands.
+                    let mut head = mem.driver.log_head;
+                    loop {
+                        let r = mem.log[(head % LOG_ENTRIES) as usize];
+                        if r.word != ready_tag(head) {
+                            break;
+                        }
+                        table.apply(&mut mem.host, &r).unwrap();
+                        head = head.wrapping_add(1);
+                    }
+                    mem.driver.log_head = head;
+                }
+            }
+            *engine.stats()
+        });
+        for (dist, put) in [(Dist::Zipf, 50), (Dist::Uniform, 50), (Dist::Zipf, 0)] {
+            let r = load(&LoadArgs {
+                keys,
+                value_bytes: vbytes,
+                shared: true,
+                ..args(addr, dist, put)
+            })
+            .unwrap();
+            assert_eq!(r.mismatches, 0, "{r}");
+            assert_eq!(
+                (r.ok, r.not_found, r.busy, r.timeouts),
+                (3000, 0, 0, 0),
+                "{r}"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        let st = t.join().unwrap();
+        assert_eq!(st.requests, 9000);
+        assert!(st.hits > 0 && st.misses > 0 && st.evictions > 0, "{st:?}");
+        assert!(st.log_hits > 0, "{st:?}");
+    }
+
+    /// The bench's geometry (44_cxlnic_kvs: 2000 keys, a cache of 64
+    /// buckets of 4 ways) through the core's engine, GETs only: Zipf's
+    /// hot keys mostly hit, uniform keys mostly miss.
+    #[test]
+    fn the_benchs_cache_tells_zipf_from_uniform() {
+        // A host table of 4096 buckets: at 2048 the core's insert (first
+        // free slot, first bucket first) finds both buckets full for
+        // some seeds, this one among them.
+        let (keys, buckets) = (2000u32, 64u32);
+        let table = HostTable::new(4096, 9).unwrap();
+        let mut mem = Mem {
+            cache: vec![Record::default(); (buckets * WAYS) as usize],
+            log: vec![Record::default(); LOG_ENTRIES as usize],
+            cmd: vec![Record::default(); CMD_ENTRIES as usize],
+            host: Host(vec![Record::default(); (4096 * WAYS) as usize]),
+            driver: DriverLine::default(),
+            device: DeviceLine::default(),
+        };
+        for i in 0..keys {
+            table
+                .insert(&mut mem.host, key(i).as_bytes(), &preload_value(i, 32))
+                .unwrap_or_else(|e| panic!("insert k{i}: {e:?}"));
+        }
+        let mut hit_pct = |dist: Dist| {
+            let mut engine = Engine::new();
+            let cfg = KvsConfig {
+                gen: 1,
+                enable: 1,
+                udp_port: 7878,
+                cache_buckets: buckets,
+                host_buckets: 4096,
+                hash_seed: 9,
+                ..KvsConfig::default()
+            };
+            assert!(engine.take_config(&mut mem, &cfg, 4096 * 4 * 128));
+            let zipf = Zipf::new(keys, 0.99).unwrap();
+            let mut rng = Rng::new(1);
+            for n in 0..20_000u32 {
+                let i = match dist {
+                    Dist::Zipf => zipf.sample(&mut rng),
+                    Dist::Uniform => rng.below(keys),
+                };
+                let m = request(REQ_GET, n, key(i).as_bytes(), b"").unwrap();
+                let f = frame_from_client(&m);
+                let Parsed::Request(req) = parse(&f, SERVER_MAC, 7878, [0; 4]) else {
+                    panic!("not a request");
+                };
+                assert_eq!(engine.serve(&mut mem, &req).status, STATUS_OK);
+            }
+            let st = engine.stats();
+            100.0 * st.hits as f64 / st.requests as f64
+        };
+        let (z, u) = (hit_pct(Dist::Zipf), hit_pct(Dist::Uniform));
+        eprintln!("hit rates, 2000 keys, 256 cache entries: Zipf(0.99) {z:.1} %, uniform {u:.1} %");
+        assert!(z > 50.0 && u < 20.0, "Zipf {z} %, uniform {u} %");
+    }
+
     #[test]
     fn a_put_with_no_answer_allows_both_values() {
         let mut e = Expect {
