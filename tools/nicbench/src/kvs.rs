@@ -248,7 +248,7 @@ impl Store {
     }
 }
 
-/// Serves `sock` until `stop` is set (checked at least every `tick`).
+/// Serves `sock` until `stop` is set (looked at every 200 ms at least).
 pub fn serve_on(sock: &UdpSocket, store: &mut Store, stop: &AtomicBool) -> Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut buf = vec![0u8; 65536];
