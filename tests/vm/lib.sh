@@ -164,6 +164,16 @@ nic_stat() { # ifname name [peer]
 		awk -v n="$2" '$1 ~ "^q[0-9]+_" n ":$" { s += $2 } END { print s + 0 }'
 }
 
+# The key-value offload's device counter `name` (KVS_STATS_NAMES:
+# requests, hits, misses...) of interface $1: `ethtool -S` (kvs_<name>),
+# else `cxlnic kvs stats --json`.
+kvs_stat() { # ifname name
+	_v=$(ethtool -S "$1" | awk -v n="kvs_$2:" '$1 == n { print $2 }')
+	[ -n "$_v" ] || _v=$(cxlnic kvs stats "$1" --json |
+		sed -n "s/.*\"\(kvs_\)\{0,1\}$2\": *\([0-9]*\).*/\2/p")
+	echo "${_v:-0}"
+}
+
 stat_above() { # ifname name value [peer]
 	test "$(nic_stat "$1" "$2" $4)" -gt "$3"
 }

@@ -449,6 +449,25 @@ mod tests {
         assert!(warnings("no warnings: here\n").is_empty());
     }
 
+    /// A line with a label and no metric names the anchor (44_cxlnic_kvs:
+    /// host 0, whose lines come first, serves; host 1 measures), and a
+    /// series' metrics fold in from both hosts' lines under its label.
+    #[test]
+    fn a_line_without_metrics_names_the_anchor() {
+        let host0 = "BENCH {\"label\":\"baseline\"}\n\
+                     BENCH {\"label\":\"offload\",\"zipf_hit_pct\":80}\n";
+        let host1 = "BENCH {\"label\":\"baseline\",\"zipf_get_p50_ns\":400}\n\
+                     BENCH {\"label\":\"offload\",\"zipf_get_p50_ns\":100}\n";
+        let s = summarize(&parse_series(&format!("{host0}{host1}")).unwrap());
+        assert_eq!(s[0].label, "baseline");
+        assert_eq!(s[1].metrics.len(), 2);
+        assert_eq!(
+            ratios(&s),
+            vec![vec![Some(1.0)], vec![None, Some(0.25)]],
+            "hit rate: no anchor value; latency: against the baseline's"
+        );
+    }
+
     #[test]
     fn malformed_bench_line_is_an_error() {
         assert!(parse_series("BENCH {not json").is_err());

@@ -9,6 +9,9 @@
 //!   arrived.
 //! - `mptcp-serve` and `mptcp`: the `tcp` transfer over MPTCP, with the
 //!   bytes each subflow carried (`mptcp.rs`).
+//! - `kvs-serve`, `kvs-load`, `kvs-get`, `kvs-put`, `kvs-keys`: the
+//!   key-value offload's bench (issue #29): a user-space server of its
+//!   protocol (the baseline) and a checking load generator (`kvs.rs`).
 //!
 //! Results are one JSON object per line with `--json`, for the bench.
 
@@ -19,6 +22,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
+mod kvs;
 mod mptcp;
 mod mptcp_abi;
 
@@ -108,6 +112,74 @@ enum Cmd {
         #[arg(long, default_value_t = 2.0)]
         secs: f64,
     },
+    /// Serve the key-value offload's UDP protocol from user space (the
+    /// bench's baseline) until killed.
+    KvsServe {
+        #[arg(long, default_value_t = cxlnic_ring::kvs::DEFAULT_PORT)]
+        port: u16,
+        /// Preload keys k0..k<N-1> (values as `kvs-keys` prints them).
+        #[arg(long, default_value_t = 0)]
+        keys: u32,
+        #[arg(long, default_value_t = 32)]
+        value_bytes: usize,
+    },
+    /// Requests to a key-value server, one at a time: GET/PUT latency,
+    /// statuses, and every answer checked (exit 1 on a wrong one).
+    KvsLoad {
+        #[arg(long)]
+        server: SocketAddr,
+        /// Keys k0..k<N-1>, preloaded on the server.
+        #[arg(long)]
+        keys: u32,
+        #[arg(long, value_enum, default_value_t = kvs::Dist::Zipf)]
+        dist: kvs::Dist,
+        /// Zipf's skew.
+        #[arg(long, default_value_t = 0.99)]
+        theta: f64,
+        /// Share of PUTs, percent.
+        #[arg(long, default_value_t = 0)]
+        put_pct: u8,
+        #[arg(long, default_value_t = 1000)]
+        requests: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How long to wait for each answer.
+        #[arg(long, default_value_t = 500)]
+        timeout_ms: u64,
+        /// Bytes of the values written (and preloaded).
+        #[arg(long, default_value_t = 32)]
+        value_bytes: usize,
+        /// Others (earlier runs) may have written the keys: a key this run
+        /// has not written may hold any value written for it, not only
+        /// the preloaded one.
+        #[arg(long)]
+        shared: bool,
+    },
+    /// One GET.
+    KvsGet {
+        #[arg(long)]
+        server: SocketAddr,
+        key: String,
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
+    },
+    /// One PUT (of a key the server has).
+    KvsPut {
+        #[arg(long)]
+        server: SocketAddr,
+        key: String,
+        value: String,
+        #[arg(long, default_value_t = 1000)]
+        timeout_ms: u64,
+    },
+    /// Print the preloaded pairs, `KEY VALUE` a line (to load the
+    /// offload with, `cxlnic kvs put`).
+    KvsKeys {
+        #[arg(long)]
+        keys: u32,
+        #[arg(long, default_value_t = 32)]
+        value_bytes: usize,
+    },
 }
 
 /// UDP request kinds (first byte).
@@ -180,6 +252,62 @@ fn main() -> Result<()> {
         ),
         Cmd::UdpRr { to, size, count } => report(cli.json, &udp_rr(to, size, count)?),
         Cmd::UdpStream { to, size, secs } => report(cli.json, &udp_stream(to, size, secs)?),
+        Cmd::KvsServe {
+            port,
+            keys,
+            value_bytes,
+        } => kvs::serve(port, keys, value_bytes),
+        Cmd::KvsLoad {
+            server,
+            keys,
+            dist,
+            theta,
+            put_pct,
+            requests,
+            seed,
+            timeout_ms,
+            value_bytes,
+            shared,
+        } => {
+            let r = kvs::load(&kvs::LoadArgs {
+                server,
+                keys,
+                dist,
+                theta,
+                put_pct,
+                requests,
+                seed,
+                timeout: Duration::from_millis(timeout_ms),
+                value_bytes,
+                shared,
+            })?;
+            report(cli.json, &r)?;
+            ensure!(r.mismatches == 0, "{} wrong answers", r.mismatches);
+            Ok(())
+        }
+        Cmd::KvsGet {
+            server,
+            key,
+            timeout_ms,
+        } => report(
+            cli.json,
+            &kvs::one(server, &key, None, Duration::from_millis(timeout_ms))?,
+        ),
+        Cmd::KvsPut {
+            server,
+            key,
+            value,
+            timeout_ms,
+        } => report(
+            cli.json,
+            &kvs::one(
+                server,
+                &key,
+                Some(&value),
+                Duration::from_millis(timeout_ms),
+            )?,
+        ),
+        Cmd::KvsKeys { keys, value_bytes } => kvs::keys(keys, value_bytes),
     }
 }
 
