@@ -956,6 +956,11 @@ mod tests {
         fn write(&mut self, i: u32, _odd: u32, r: &Record) {
             self.0[i as usize] = *r;
         }
+        // Driver and device take turns here, never mid-move.
+        fn moves(&self) -> u32 {
+            0
+        }
+        fn set_moves(&mut self, _moves: u32) {}
     }
 
     /// The device's memory and the host table: what the device model
