@@ -694,6 +694,55 @@ pub fn one(
     }
 }
 
+/// What `kvs-raw` gets wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Bad {
+    /// A key one byte past `KEY_MAX`.
+    Key,
+    /// A value length past the datagram's end.
+    Length,
+    /// An opcode that is neither GET nor PUT.
+    Op,
+}
+
+/// The malformed request `bad` names (a GET or PUT of `k0` otherwise).
+pub fn malformed(bad: Bad) -> Vec<u8> {
+    let mut m = request(REQ_GET, 1, b"k0", b"").expect("a valid request");
+    match bad {
+        Bad::Key => {
+            m.truncate(MSG_HEADER_BYTES);
+            // KEY_MAX is far below 255.
+            m[8] = (KEY_MAX + 1) as u8;
+            m.extend_from_slice(&[b'x'; KEY_MAX + 1]);
+        }
+        Bad::Length => {
+            m = request(REQ_PUT, 1, b"k0", b"v").expect("a valid request");
+            m[10..12].copy_from_slice(&16u16.to_le_bytes());
+        }
+        Bad::Op => m[3] = 9,
+    }
+    m
+}
+
+/// `kvs-raw`: sends one malformed request; prints "no answer" or what
+/// came back.
+pub fn raw(server: SocketAddr, bad: Bad, timeout: Duration) -> Result<()> {
+    let sock = UdpSocket::bind(if server.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    })?;
+    sock.connect(server)?;
+    sock.set_read_timeout(Some(timeout))?;
+    sock.send(&malformed(bad))?;
+    let mut buf = [0u8; 2048];
+    match sock.recv(&mut buf) {
+        Ok(n) => println!("kvs-raw {bad:?}: an answer of {n} bytes"),
+        Err(_) => println!("kvs-raw {bad:?}: no answer within {timeout:?}"),
+    }
+    Ok(())
+}
+
 /// `kvs-keys`: the preloaded pairs, `KEY VALUE` a line.
 pub fn keys(keys: u32, value_bytes: usize) -> Result<()> {
     check_value_bytes(value_bytes)?;
@@ -760,6 +809,25 @@ mod tests {
 
     fn frame_from_client(m: &[u8]) -> Vec<u8> {
         frame_of(m, "10.11.0.2:40000".parse().unwrap(), 7878)
+    }
+
+    /// Each malformed request `kvs-raw` sends is one the core refuses,
+    /// for the reason it names.
+    #[test]
+    fn raw_requests_are_refused_for_their_reason() {
+        use cxlnic_ring::kvs::Reject;
+        for (bad, why) in [
+            (Bad::Key, Reject::Key),
+            (Bad::Length, Reject::Length),
+            (Bad::Op, Reject::Op),
+        ] {
+            let f = frame_from_client(&malformed(bad));
+            assert_eq!(
+                parse(&f, SERVER_MAC, 7878, [0; 4]),
+                Parsed::Reject(why),
+                "{bad:?}"
+            );
+        }
     }
 
     /// What the client sends the core's parser accepts, field for field;

@@ -174,6 +174,17 @@ enum Cmd {
     },
     /// Print the preloaded pairs, `KEY VALUE` a line (to load the
     /// offload with, `cxlnic kvs put`).
+    /// One malformed request (the offload must drop it): prints whether
+    /// an answer came.
+    KvsRaw {
+        #[arg(long)]
+        server: SocketAddr,
+        /// What is wrong with it.
+        #[arg(long, value_enum)]
+        bad: kvs::Bad,
+        #[arg(long, default_value_t = 500)]
+        timeout_ms: u64,
+    },
     KvsKeys {
         #[arg(long)]
         keys: u32,
@@ -307,6 +318,11 @@ fn main() -> Result<()> {
                 Duration::from_millis(timeout_ms),
             )?,
         ),
+        Cmd::KvsRaw {
+            server,
+            bad,
+            timeout_ms,
+        } => kvs::raw(server, bad, Duration::from_millis(timeout_ms)),
         Cmd::KvsKeys { keys, value_bytes } => kvs::keys(keys, value_bytes),
     }
 }
