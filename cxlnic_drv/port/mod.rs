@@ -33,11 +33,13 @@
 //! - `lifecycle.rs`: starting and stopping the queue pairs, restarts;
 //! - `watch.rs`: heartbeat, link, and the restarts of stalled rings;
 //! - `ethtool.rs`: checking and applying changed settings;
+//! - `kvs.rs`: the key-value offload's switch (ethtool, `/dev/cxlnic`);
 //! - `netdev.rs`: the port as the stack sees it (`NetDevice`).
 
 mod counters;
 mod ethtool;
 mod held;
+mod kvs;
 mod lifecycle;
 mod netdev;
 mod settings;

@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A NIC's key-value offload as the driver runs it (the protocol of
+//! `ring::kvs`, "Driver" in its `table.rs`): the host table, the config
+//! exchange, commands, and the log the driver applies.
+//!
+//! One mutex (`state`) serializes every operation on a NIC's store: the
+//! ioctls, `ethtool --set-priv-flags`, the periodic drain and the NIC's
+//! removal. Under it: the port's `settings` (a copy, to check the mode)
+//! and nothing else. An operation may sleep under it (up to a second per
+//! wait for the device); nothing in the data path takes it.
+//!
+//! Rules (cxlnic.rst, "Key-value offload"):
+//! - every operation applies the log first, so a direct write never
+//!   lands under a log entry that predates it;
+//! - while the device serves, updates and deletes of a present key are
+//!   commands (the device orders them with the network's PUTs); a new
+//!   key, and anything while it does not serve, is written directly;
+//! - the host table is freed only once the device answered a config
+//!   that disables (it reads the table until then); if it never does,
+//!   the table is kept for good when the NIC goes.
+
+#![deny(clippy::arithmetic_side_effects)]
+
+use super::area::Area;
+use super::host::HostMem;
+use crate::ring::device::{HEARTBEAT_TIMEOUT_MS, MODE_TYPE2};
+use crate::ring::index::{distance, within};
+use crate::ring::kvs::{
+    DeviceLine, DriverLine, KvsConfig, Op, Record, TableError, CACHE_BUCKETS_MAX,
+    CMD_ENTRIES, LOG_ENTRIES,
+};
+use crate::support::error::{eopnotsupp, etimedout};
+use crate::support::pr_info_ratelimited;
+use crate::support::time;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::new_mutex;
+use kernel::sync::lock::mutex::MutexBackend;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// How long the driver waits for the device to answer a config or take
+/// a command, milliseconds.
+pub(crate) const WAIT_MS: u32 = 1000;
+/// Cache buckets unless the caller names a count.
+pub(crate) const DEFAULT_CACHE_BUCKETS: u32 = 1024;
+/// The shortest time between two re-sent configs (a device that keeps
+/// restarting, or a hostile log tail), milliseconds.
+const RESEND_GAP_MS: u64 = 1000;
+
+/// What an operator chooses for the offload.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct KvsSettings {
+    pub(crate) udp_port: u16,
+    pub(crate) ipv4: [u8; 4],
+    pub(crate) cache_buckets: u32,
+}
+
+/// The store's state, under [`Kvs::state`].
+///
+/// # Invariants
+///
+/// - `lent`: a config naming `host` was written and the device has not
+///   answered a later one that disables (or refused it): it may read
+///   the table, so `host` is not freed.
+/// - `serving`: the device took the enabling config (`lent` too), and
+///   its command ring and log started at `cmd_tail`/`log_head` 0 then.
+struct State {
+    host: Option<HostMem>,
+    /// The operator wants the device to serve (re-sent after a reset).
+    enabled: bool,
+    serving: bool,
+    lent: bool,
+    /// A config written and not answered yet: its generation, and
+    /// whether it enables.
+    pending: Option<(u32, bool)>,
+    settings: KvsSettings,
+    /// The generation written last.
+    gen: u32,
+    cmd_tail: u32,
+    log_head: u32,
+    /// The heartbeat seen last, since when, and whether it stood still
+    /// for the timeout (then a beat again means a reset).
+    beat: u32,
+    beat_since_ms: u64,
+    lost: bool,
+    /// The device lost its place (a log tail behind the head): send the
+    /// config again; and when it was last sent again.
+    resend: bool,
+    resent_ms: u64,
+    /// The NIC is going: nothing more reaches its device.
+    gone: bool,
+}
+
+/// The driver's own counters (`ethtool -S`, `KVS_STATS`), in
+/// `uapi::cxlnic::DRIVER_STATS` order.
+#[derive(Default)]
+pub(crate) struct KvsCounters {
+    pub(crate) bad_records: AtomicU64,
+    pub(crate) timed_out: AtomicU64,
+    pub(crate) log_applied: AtomicU64,
+}
+
+impl KvsCounters {
+    pub(crate) fn values(&self) -> [u64; 3] {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [
+            get(&self.bad_records),
+            get(&self.timed_out),
+            get(&self.log_applied),
+        ]
+    }
+}
+
+fn bump(a: &AtomicU64) {
+    a.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A snapshot for `KVS_STATS`.
+pub(crate) struct Snapshot {
+    pub(crate) enabled: bool,
+    pub(crate) serving: bool,
+    pub(crate) host_buckets: Option<u32>,
+    pub(crate) settings: KvsSettings,
+}
+
+/// A NIC's key-value offload.
+#[pin_data]
+pub(crate) struct Kvs {
+    /// `None`: the device has no offload (every operation is refused).
+    pub(crate) area: Option<Area>,
+    #[pin]
+    state: Mutex<State>,
+    pub(crate) counters: KvsCounters,
+}
+
+/// [`Kvs::state`], locked.
+type StateGuard<'a> = kernel::sync::lock::Guard<'a, State, MutexBackend>;
+
+fn now_ms() -> u64 {
+    time::boottime_ns() / 1_000_000
+}
+
+/// `ENOSPC` and `EINVAL` for what the table refused.
+fn table_error(who: &CStr, e: TableError) -> Error {
+    match e {
+        TableError::Full => {
+            pr_info_ratelimited!("{}: KVS: both buckets of the key are full\n", who);
+            ENOSPC
+        }
+        TableError::NotFound => ENOENT,
+        TableError::TooLong | TableError::BadRecord => EINVAL,
+    }
+}
+
+impl Kvs {
+    pub(crate) fn new(area: Option<Area>, udp_port: u16) -> Result<Arc<Kvs>> {
+        let beat = area.as_ref().map_or(0, Area::heartbeat);
+        Arc::pin_init(
+            pin_init!(Kvs {
+                area,
+                state <- new_mutex!(
+                    State {
+                        host: None,
+                        enabled: false,
+                        serving: false,
+                        lent: false,
+                        pending: None,
+                        settings: KvsSettings {
+                            udp_port,
+                            ipv4: [0; 4],
+                            cache_buckets: DEFAULT_CACHE_BUCKETS,
+                        },
+                        gen: 0,
+                        cmd_tail: 0,
+                        log_head: 0,
+                        beat,
+                        beat_since_ms: now_ms(),
+                        lost: false,
+                        resend: false,
+                        resent_ms: 0,
+                        gone: false,
+                    },
+                    "cxlnic:kvs"
+                ),
+                counters: KvsCounters::default(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The area, or `EOPNOTSUPP` (logged) for a device without offload.
+    fn area(&self, who: &CStr) -> Result<&Area> {
+        match &self.area {
+            Some(a) => Ok(a),
+            None => {
+                pr_info_ratelimited!("{}: device has no KVS offload\n", who);
+                Err(eopnotsupp())
+            }
+        }
+    }
+
+    /// The state, unless the NIC is going (`ENODEV`).
+    fn lock(&self, who: &CStr) -> Result<StateGuard<'_>> {
+        let st = self.state.lock();
+        if st.gone {
+            pr_info_ratelimited!("{}: KVS: the NIC is going away\n", who);
+            return Err(ENODEV);
+        }
+        Ok(st)
+    }
+
+    /// Whether the operator enabled the offload (`--show-priv-flags`).
+    pub(crate) fn enabled(&self) -> bool {
+        self.state.lock().enabled
+    }
+
+    /// The state for `KVS_STATS`.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let st = self.state.lock();
+        Snapshot {
+            enabled: st.enabled,
+            serving: st.serving,
+            host_buckets: st.host.as_ref().map(|h| h.table.buckets()),
+            settings: st.settings,
+        }
+    }
+
+    /// The host table, allocated on first use (`kvs_buckets`).
+    fn ensure_host<'a>(&self, st: &'a mut State, area: &Area, who: &CStr) -> Result<&'a HostMem> {
+        if st.host.is_none() {
+            let h = HostMem::alloc(&area.io, who, crate::kvs_buckets())?;
+            pr_info!(
+                "{}: KVS host table: {} buckets, {} KiB\n",
+                who,
+                h.table.buckets(),
+                h.bytes() >> 10
+            );
+            st.host = Some(h);
+        }
+        st.host.as_ref().ok_or(ENOMEM)
+    }
+}
+
+// The config exchange.
+impl Kvs {
+    /// Enables the offload with `want` on a port in `mode` (allocating
+    /// the host table if need be) and waits for the device's answer.
+    pub(crate) fn enable(&self, who: &CStr, mode: u32, want: KvsSettings) -> Result {
+        let area = self.area(who)?;
+        if mode != MODE_TYPE2 {
+            pr_info_ratelimited!(
+                "{}: KVS offload needs the port in type2 mode (device memory)\n",
+                who
+            );
+            return Err(EINVAL);
+        }
+        let b = want.cache_buckets;
+        if !b.is_power_of_two() || b > CACHE_BUCKETS_MAX {
+            pr_info_ratelimited!(
+                "{}: KVS cache buckets {} is not a power of two up to {}\n",
+                who,
+                b,
+                CACHE_BUCKETS_MAX
+            );
+            return Err(EINVAL);
+        }
+        if want.udp_port == 0 {
+            pr_info_ratelimited!("{}: KVS UDP port 0\n", who);
+            return Err(EINVAL);
+        }
+        let mut st = self.lock(who)?;
+        if st.serving && st.settings == want {
+            st.enabled = true;
+            return Ok(());
+        }
+        self.ensure_host(&mut st, area, who)?;
+        // The device starts afresh with a new config: apply what it
+        // logged so far.
+        self.drain(&mut st, area, who);
+        st.settings = want;
+        st.enabled = true;
+        self.configure(&mut st, area, who, true)
+    }
+
+    /// Disables the offload and waits for the device's answer (the pairs
+    /// stay in the host table, which is written directly from then on).
+    pub(crate) fn disable(&self, who: &CStr) -> Result {
+        let area = self.area(who)?;
+        let mut st = self.lock(who)?;
+        st.enabled = false;
+        if !st.lent && st.pending.is_none() {
+            return Ok(());
+        }
+        self.drain(&mut st, area, who);
+        self.configure(&mut st, area, who, false)
+    }
+
+    /// A generation never written before and not the one the device
+    /// answered last (nor 0).
+    fn next_gen(st: &mut State, line: &DeviceLine) -> u32 {
+        loop {
+            st.gen = st.gen.wrapping_add(1);
+            if st.gen != 0 && st.gen != line.cfg_ack {
+                return st.gen;
+            }
+        }
+    }
+
+    /// Writes a config that enables (or not) and waits up to
+    /// [`WAIT_MS`] for the answer.
+    fn configure(&self, st: &mut State, area: &Area, who: &CStr, enable: bool) -> Result {
+        let line = area.device_line()?;
+        let (host_buckets, host_table, hash_seed) = match &st.host {
+            Some(h) => (h.table.buckets(), h.mem.dma_handle(), h.table.seed()),
+            // Disabling needs no table; enabling always has one.
+            None if !enable => (0, 0, 0),
+            None => return Err(EINVAL),
+        };
+        if enable {
+            // The device starts both rings at 0 when it takes the config.
+            st.serving = false;
+            area.clear_commands()?;
+            area.set_driver_line(&DriverLine::default())?;
+            st.cmd_tail = 0;
+            st.log_head = 0;
+        }
+        let gen = Self::next_gen(st, &line);
+        let cfg = KvsConfig {
+            gen,
+            enable: u32::from(enable),
+            udp_port: st.settings.udp_port,
+            _pad: 0,
+            ipv4: st.settings.ipv4,
+            cache_buckets: st.settings.cache_buckets,
+            host_buckets,
+            host_table,
+            hash_seed,
+        };
+        area.write_config(&cfg, gen)?;
+        // From here the device may read the table (enable), or may still
+        // serve until it answers (disable): no commands meanwhile.
+        st.pending = Some((gen, enable));
+        st.serving = false;
+        if enable {
+            st.lent = true;
+        }
+        for _ in 0..WAIT_MS {
+            if let Some(r) = self.answer(st, area, who) {
+                return r;
+            }
+            time::sleep_ms(1);
+        }
+        pr_info!(
+            "{}: KVS: the device did not answer the {} config within {} ms (it may later)\n",
+            who,
+            if enable { "enabling" } else { "disabling" },
+            WAIT_MS
+        );
+        Err(etimedout())
+    }
+
+    /// Takes the device's answer to the pending config, if it came.
+    fn answer(&self, st: &mut State, area: &Area, who: &CStr) -> Option<Result> {
+        let (gen, enable) = st.pending?;
+        let line = area.device_line().ok()?;
+        if line.cfg_ack != gen {
+            return None;
+        }
+        st.pending = None;
+        if !enable {
+            // It no longer serves: what it logged before is applied
+            // (tags only: its tail went back to 0), then the table is
+            // the driver's alone.
+            self.drain_tagged(st, area, who);
+            st.lent = false;
+            pr_info!("{}: KVS offload disabled\n", who);
+            return Some(Ok(()));
+        }
+        if line.cfg_status != 0 {
+            // A refused config is dropped whole: the device reads no
+            // table.
+            st.lent = false;
+            pr_info!(
+                "{}: the device refused the KVS config (code {})\n",
+                who,
+                line.cfg_status
+            );
+            return Some(Err(EINVAL));
+        }
+        st.serving = true;
+        pr_info!(
+            "{}: KVS offload serving on UDP port {}\n",
+            who,
+            st.settings.udp_port
+        );
+        Some(Ok(()))
+    }
+}
+
+// The log and the commands.
+impl Kvs {
+    /// Applies the device's log from `log_head` up to its tail (checked:
+    /// no further than the ring holds), while it serves.
+    fn drain(&self, st: &mut State, area: &Area, who: &CStr) {
+        if !st.serving {
+            return;
+        }
+        let Ok(line) = area.device_line() else {
+            return;
+        };
+        let limit = st.log_head.wrapping_add(LOG_ENTRIES);
+        if !within(st.log_head, line.log_tail, limit) {
+            bump(&self.counters.bad_records);
+            pr_info_ratelimited!(
+                "{}: KVS log tail {} outside {}..={}: the device lost its place; configuring it again\n",
+                who,
+                line.log_tail,
+                st.log_head,
+                limit
+            );
+            st.resend = true;
+            return;
+        }
+        self.apply_log(st, area, line.log_tail);
+    }
+
+    /// Applies every entry whose tag is there, at most a ring's worth
+    /// (the device's tail is no bound once it stopped serving).
+    fn drain_tagged(&self, st: &mut State, area: &Area, _who: &CStr) {
+        let limit = st.log_head.wrapping_add(LOG_ENTRIES);
+        self.apply_log(st, area, limit);
+    }
+
+    /// Applies entries from `log_head` up to `end` (or the first one not
+    /// written yet), then tells the device how far it got.
+    fn apply_log(&self, st: &mut State, area: &Area, end: u32) {
+        let Some(host) = st.host.as_ref() else {
+            return;
+        };
+        let table = host.table;
+        let mut slots = host.slots();
+        let start = st.log_head;
+        let mut head = start;
+        while head != end {
+            let Ok(Some(rec)) = area.log_entry(head) else {
+                break;
+            };
+            match table.apply(&mut slots, &rec) {
+                Ok(_) => bump(&self.counters.log_applied),
+                Err(_) => bump(&self.counters.bad_records),
+            }
+            head = head.wrapping_add(1);
+        }
+        if head != start {
+            st.log_head = head;
+            let _ = area.set_driver_line(&DriverLine {
+                cmd_tail: st.cmd_tail,
+                log_head: head,
+            });
+        }
+    }
+
+    /// Posts `op` on `key` (slot `slot`) as a command and waits until the
+    /// device carried it out (applying its log meanwhile, which makes
+    /// room for the command's own entry), then applies the log.
+    fn command(
+        &self,
+        st: &mut State,
+        area: &Area,
+        who: &CStr,
+        op: Op,
+        key: &[u8],
+        value: &[u8],
+        slot: u32,
+    ) -> Result {
+        let mut rec = Record::pair(key, value).ok_or(EINVAL)?;
+        rec.op = op.to_u8();
+        rec.slot = slot;
+        // Room: commands that timed out earlier may still be posted.
+        let room = |st: &State, l: &DeviceLine| distance(l.cmd_head, st.cmd_tail) < CMD_ENTRIES;
+        if !self.wait(st, area, who, room)? {
+            return self.timed_out(who, "found no room for a command");
+        }
+        let index = st.cmd_tail;
+        area.post_command(index, &rec)?;
+        st.cmd_tail = index.wrapping_add(1);
+        area.set_driver_line(&DriverLine {
+            cmd_tail: st.cmd_tail,
+            log_head: st.log_head,
+        })?;
+        let next = index.wrapping_add(1);
+        let taken = |st: &State, l: &DeviceLine| within(next, l.cmd_head, st.cmd_tail);
+        if !self.wait(st, area, who, taken)? {
+            // It stays posted: the device may take it later, and the log
+            // then carries it.
+            return self.timed_out(who, "did not take a command");
+        }
+        self.drain(st, area, who);
+        Ok(())
+    }
+
+    fn timed_out(&self, who: &CStr, what: &str) -> Result {
+        bump(&self.counters.timed_out);
+        pr_info_ratelimited!("{}: KVS: the device {} within {} ms\n", who, what, WAIT_MS);
+        Err(etimedout())
+    }
+
+    /// Waits up to [`WAIT_MS`] (sleeping, applying the log) until `done`;
+    /// whether it came. `ENODEV` if the device stopped serving meanwhile
+    /// (its log went back: a reset).
+    fn wait(
+        &self,
+        st: &mut State,
+        area: &Area,
+        who: &CStr,
+        done: impl Fn(&State, &DeviceLine) -> bool,
+    ) -> Result<bool> {
+        for _ in 0..WAIT_MS {
+            self.drain(st, area, who);
+            if st.resend {
+                return Ok(false);
+            }
+            if done(st, &area.device_line()?) {
+                return Ok(true);
+            }
+            time::sleep_ms(1);
+        }
+        Ok(false)
+    }
+}
+
+// What the ioctls do.
+impl Kvs {
+    /// Writes `key`'s `value`: a new key directly into the host table, a
+    /// present one through the device while it serves.
+    pub(crate) fn put(&self, who: &CStr, key: &[u8], value: &[u8]) -> Result {
+        let area = self.area(who)?;
+        let mut st = self.lock(who)?;
+        self.ensure_host(&mut st, area, who)?;
+        self.drain(&mut st, area, who);
+        let found = st
+            .host
+            .as_ref()
+            .and_then(|h| h.table.find(&h.slots(), key));
+        match found {
+            Some((slot, _)) if st.serving => {
+                self.command(&mut st, area, who, Op::Put, key, value, slot)
+            }
+            Some((slot, _)) => {
+                let h = st.host.as_ref().ok_or(EINVAL)?;
+                h.table
+                    .update(&mut h.slots(), slot, key, value)
+                    .map_err(|e| table_error(who, e))
+            }
+            None => {
+                let h = st.host.as_ref().ok_or(EINVAL)?;
+                h.table
+                    .insert(&mut h.slots(), key, value)
+                    .map(|_| ())
+                    .map_err(|e| table_error(who, e))
+            }
+        }
+    }
+
+    /// `key`'s value (its record), after applying the log.
+    pub(crate) fn get(&self, who: &CStr, key: &[u8]) -> Result<Record> {
+        let area = self.area(who)?;
+        let mut st = self.lock(who)?;
+        self.drain(&mut st, area, who);
+        st.host
+            .as_ref()
+            .and_then(|h| h.table.find(&h.slots(), key))
+            .map(|(_, r)| r)
+            .ok_or(ENOENT)
+    }
+
+    /// Deletes `key`: through the device while it serves, else directly.
+    pub(crate) fn del(&self, who: &CStr, key: &[u8]) -> Result {
+        let area = self.area(who)?;
+        let mut st = self.lock(who)?;
+        self.drain(&mut st, area, who);
+        let found = st
+            .host
+            .as_ref()
+            .and_then(|h| h.table.find(&h.slots(), key));
+        let Some((slot, _)) = found else {
+            return Err(ENOENT);
+        };
+        if st.serving {
+            return self.command(&mut st, area, who, Op::Del, key, &[], slot);
+        }
+        let h = st.host.as_ref().ok_or(EINVAL)?;
+        h.table
+            .remove(&mut h.slots(), slot, key)
+            .map_err(|e| table_error(who, e))
+    }
+}
+
+// The periodic drain and the NIC's removal.
+impl Kvs {
+    /// Every few tens of milliseconds: takes a late answer, follows the
+    /// heartbeat (a device back from a stall is configured again if the
+    /// offload is enabled; the log entries it had not handed over are
+    /// lost with its reset), and applies the log.
+    pub(crate) fn tick(&self, who: &CStr) {
+        let Some(area) = &self.area else {
+            return;
+        };
+        let mut st = self.state.lock();
+        if st.gone {
+            return;
+        }
+        let now = now_ms();
+        let _ = self.answer(&mut st, area, who);
+        let beat = area.heartbeat();
+        if beat != st.beat {
+            st.beat = beat;
+            st.beat_since_ms = now;
+            if st.lost {
+                st.lost = false;
+                st.resend = true;
+            }
+        } else if now.saturating_sub(st.beat_since_ms) >= u64::from(HEARTBEAT_TIMEOUT_MS) {
+            st.lost = true;
+        }
+        self.drain(&mut st, area, who);
+        if st.resend && now.saturating_sub(st.resent_ms) >= RESEND_GAP_MS {
+            st.resend = false;
+            st.resent_ms = now;
+            if st.enabled && st.host.is_some() {
+                pr_info!("{}: the device restarted: sending the KVS config again\n", who);
+                let _ = self.configure(&mut st, area, who, true);
+            }
+        }
+    }
+
+    /// The NIC goes: the device is told to stop and the table freed if it
+    /// answers; otherwise the table is kept for good (it may still read
+    /// it). Every later operation gets `ENODEV`.
+    pub(crate) fn shutdown(&self, who: &CStr) {
+        let mut st = self.state.lock();
+        st.gone = true;
+        st.enabled = false;
+        if let Some(area) = &self.area {
+            if st.lent || st.pending.is_some() {
+                self.drain(&mut st, area, who);
+                let _ = self.configure(&mut st, area, who, false);
+            }
+        }
+        let Some(host) = st.host.take() else {
+            return;
+        };
+        if st.lent {
+            pr_warn!(
+                "{}: the device has not let go of the KVS host table: {} KiB kept for good\n",
+                who,
+                host.bytes() >> 10
+            );
+            core::mem::forget(host);
+        }
+    }
+}
