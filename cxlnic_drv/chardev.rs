@@ -21,12 +21,12 @@
 
 use crate::nics::Nics;
 use crate::port::Port;
-use crate::ring::kvs::{KVS_STATS_NAMES, KEY_MAX, VALUE_MAX};
+use crate::ring::kvs::{KEY_MAX, KVS_STATS_NAMES, VALUE_MAX};
 use crate::support::cred;
+use crate::support::error::eopnotsupp;
 use crate::support::fs::File;
 use crate::support::miscdevice::{MiscDevice, MiscDeviceRegistration};
 use crate::support::netdev::NetdevRef;
-use crate::support::error::eopnotsupp;
 use crate::support::pr_info_ratelimited;
 use crate::support::uapi::cxlnic as abi;
 use crate::support::uapi::ioctl::size_of_cmd;
@@ -38,7 +38,10 @@ use kernel::uaccess::UserSlice;
 // One limit for the kernel and the tools.
 const _: () = assert!(abi::KEY_MAX == KEY_MAX && abi::VALUE_MAX == VALUE_MAX);
 const _: () = assert!(
-    KVS_STATS_NAMES.len().saturating_add(abi::DRIVER_STATS.len()) <= abi::STATS_MAX
+    KVS_STATS_NAMES
+        .len()
+        .saturating_add(abi::DRIVER_STATS.len())
+        <= abi::STATS_MAX
 );
 
 /// Refuses with `err`, saying why (rate-limited: any caller can cause it).
@@ -105,16 +108,28 @@ fn check_version(version: u32, what: &str) -> Result {
 
 /// The key and value of `a` (the value only `with_value`), checked.
 fn pair(a: &abi::KvsPairArgs, with_value: bool) -> Result<(&[u8], &[u8])> {
-    let key = usize::try_from(a.key_len).ok().filter(|n| (1..=KEY_MAX).contains(n));
+    let key = usize::try_from(a.key_len)
+        .ok()
+        .filter(|n| (1..=KEY_MAX).contains(n));
     let Some(key) = key.and_then(|n| a.key.get(..n)) else {
-        refuse!(EINVAL, "cxlnic: key of {} bytes (1 to {})\n", a.key_len, KEY_MAX);
+        refuse!(
+            EINVAL,
+            "cxlnic: key of {} bytes (1 to {})\n",
+            a.key_len,
+            KEY_MAX
+        );
     };
     if !with_value {
         return Ok((key, &[]));
     }
     let val = usize::try_from(a.val_len).ok().filter(|&n| n <= VALUE_MAX);
     let Some(value) = val.and_then(|n| a.value.get(..n)) else {
-        refuse!(EINVAL, "cxlnic: value of {} bytes (0 to {})\n", a.val_len, VALUE_MAX);
+        refuse!(
+            EINVAL,
+            "cxlnic: value of {} bytes (0 to {})\n",
+            a.val_len,
+            VALUE_MAX
+        );
     };
     Ok((key, value))
 }
@@ -188,7 +203,11 @@ impl CxlnicFile {
         let (port, dev) = self.port(a.ifindex)?;
         let kvs = &port.kvs;
         let Some(area) = &kvs.area else {
-            refuse!(eopnotsupp(), "{}: device has no KVS offload\n", dev.get().name());
+            refuse!(
+                eopnotsupp(),
+                "{}: device has no KVS offload\n",
+                dev.get().name()
+            );
         };
         let snap = kvs.snapshot();
         a.flags = [
@@ -210,7 +229,11 @@ impl CxlnicFile {
         a.device_count = u32::try_from(device.len()).map_err(|_| EINVAL)?;
         a.driver_count = u32::try_from(driver.len()).map_err(|_| EINVAL)?;
         a.counters = [0; abi::STATS_MAX];
-        for (o, v) in a.counters.iter_mut().zip(Iterator::chain(device.iter(), driver.iter())) {
+        for (o, v) in a
+            .counters
+            .iter_mut()
+            .zip(Iterator::chain(device.iter(), driver.iter()))
+        {
             *o = *v;
         }
         writer.write_abi(&a)

@@ -25,9 +25,9 @@ use crate::support::coherent::Coherent;
 use crate::support::driver::Driver;
 use crate::support::irq;
 use crate::support::netdev::{self, NetdevRef, Placement};
-use crate::support::workqueue::Periodic;
 use crate::support::pci::DeviceMem;
 use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
+use crate::support::workqueue::Periodic;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -305,11 +305,7 @@ impl Driver<PciBus> for Nic {
         if kvs_offset != 0 {
             dev_info(
                 dev,
-                format_args!(
-                    "{}: KVS offload area at {:#x}\n",
-                    port.name(),
-                    kvs_offset
-                ),
+                format_args!("{}: KVS offload area at {:#x}\n", port.name(), kvs_offset),
             );
         }
         Ok(KBox::pin(

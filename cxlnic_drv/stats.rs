@@ -12,9 +12,9 @@ use crate::queue::{Counters, Queue, GROWING};
 use crate::recovery::{Resets, RESET_STATS};
 use crate::ring::device::{QueueStats, QUEUE_STATS_BYTES, QUEUE_STATS_NAMES, STATS_OFFSET};
 use crate::ring::kvs::KVS_STATS_NAMES;
-use crate::support::uapi::cxlnic::DRIVER_STATS as KVS_DRIVER_STATS;
 use crate::support::coherent::Coherent;
 use crate::support::netdev::{ethtool_string, STRING_LEN};
+use crate::support::uapi::cxlnic::DRIVER_STATS as KVS_DRIVER_STATS;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::sync::Arc;
 

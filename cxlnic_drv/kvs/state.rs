@@ -27,16 +27,16 @@ use super::host::HostMem;
 use crate::ring::device::{HEARTBEAT_TIMEOUT_MS, MODE_TYPE2};
 use crate::ring::index::{distance, within};
 use crate::ring::kvs::{
-    DeviceLine, DriverLine, KvsConfig, Op, Record, TableError, CACHE_BUCKETS_MAX,
-    CMD_ENTRIES, LOG_ENTRIES,
+    DeviceLine, DriverLine, KvsConfig, Op, Record, TableError, CACHE_BUCKETS_MAX, CMD_ENTRIES,
+    LOG_ENTRIES,
 };
 use crate::support::error::{eopnotsupp, etimedout};
 use crate::support::pr_info_ratelimited;
 use crate::support::time;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
-use kernel::sync::lock::mutex::MutexBackend;
 use kernel::prelude::*;
+use kernel::sync::lock::mutex::MutexBackend;
 use kernel::sync::{Arc, Mutex};
 
 /// How long the driver waits for the device to answer a config or take
@@ -142,6 +142,14 @@ fn now_ms() -> u64 {
 }
 
 /// `ENOSPC` and `EINVAL` for what the table refused.
+/// The command `op` on `key` (`value`) in host slot `slot`.
+fn command_record(op: Op, key: &[u8], value: &[u8], slot: u32) -> Result<Record> {
+    let mut rec = Record::pair(key, value).ok_or(EINVAL)?;
+    rec.op = op.to_u8();
+    rec.slot = slot;
+    Ok(rec)
+}
+
 fn table_error(who: &CStr, e: TableError) -> Error {
     match e {
         TableError::Full => {
@@ -461,29 +469,17 @@ impl Kvs {
         }
     }
 
-    /// Posts `op` on `key` (slot `slot`) as a command and waits until the
+    /// Posts `rec` (`command_record`) as a command and waits until the
     /// device carried it out (applying its log meanwhile, which makes
     /// room for the command's own entry), then applies the log.
-    fn command(
-        &self,
-        st: &mut State,
-        area: &Area,
-        who: &CStr,
-        op: Op,
-        key: &[u8],
-        value: &[u8],
-        slot: u32,
-    ) -> Result {
-        let mut rec = Record::pair(key, value).ok_or(EINVAL)?;
-        rec.op = op.to_u8();
-        rec.slot = slot;
+    fn command(&self, st: &mut State, area: &Area, who: &CStr, rec: &Record) -> Result {
         // Room: commands that timed out earlier may still be posted.
         let room = |st: &State, l: &DeviceLine| distance(l.cmd_head, st.cmd_tail) < CMD_ENTRIES;
         if !self.wait(st, area, who, room)? {
             return self.timed_out(who, "found no room for a command");
         }
         let index = st.cmd_tail;
-        area.post_command(index, &rec)?;
+        area.post_command(index, rec)?;
         st.cmd_tail = index.wrapping_add(1);
         area.set_driver_line(&DriverLine {
             cmd_tail: st.cmd_tail,
@@ -539,13 +535,11 @@ impl Kvs {
         let mut st = self.lock(who)?;
         self.ensure_host(&mut st, area, who)?;
         self.drain(&mut st, area, who);
-        let found = st
-            .host
-            .as_ref()
-            .and_then(|h| h.table.find(&h.slots(), key));
+        let found = st.host.as_ref().and_then(|h| h.table.find(&h.slots(), key));
         match found {
             Some((slot, _)) if st.serving => {
-                self.command(&mut st, area, who, Op::Put, key, value, slot)
+                let rec = command_record(Op::Put, key, value, slot)?;
+                self.command(&mut st, area, who, &rec)
             }
             Some((slot, _)) => {
                 let h = st.host.as_ref().ok_or(EINVAL)?;
@@ -580,15 +574,13 @@ impl Kvs {
         let area = self.area(who)?;
         let mut st = self.lock(who)?;
         self.drain(&mut st, area, who);
-        let found = st
-            .host
-            .as_ref()
-            .and_then(|h| h.table.find(&h.slots(), key));
+        let found = st.host.as_ref().and_then(|h| h.table.find(&h.slots(), key));
         let Some((slot, _)) = found else {
             return Err(ENOENT);
         };
         if st.serving {
-            return self.command(&mut st, area, who, Op::Del, key, &[], slot);
+            let rec = command_record(Op::Del, key, &[], slot)?;
+            return self.command(&mut st, area, who, &rec);
         }
         let h = st.host.as_ref().ok_or(EINVAL)?;
         h.table
@@ -629,7 +621,10 @@ impl Kvs {
             st.resend = false;
             st.resent_ms = now;
             if st.enabled && st.host.is_some() {
-                pr_info!("{}: the device restarted: sending the KVS config again\n", who);
+                pr_info!(
+                    "{}: the device restarted: sending the KVS config again\n",
+                    who
+                );
                 let _ = self.configure(&mut st, area, who, true);
             }
         }
