@@ -33,7 +33,7 @@ use crate::ring::kvs::{
 use crate::support::error::{eopnotsupp, etimedout};
 use crate::support::pr_info_ratelimited;
 use crate::support::time;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::lock::mutex::MutexBackend;
@@ -131,6 +131,10 @@ pub(crate) struct Kvs {
     pub(crate) area: Option<Area>,
     #[pin]
     state: Mutex<State>,
+    /// `State::enabled`, for ethtool's flags without waiting on the
+    /// mutex (an operation may hold it for a second). Changed with it,
+    /// under RTNL (every switch is) or at removal.
+    enabled: AtomicBool,
     pub(crate) counters: KvsCounters,
 }
 
@@ -164,6 +168,12 @@ fn table_error(who: &CStr, e: TableError) -> Error {
 impl Kvs {
     pub(crate) fn new(area: Option<Area>, udp_port: u16) -> Result<Arc<Kvs>> {
         let beat = area.as_ref().map_or(0, Area::heartbeat);
+        // Generations go on from the one the device answered last (a
+        // slow device never answers a new config with an old one).
+        let gen = area
+            .as_ref()
+            .and_then(|a| a.device_line().ok())
+            .map_or(0, |l| l.cfg_ack);
         Arc::pin_init(
             pin_init!(Kvs {
                 area,
@@ -179,7 +189,7 @@ impl Kvs {
                             ipv4: [0; 4],
                             cache_buckets: DEFAULT_CACHE_BUCKETS,
                         },
-                        gen: 0,
+                        gen,
                         cmd_tail: 0,
                         log_head: 0,
                         beat,
@@ -191,6 +201,7 @@ impl Kvs {
                     },
                     "cxlnic:kvs"
                 ),
+                enabled: AtomicBool::new(false),
                 counters: KvsCounters::default(),
             }),
             GFP_KERNEL,
@@ -220,7 +231,12 @@ impl Kvs {
 
     /// Whether the operator enabled the offload (`--show-priv-flags`).
     pub(crate) fn enabled(&self) -> bool {
-        self.state.lock().enabled
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    fn set_enabled(&self, st: &mut State, on: bool) {
+        st.enabled = on;
+        self.enabled.store(on, Ordering::Relaxed);
     }
 
     /// The state for `KVS_STATS`.
@@ -279,7 +295,7 @@ impl Kvs {
         }
         let mut st = self.lock(who)?;
         if st.serving && st.settings == want {
-            st.enabled = true;
+            self.set_enabled(&mut st, true);
             return Ok(());
         }
         self.ensure_host(&mut st, area, who)?;
@@ -287,7 +303,7 @@ impl Kvs {
         // logged so far.
         self.drain(&mut st, area, who);
         st.settings = want;
-        st.enabled = true;
+        self.set_enabled(&mut st, true);
         self.configure(&mut st, area, who, true)
     }
 
@@ -296,7 +312,7 @@ impl Kvs {
     pub(crate) fn disable(&self, who: &CStr) -> Result {
         let area = self.area(who)?;
         let mut st = self.lock(who)?;
-        st.enabled = false;
+        self.set_enabled(&mut st, false);
         if !st.lent && st.pending.is_none() {
             return Ok(());
         }
@@ -636,7 +652,7 @@ impl Kvs {
     pub(crate) fn shutdown(&self, who: &CStr) {
         let mut st = self.state.lock();
         st.gone = true;
-        st.enabled = false;
+        self.set_enabled(&mut st, false);
         if let Some(area) = &self.area {
             if st.lent || st.pending.is_some() {
                 self.drain(&mut st, area, who);
