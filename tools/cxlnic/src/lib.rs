@@ -200,6 +200,29 @@ pub fn explain(errno: i32) -> (&'static str, &'static str) {
     }
 }
 
+/// Why `/dev/cxlnic` (or `--dev`) could not be opened, by errno.
+pub fn explain_open(errno: i32) -> (&'static str, &'static str) {
+    use nix::libc;
+    match errno {
+        libc::ENOENT => ("ENOENT", "no such device node: is cxlnic_drv loaded?"),
+        libc::EACCES => ("EACCES", "the device node is mode 0600: run as root"),
+        libc::ENXIO | libc::ENODEV => ("ENODEV", "the device node has no driver behind it"),
+        _ => ("E?", "cannot open the device node"),
+    }
+}
+
+/// An open error as "ENOENT (No such file or directory): no such device
+/// node: is cxlnic_drv loaded?".
+pub fn describe_open(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            let (name, why) = explain_open(code);
+            format!("{name} ({err}): {why}")
+        }
+        None => err.to_string(),
+    }
+}
+
 /// `err` as "ENOSPC (No space left on device): both buckets ...".
 pub fn describe(err: &io::Error) -> String {
     match err.raw_os_error() {

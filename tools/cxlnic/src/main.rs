@@ -1,9 +1,9 @@
 //! `cxlnic`: the key-value offload of cxlnic_drv's interfaces from the
 //! shell (`/dev/cxlnic`).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use clap::{Parser, Subcommand};
-use cxlnic::{describe, Cxlnic, Enable, Stats, DEFAULT_DEVICE};
+use cxlnic::{describe, describe_open, explain_open, Cxlnic, Enable, Stats, DEFAULT_DEVICE};
 use serde_json::json;
 use std::io;
 use std::net::Ipv4Addr;
@@ -207,13 +207,19 @@ fn report(json: bool, what: &str, err: &io::Error) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let dev = match Cxlnic::open(&cli.dev)
-        .with_context(|| format!("cannot open {}", cli.dev.display()))
-    {
+    let dev = match Cxlnic::open(&cli.dev) {
         Ok(d) => d,
         Err(e) => {
-            let io = e.downcast_ref::<io::Error>().map(describe);
-            report_open(cli.json, &cli.dev, &e, io);
+            let text = describe_open(&e);
+            if cli.json {
+                let errno = e.raw_os_error().map(|c| explain_open(c).0);
+                println!(
+                    "{}",
+                    json!({ "ok": false, "op": "open", "errno": errno, "code": e.raw_os_error(),
+                            "error": format!("{}: {text}", cli.dev.display()) })
+                );
+            }
+            eprintln!("cxlnic: cannot open {}: {text}", cli.dev.display());
             return ExitCode::FAILURE;
         }
     };
@@ -224,15 +230,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn report_open(json: bool, path: &std::path::Path, e: &anyhow::Error, io: Option<String>) {
-    let text = io.unwrap_or_else(|| format!("{e:#}"));
-    if json {
-        println!(
-            "{}",
-            json!({ "ok": false, "op": "open", "error": format!("{}: {text}", path.display()) })
-        );
-    }
-    eprintln!("cxlnic: cannot open {}: {text}", path.display());
 }
