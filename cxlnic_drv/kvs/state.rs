@@ -65,11 +65,16 @@ pub(crate) struct KvsSettings {
 ///   the table, so `host` is not freed.
 /// - `serving`: the device took the enabling config (`lent` too), and
 ///   its command ring and log started at `cmd_tail`/`log_head` 0 then.
+/// - `started`: the device took the enabling config written last, so
+///   the log's tags from `log_head` on are this epoch's (it cleared the
+///   older ones when it took it); only then may entries be taken by
+///   their tags alone.
 struct State {
     host: Option<HostMem>,
     /// The operator wants the device to serve (re-sent after a reset).
     enabled: bool,
     serving: bool,
+    started: bool,
     lent: bool,
     /// A config written and not answered yet: its generation, and
     /// whether it enables.
@@ -182,6 +187,7 @@ impl Kvs {
                         host: None,
                         enabled: false,
                         serving: false,
+                        started: false,
                         lent: false,
                         pending: None,
                         settings: KvsSettings {
@@ -316,6 +322,8 @@ impl Kvs {
         if !st.lent && st.pending.is_none() {
             return Ok(());
         }
+        // A late answer first: then the log is known to be this epoch's.
+        let _ = self.answer(&mut st, area, who);
         self.drain(&mut st, area, who);
         self.configure(&mut st, area, who, false)
     }
@@ -344,6 +352,7 @@ impl Kvs {
         if enable {
             // The device starts both rings at 0 when it takes the config.
             st.serving = false;
+            st.started = false;
             area.clear_commands()?;
             area.set_driver_line(&DriverLine::default())?;
             st.cmd_tail = 0;
@@ -395,8 +404,12 @@ impl Kvs {
         if !enable {
             // It no longer serves: what it logged before is applied
             // (tags only: its tail went back to 0), then the table is
-            // the driver's alone.
-            self.drain_tagged(st, area, who);
+            // the driver's alone. Not if it never took the last enabling
+            // config: the tags in the log are then an older epoch's,
+            // already applied.
+            if st.started {
+                self.drain_tagged(st, area, who);
+            }
             st.lent = false;
             pr_info!("{}: KVS offload disabled\n", who);
             return Some(Ok(()));
@@ -413,6 +426,7 @@ impl Kvs {
             return Some(Err(EINVAL));
         }
         st.serving = true;
+        st.started = true;
         pr_info!(
             "{}: KVS offload serving on UDP port {}\n",
             who,
@@ -655,6 +669,7 @@ impl Kvs {
         self.set_enabled(&mut st, false);
         if let Some(area) = &self.area {
             if st.lent || st.pending.is_some() {
+                let _ = self.answer(&mut st, area, who);
                 self.drain(&mut st, area, who);
                 let _ = self.configure(&mut st, area, who, false);
             }
