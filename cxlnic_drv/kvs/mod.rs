@@ -8,11 +8,16 @@
 //! One file per concern; each uses only the files listed before it:
 //! - `area.rs`: the KVS area in BAR2 (config, lines, rings, counters);
 //! - `host.rs`: the host table's memory and its seqlock writes;
-//! - `state.rs`: the store's state and operations, under one mutex;
+//! - `state.rs`: the store's state, under one mutex, and the config
+//!   exchange;
+//! - `log.rs`: applying the device's log, and commands;
+//! - `ops.rs`: put, get and del, the periodic look, removal;
 //! - `work.rs`: the periodic drain and reset detection.
 
 mod area;
 mod host;
+mod log;
+mod ops;
 mod state;
 mod work;
 

@@ -24,12 +24,8 @@
 
 use super::area::Area;
 use super::host::HostMem;
-use crate::ring::device::{HEARTBEAT_TIMEOUT_MS, MODE_TYPE2};
-use crate::ring::index::{distance, within};
-use crate::ring::kvs::{
-    DeviceLine, DriverLine, KvsConfig, Op, Record, TableError, CACHE_BUCKETS_MAX, CMD_ENTRIES,
-    LOG_ENTRIES,
-};
+use crate::ring::device::MODE_TYPE2;
+use crate::ring::kvs::{DeviceLine, DriverLine, KvsConfig, CACHE_BUCKETS_MAX};
 use crate::support::error::{eopnotsupp, etimedout};
 use crate::support::pr_info_ratelimited;
 use crate::support::time;
@@ -46,7 +42,7 @@ pub(crate) const WAIT_MS: u32 = 1000;
 pub(crate) const DEFAULT_CACHE_BUCKETS: u32 = 1024;
 /// The shortest time between two re-sent configs (a device that keeps
 /// restarting, or a hostile log tail), milliseconds.
-const RESEND_GAP_MS: u64 = 1000;
+pub(super) const RESEND_GAP_MS: u64 = 1000;
 
 /// What an operator chooses for the offload.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -69,32 +65,32 @@ pub(crate) struct KvsSettings {
 ///   the log's tags from `log_head` on are this epoch's (it cleared the
 ///   older ones when it took it); only then may entries be taken by
 ///   their tags alone.
-struct State {
-    host: Option<HostMem>,
+pub(super) struct State {
+    pub(super) host: Option<HostMem>,
     /// The operator wants the device to serve (re-sent after a reset).
-    enabled: bool,
-    serving: bool,
-    started: bool,
-    lent: bool,
+    pub(super) enabled: bool,
+    pub(super) serving: bool,
+    pub(super) started: bool,
+    pub(super) lent: bool,
     /// A config written and not answered yet: its generation, and
     /// whether it enables.
-    pending: Option<(u32, bool)>,
-    settings: KvsSettings,
+    pub(super) pending: Option<(u32, bool)>,
+    pub(super) settings: KvsSettings,
     /// The generation written last.
-    gen: u32,
-    cmd_tail: u32,
-    log_head: u32,
+    pub(super) gen: u32,
+    pub(super) cmd_tail: u32,
+    pub(super) log_head: u32,
     /// The heartbeat seen last, since when, and whether it stood still
     /// for the timeout (then a beat again means a reset).
-    beat: u32,
-    beat_since_ms: u64,
-    lost: bool,
+    pub(super) beat: u32,
+    pub(super) beat_since_ms: u64,
+    pub(super) lost: bool,
     /// The device lost its place (a log tail behind the head): send the
     /// config again; and when it was last sent again.
-    resend: bool,
-    resent_ms: u64,
+    pub(super) resend: bool,
+    pub(super) resent_ms: u64,
     /// The NIC is going: nothing more reaches its device.
-    gone: bool,
+    pub(super) gone: bool,
 }
 
 /// The driver's own counters (`ethtool -S`, `KVS_STATS`), in
@@ -117,7 +113,7 @@ impl KvsCounters {
     }
 }
 
-fn bump(a: &AtomicU64) {
+pub(super) fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -135,7 +131,7 @@ pub(crate) struct Kvs {
     /// `None`: the device has no offload (every operation is refused).
     pub(crate) area: Option<Area>,
     #[pin]
-    state: Mutex<State>,
+    pub(super) state: Mutex<State>,
     /// `State::enabled`, for ethtool's flags without waiting on the
     /// mutex (an operation may hold it for a second). Changed with it,
     /// under RTNL (every switch is) or at removal.
@@ -144,30 +140,10 @@ pub(crate) struct Kvs {
 }
 
 /// [`Kvs::state`], locked.
-type StateGuard<'a> = kernel::sync::lock::Guard<'a, State, MutexBackend>;
+pub(super) type StateGuard<'a> = kernel::sync::lock::Guard<'a, State, MutexBackend>;
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     time::boottime_ns() / 1_000_000
-}
-
-/// `ENOSPC` and `EINVAL` for what the table refused.
-/// The command `op` on `key` (`value`) in host slot `slot`.
-fn command_record(op: Op, key: &[u8], value: &[u8], slot: u32) -> Result<Record> {
-    let mut rec = Record::pair(key, value).ok_or(EINVAL)?;
-    rec.op = op.to_u8();
-    rec.slot = slot;
-    Ok(rec)
-}
-
-fn table_error(who: &CStr, e: TableError) -> Error {
-    match e {
-        TableError::Full => {
-            pr_info_ratelimited!("{}: KVS: both buckets of the key are full\n", who);
-            ENOSPC
-        }
-        TableError::NotFound => ENOENT,
-        TableError::TooLong | TableError::BadRecord => EINVAL,
-    }
 }
 
 impl Kvs {
@@ -215,7 +191,7 @@ impl Kvs {
     }
 
     /// The area, or `EOPNOTSUPP` (logged) for a device without offload.
-    fn area(&self, who: &CStr) -> Result<&Area> {
+    pub(super) fn area(&self, who: &CStr) -> Result<&Area> {
         match &self.area {
             Some(a) => Ok(a),
             None => {
@@ -226,7 +202,7 @@ impl Kvs {
     }
 
     /// The state, unless the NIC is going (`ENODEV`).
-    fn lock(&self, who: &CStr) -> Result<StateGuard<'_>> {
+    pub(super) fn lock(&self, who: &CStr) -> Result<StateGuard<'_>> {
         let st = self.state.lock();
         if st.gone {
             pr_info_ratelimited!("{}: KVS: the NIC is going away\n", who);
@@ -240,7 +216,7 @@ impl Kvs {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    fn set_enabled(&self, st: &mut State, on: bool) {
+    pub(super) fn set_enabled(&self, st: &mut State, on: bool) {
         st.enabled = on;
         self.enabled.store(on, Ordering::Relaxed);
     }
@@ -257,7 +233,7 @@ impl Kvs {
     }
 
     /// The host table, allocated on first use (`kvs_buckets`).
-    fn ensure_host<'a>(&self, st: &'a mut State, area: &Area, who: &CStr) -> Result<&'a HostMem> {
+    pub(super) fn ensure_host<'a>(&self, st: &'a mut State, area: &Area, who: &CStr) -> Result<&'a HostMem> {
         if st.host.is_none() {
             let h = HostMem::alloc(&area.io, who, crate::kvs_buckets())?;
             pr_info!(
@@ -341,7 +317,7 @@ impl Kvs {
 
     /// Writes a config that enables (or not) and waits up to
     /// [`WAIT_MS`] for the answer.
-    fn configure(&self, st: &mut State, area: &Area, who: &CStr, enable: bool) -> Result {
+    pub(super) fn configure(&self, st: &mut State, area: &Area, who: &CStr, enable: bool) -> Result {
         let line = area.device_line()?;
         let (host_buckets, host_table, hash_seed) = match &st.host {
             Some(h) => (h.table.buckets(), h.mem.dma_handle(), h.table.seed()),
@@ -394,7 +370,7 @@ impl Kvs {
     }
 
     /// Takes the device's answer to the pending config, if it came.
-    fn answer(&self, st: &mut State, area: &Area, who: &CStr) -> Option<Result> {
+    pub(super) fn answer(&self, st: &mut State, area: &Area, who: &CStr) -> Option<Result> {
         let (gen, enable) = st.pending?;
         let line = area.device_line().ok()?;
         if line.cfg_ack != gen {
@@ -433,257 +409,5 @@ impl Kvs {
             st.settings.udp_port
         );
         Some(Ok(()))
-    }
-}
-
-// The log and the commands.
-impl Kvs {
-    /// Applies the device's log from `log_head` up to its tail (checked:
-    /// no further than the ring holds), while it serves.
-    fn drain(&self, st: &mut State, area: &Area, who: &CStr) {
-        if !st.serving {
-            return;
-        }
-        let Ok(line) = area.device_line() else {
-            return;
-        };
-        let limit = st.log_head.wrapping_add(LOG_ENTRIES);
-        if !within(st.log_head, line.log_tail, limit) {
-            bump(&self.counters.bad_records);
-            pr_info_ratelimited!(
-                "{}: KVS log tail {} outside {}..={}: the device lost its place; configuring it again\n",
-                who,
-                line.log_tail,
-                st.log_head,
-                limit
-            );
-            st.resend = true;
-            return;
-        }
-        self.apply_log(st, area, line.log_tail);
-    }
-
-    /// Applies every entry whose tag is there, at most a ring's worth
-    /// (the device's tail is no bound once it stopped serving).
-    fn drain_tagged(&self, st: &mut State, area: &Area, _who: &CStr) {
-        let limit = st.log_head.wrapping_add(LOG_ENTRIES);
-        self.apply_log(st, area, limit);
-    }
-
-    /// Applies entries from `log_head` up to `end` (or the first one not
-    /// written yet), then tells the device how far it got.
-    fn apply_log(&self, st: &mut State, area: &Area, end: u32) {
-        let Some(host) = st.host.as_ref() else {
-            return;
-        };
-        let table = host.table;
-        let mut slots = host.slots();
-        let start = st.log_head;
-        let mut head = start;
-        while head != end {
-            let Ok(Some(rec)) = area.log_entry(head) else {
-                break;
-            };
-            match table.apply(&mut slots, &rec) {
-                Ok(_) => bump(&self.counters.log_applied),
-                Err(_) => bump(&self.counters.bad_records),
-            }
-            head = head.wrapping_add(1);
-        }
-        if head != start {
-            st.log_head = head;
-            let _ = area.set_driver_line(&DriverLine {
-                cmd_tail: st.cmd_tail,
-                log_head: head,
-            });
-        }
-    }
-
-    /// Posts `rec` (`command_record`) as a command and waits until the
-    /// device carried it out (applying its log meanwhile, which makes
-    /// room for the command's own entry), then applies the log.
-    fn command(&self, st: &mut State, area: &Area, who: &CStr, rec: &Record) -> Result {
-        // Room: commands that timed out earlier may still be posted.
-        let room = |st: &State, l: &DeviceLine| distance(l.cmd_head, st.cmd_tail) < CMD_ENTRIES;
-        if !self.wait(st, area, who, room)? {
-            return self.timed_out(who, "found no room for a command");
-        }
-        let index = st.cmd_tail;
-        area.post_command(index, rec)?;
-        st.cmd_tail = index.wrapping_add(1);
-        area.set_driver_line(&DriverLine {
-            cmd_tail: st.cmd_tail,
-            log_head: st.log_head,
-        })?;
-        let next = index.wrapping_add(1);
-        let taken = |st: &State, l: &DeviceLine| within(next, l.cmd_head, st.cmd_tail);
-        if !self.wait(st, area, who, taken)? {
-            // It stays posted: the device may take it later, and the log
-            // then carries it.
-            return self.timed_out(who, "did not take a command");
-        }
-        self.drain(st, area, who);
-        Ok(())
-    }
-
-    fn timed_out(&self, who: &CStr, what: &str) -> Result {
-        bump(&self.counters.timed_out);
-        pr_info_ratelimited!("{}: KVS: the device {} within {} ms\n", who, what, WAIT_MS);
-        Err(etimedout())
-    }
-
-    /// Waits up to [`WAIT_MS`] (sleeping, applying the log) until `done`;
-    /// whether it came. `ENODEV` if the device stopped serving meanwhile
-    /// (its log went back: a reset).
-    fn wait(
-        &self,
-        st: &mut State,
-        area: &Area,
-        who: &CStr,
-        done: impl Fn(&State, &DeviceLine) -> bool,
-    ) -> Result<bool> {
-        for _ in 0..WAIT_MS {
-            self.drain(st, area, who);
-            if st.resend {
-                return Ok(false);
-            }
-            if done(st, &area.device_line()?) {
-                return Ok(true);
-            }
-            time::sleep_ms(1);
-        }
-        Ok(false)
-    }
-}
-
-// What the ioctls do.
-impl Kvs {
-    /// Writes `key`'s `value`: a new key directly into the host table, a
-    /// present one through the device while it serves.
-    pub(crate) fn put(&self, who: &CStr, key: &[u8], value: &[u8]) -> Result {
-        let area = self.area(who)?;
-        let mut st = self.lock(who)?;
-        self.ensure_host(&mut st, area, who)?;
-        self.drain(&mut st, area, who);
-        let found = st.host.as_ref().and_then(|h| h.table.find(&h.slots(), key));
-        match found {
-            Some((slot, _)) if st.serving => {
-                let rec = command_record(Op::Put, key, value, slot)?;
-                self.command(&mut st, area, who, &rec)
-            }
-            Some((slot, _)) => {
-                let h = st.host.as_ref().ok_or(EINVAL)?;
-                h.table
-                    .update(&mut h.slots(), slot, key, value)
-                    .map_err(|e| table_error(who, e))
-            }
-            None => {
-                let h = st.host.as_ref().ok_or(EINVAL)?;
-                h.table
-                    .insert(&mut h.slots(), key, value)
-                    .map(|_| ())
-                    .map_err(|e| table_error(who, e))
-            }
-        }
-    }
-
-    /// `key`'s value (its record), after applying the log.
-    pub(crate) fn get(&self, who: &CStr, key: &[u8]) -> Result<Record> {
-        let area = self.area(who)?;
-        let mut st = self.lock(who)?;
-        self.drain(&mut st, area, who);
-        st.host
-            .as_ref()
-            .and_then(|h| h.table.find(&h.slots(), key))
-            .map(|(_, r)| r)
-            .ok_or(ENOENT)
-    }
-
-    /// Deletes `key`: through the device while it serves, else directly.
-    pub(crate) fn del(&self, who: &CStr, key: &[u8]) -> Result {
-        let area = self.area(who)?;
-        let mut st = self.lock(who)?;
-        self.drain(&mut st, area, who);
-        let found = st.host.as_ref().and_then(|h| h.table.find(&h.slots(), key));
-        let Some((slot, _)) = found else {
-            return Err(ENOENT);
-        };
-        if st.serving {
-            let rec = command_record(Op::Del, key, &[], slot)?;
-            return self.command(&mut st, area, who, &rec);
-        }
-        let h = st.host.as_ref().ok_or(EINVAL)?;
-        h.table
-            .remove(&mut h.slots(), slot, key)
-            .map_err(|e| table_error(who, e))
-    }
-}
-
-// The periodic drain and the NIC's removal.
-impl Kvs {
-    /// Every few tens of milliseconds: takes a late answer, follows the
-    /// heartbeat (a device back from a stall is configured again if the
-    /// offload is enabled; the log entries it had not handed over are
-    /// lost with its reset), and applies the log.
-    pub(crate) fn tick(&self, who: &CStr) {
-        let Some(area) = &self.area else {
-            return;
-        };
-        let mut st = self.state.lock();
-        if st.gone {
-            return;
-        }
-        let now = now_ms();
-        let _ = self.answer(&mut st, area, who);
-        let beat = area.heartbeat();
-        if beat != st.beat {
-            st.beat = beat;
-            st.beat_since_ms = now;
-            if st.lost {
-                st.lost = false;
-                st.resend = true;
-            }
-        } else if now.saturating_sub(st.beat_since_ms) >= u64::from(HEARTBEAT_TIMEOUT_MS) {
-            st.lost = true;
-        }
-        self.drain(&mut st, area, who);
-        if st.resend && now.saturating_sub(st.resent_ms) >= RESEND_GAP_MS {
-            st.resend = false;
-            st.resent_ms = now;
-            if st.enabled && st.host.is_some() {
-                pr_info!(
-                    "{}: the device restarted: sending the KVS config again\n",
-                    who
-                );
-                let _ = self.configure(&mut st, area, who, true);
-            }
-        }
-    }
-
-    /// The NIC goes: the device is told to stop and the table freed if it
-    /// answers; otherwise the table is kept for good (it may still read
-    /// it). Every later operation gets `ENODEV`.
-    pub(crate) fn shutdown(&self, who: &CStr) {
-        let mut st = self.state.lock();
-        st.gone = true;
-        self.set_enabled(&mut st, false);
-        if let Some(area) = &self.area {
-            if st.lent || st.pending.is_some() {
-                let _ = self.answer(&mut st, area, who);
-                self.drain(&mut st, area, who);
-                let _ = self.configure(&mut st, area, who, false);
-            }
-        }
-        let Some(host) = st.host.take() else {
-            return;
-        };
-        if st.lent {
-            pr_warn!(
-                "{}: the device has not let go of the KVS host table: {} KiB kept for good\n",
-                who,
-                host.bytes() >> 10
-            );
-            core::mem::forget(host);
-        }
     }
 }
