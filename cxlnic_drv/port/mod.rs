@@ -28,12 +28,12 @@
 //! - `settings.rs`: what an operator chooses, and the defaults;
 //! - `state.rs`: the port, its running queues (`Up`), the TX slots and
 //!   the watch's state;
+//! - `kvs.rs`: the key-value offload's switch (ethtool, `/dev/cxlnic`);
 //! - `counters.rs`: the interface's counters, those of retired queues;
 //! - `held.rs`: rings the device has not let go of yet;
 //! - `lifecycle.rs`: starting and stopping the queue pairs, restarts;
 //! - `watch.rs`: heartbeat, link, and the restarts of stalled rings;
 //! - `ethtool.rs`: checking and applying changed settings;
-//! - `kvs.rs`: the key-value offload's switch (ethtool, `/dev/cxlnic`);
 //! - `netdev.rs`: the port as the stack sees it (`NetDevice`).
 
 mod counters;
