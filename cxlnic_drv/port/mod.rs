@@ -16,7 +16,9 @@
 //! interrupts and the memory lent to the device, `held` the memory the
 //! device has not let go of yet, `lanes` the running queues for the
 //! counters. `settings` is only copied or stored, `start` takes it under
-//! `up`: nothing is taken under it.
+//! `up`: nothing is taken under it. The key-value offload's mutex
+//! (`kvs/`) is taken under RTNL by its switch (`kvs.rs`), with none of
+//! the port's held.
 //!
 //! A transmit takes no lock of the port's but its TX queue's slot
 //! `txq[q]`, only to take a reference on the queue (and the stack holds
