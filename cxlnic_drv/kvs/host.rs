@@ -28,7 +28,7 @@ impl HostMem {
     /// `HOST_BUCKETS_MAX`, logged if not) with a fresh random seed.
     pub(crate) fn alloc(io: &NicIo, name: &CStr, buckets: u32) -> Result<HostMem> {
         let Some(table) = HostTable::new(buckets, seed()) else {
-            pr_info!(
+            crate::support::pr_info_ratelimited!(
                 "{}: kvs_buckets={} is not a power of two up to {}\n",
                 name,
                 buckets,
@@ -43,7 +43,7 @@ impl HostMem {
             .checked_add(len as u64)
             .is_some_and(|end| end <= io.host_bytes);
         if !fits {
-            pr_info!(
+            crate::support::pr_info_ratelimited!(
                 "{}: the KVS host table at {:#x} is beyond the {:#x} bytes the device reaches\n",
                 name,
                 mem.dma_handle(),

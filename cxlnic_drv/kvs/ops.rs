@@ -119,7 +119,7 @@ impl Kvs {
             st.resend = false;
             st.resent_ms = now;
             if st.enabled && st.host.is_some() {
-                pr_info!(
+                pr_info_ratelimited!(
                     "{}: the device restarted: sending the KVS config again\n",
                     who
                 );

@@ -360,7 +360,7 @@ impl Kvs {
             }
             time::sleep_ms(1);
         }
-        pr_info!(
+        pr_info_ratelimited!(
             "{}: KVS: the device did not answer the {} config within {} ms (it may later)\n",
             who,
             if enable { "enabling" } else { "disabling" },
@@ -394,7 +394,7 @@ impl Kvs {
             // A refused config is dropped whole: the device reads no
             // table.
             st.lent = false;
-            pr_info!(
+            pr_info_ratelimited!(
                 "{}: the device refused the KVS config (code {})\n",
                 who,
                 line.cfg_status
