@@ -233,7 +233,12 @@ impl Kvs {
     }
 
     /// The host table, allocated on first use (`kvs_buckets`).
-    pub(super) fn ensure_host<'a>(&self, st: &'a mut State, area: &Area, who: &CStr) -> Result<&'a HostMem> {
+    pub(super) fn ensure_host<'a>(
+        &self,
+        st: &'a mut State,
+        area: &Area,
+        who: &CStr,
+    ) -> Result<&'a HostMem> {
         if st.host.is_none() {
             let h = HostMem::alloc(&area.io, who, crate::kvs_buckets())?;
             pr_info!(
@@ -317,7 +322,13 @@ impl Kvs {
 
     /// Writes a config that enables (or not) and waits up to
     /// [`WAIT_MS`] for the answer.
-    pub(super) fn configure(&self, st: &mut State, area: &Area, who: &CStr, enable: bool) -> Result {
+    pub(super) fn configure(
+        &self,
+        st: &mut State,
+        area: &Area,
+        who: &CStr,
+        enable: bool,
+    ) -> Result {
         let line = area.device_line()?;
         let (host_buckets, host_table, hash_seed) = match &st.host {
             Some(h) => (h.table.buckets(), h.mem.dma_handle(), h.table.seed()),
