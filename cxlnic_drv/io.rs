@@ -32,6 +32,10 @@ pub(crate) struct NicIo {
     irqs: [u32; VECTORS as usize],
     /// The config generation written last.
     gen: AtomicU32,
+    /// Where the key-value offload's area starts in BAR2 (0: the device
+    /// has none); checked at binding to lie inside the BAR, above the
+    /// driver's first placement.
+    pub(crate) kvs_offset: usize,
 }
 
 impl NicIo {
@@ -42,6 +46,7 @@ impl NicIo {
         doorbell_peer: u32,
         host_bytes: u64,
         irqs: [u32; VECTORS as usize],
+        kvs_offset: usize,
     ) -> Result<NicIo> {
         if doorbell_peer > u32::from(u16::MAX) {
             return Err(EINVAL);
@@ -54,6 +59,7 @@ impl NicIo {
             host_bytes,
             irqs,
             gen: AtomicU32::new(0),
+            kvs_offset,
         };
         io.gen
             .store(io.header32(header::CFG_ACK), Ordering::Relaxed);
@@ -100,6 +106,15 @@ impl NicIo {
     pub(crate) fn header32(&self, field: usize) -> u32 {
         // Inside the header, which `probe` found in the BAR: cannot fail.
         self.mem.load32(HEADER_OFFSET as usize + field).unwrap_or(0)
+    }
+
+    /// Where the driver's placements in device memory must end: the
+    /// KVS area's start, or the BAR's end.
+    pub(crate) fn placement_end(&self) -> u64 {
+        match self.kvs_offset {
+            0 => self.mem.len() as u64,
+            at => at as u64,
+        }
     }
 
     pub(crate) fn heartbeat(&self) -> u32 {

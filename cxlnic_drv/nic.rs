@@ -6,21 +6,28 @@
 //! (the testbed's ivshmem-plain pool, a foreign doorbell device) is
 //! declined with `ENODEV` and left alone.
 //!
-//! Teardown is by drop order of [`Nic`]'s fields: interrupt vectors, then
-//! the mappings, then the claimed BARs, then the enabled device.
+//! Teardown is by drop order of [`Nic`]'s fields: the key-value offload
+//! (out of `/dev/cxlnic`'s reach, stopped, its memory given back), the
+//! interface, interrupt vectors, then the mappings, then the claimed
+//! BARs, then the enabled device.
 
 use crate::io::{NicIo, REG_DOORBELL, REG_IVPOSITION};
+use crate::kvs::{Area, Kvs, KvsWork};
+use crate::nics::Nics;
 use crate::port::{self, Port};
 use crate::ring::device::{
-    mode_bit, DeviceHeader, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS, VECTOR_CONFIG,
+    mode_bit, DeviceHeader, DATA_OFFSET, HEADER_BYTES, HEADER_OFFSET, QUEUES_MAX, VECTORS,
+    VECTOR_CONFIG,
 };
+use crate::ring::kvs::AREA_BYTES;
 use crate::ring::layout::VERSION;
 use crate::support::coherent::Coherent;
 use crate::support::driver::Driver;
 use crate::support::irq;
-use crate::support::netdev::{self, Placement};
+use crate::support::netdev::{self, NetdevRef, Placement};
 use crate::support::pci::DeviceMem;
 use crate::support::pci::{Device, Enabled, IoMem, IrqVectors, PciBus, Region};
+use crate::support::workqueue::Periodic;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -50,9 +57,30 @@ impl irq::Handler for ConfigIrq {
     }
 }
 
+/// A NIC's key-value offload as bound: in the list `/dev/cxlnic`
+/// searches, with its periodic work. Dropped first: out of the list,
+/// the work stopped, then the device told to stop (the host table freed
+/// if it answers), all before the interface is unregistered.
+struct KvsBinding {
+    nics: Arc<Nics>,
+    port: Arc<Port>,
+    dev: NetdevRef,
+    work: Option<Periodic<KvsWork>>,
+}
+
+impl Drop for KvsBinding {
+    fn drop(&mut self) {
+        self.nics.remove(&self.port);
+        drop(self.work.take());
+        self.port.kvs.shutdown(self.dev.get().name());
+    }
+}
+
 /// One bound CXL-NIC.
 pub(crate) struct Nic {
-    // First to go: the stack stops using the port before the device does.
+    _kvs: KvsBinding,
+    // Then the interface: the stack stops using the port before the
+    // device does.
     port: netdev::Registration<Port>,
     // Freed before the vectors it is on.
     _config_irq: irq::Registration<ConfigIrq>,
@@ -141,15 +169,41 @@ impl Nic {
     }
 }
 
+impl Nic {
+    /// The KVS area's offset, if the header names one inside the BAR and
+    /// above the driver's placements (0: none; a bad one is logged and
+    /// taken as none).
+    fn kvs_offset(dev: &Device<'_>, header: &DeviceHeader, bar: usize) -> usize {
+        let (at, bytes) = (header.kvs_offset as usize, header.kvs_bytes as usize);
+        if at == 0 {
+            return 0;
+        }
+        let inside = at
+            .checked_add(AREA_BYTES as usize)
+            .is_some_and(|end| end <= bar);
+        if at as u64 >= DATA_OFFSET && at % 4096 == 0 && bytes >= AREA_BYTES as usize && inside {
+            return at;
+        }
+        dev_info(
+            dev,
+            format_args!(
+                "KVS area at {:#x} ({:#x} bytes) does not fit BAR2 ({:#x} bytes): no KVS offload\n",
+                at, bytes, bar
+            ),
+        );
+        0
+    }
+}
+
 fn dev_info(dev: &Device<'_>, args: core::fmt::Arguments<'_>) {
     pr_info!("{}: {}", dev.name(), args);
 }
 
 impl Driver<PciBus> for Nic {
-    type RegistrationData = ();
+    type RegistrationData = Arc<Nics>;
     const IDS: (u16, u16) = (IVSHMEM_VENDOR, IVSHMEM_DEVICE);
 
-    fn probe(dev: &Device<'_>, (): &()) -> Result<Pin<KBox<Self>>> {
+    fn probe(dev: &Device<'_>, nics: &Arc<Nics>) -> Result<Pin<KBox<Self>>> {
         // `new_id` can point a driver at any device: check what this is.
         if (dev.vendor_id(), dev.device_id()) != Self::IDS {
             return Err(ENODEV);
@@ -167,6 +221,7 @@ impl Driver<PciBus> for Nic {
         let mem = DeviceMem::map(&mem_region)?;
         let len = mem.len();
         let header = Self::header(dev, &mem)?;
+        let kvs_offset = Self::kvs_offset(dev, &header, len);
         let regs_region = dev.request_region(BAR_REGS, c_str!("cxlnic_drv"))?;
         let regs = IoMem::map(dev, BAR_REGS)?;
         dev.set_master();
@@ -220,14 +275,23 @@ impl Driver<PciBus> for Nic {
                 header.doorbell_peer,
                 header.host_bytes,
                 irqs,
+                kvs_offset,
             )?,
             GFP_KERNEL,
         )?;
         let settings = port::default_settings(mode, queues);
-        let port = netdev::Registration::register(
-            Port::new(io.clone(), queues, header.modes, settings)?,
-            &at,
-        )?;
+        let kvs = Kvs::new(Area::of(io.clone()), crate::default_kvs_port())?;
+        let shared = Port::new(io.clone(), queues, header.modes, settings, kvs.clone())?;
+        let port = netdev::Registration::register(shared.clone(), &at)?;
+        // The binding's drop (even on an error below) takes it out again.
+        let mut binding = KvsBinding {
+            nics: nics.clone(),
+            port: shared.clone(),
+            dev: port.netdev().hold(),
+            work: None,
+        };
+        binding.work = KvsWork::start(&kvs, port.netdev().hold())?;
+        nics.add(port.netdev().hold(), shared)?;
         dev_info(
             dev,
             format_args!(
@@ -238,8 +302,15 @@ impl Driver<PciBus> for Nic {
                 settings.queues
             ),
         );
+        if kvs_offset != 0 {
+            dev_info(
+                dev,
+                format_args!("{}: KVS offload area at {:#x}\n", port.name(), kvs_offset),
+            );
+        }
         Ok(KBox::pin(
             Nic {
+                _kvs: binding,
                 port,
                 _config_irq: config_irq,
                 _io: io,

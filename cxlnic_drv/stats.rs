@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `ethtool -S`: the port's restarts of its rings, then per queue pair
-//! the driver's counters and the device's (the coherent transactions its
-//! side of the protocol made, which it publishes in device memory with
-//! each heartbeat).
+//! `ethtool -S`: the port's restarts of its rings, the key-value
+//! offload's counters (the device's, `kvs_<name>`, then the driver's),
+//! then per queue pair the driver's counters and the device's (the
+//! coherent transactions its side of the protocol made, which it
+//! publishes in device memory with each heartbeat).
 
 use crate::io::NicIo;
+use crate::kvs::Kvs;
 use crate::queue::{Counters, Queue, GROWING};
 use crate::recovery::{Resets, RESET_STATS};
 use crate::ring::device::{QueueStats, QUEUE_STATS_BYTES, QUEUE_STATS_NAMES, STATS_OFFSET};
+use crate::ring::kvs::KVS_STATS_NAMES;
 use crate::support::coherent::Coherent;
 use crate::support::netdev::{ethtool_string, STRING_LEN};
+use crate::support::uapi::cxlnic::DRIVER_STATS as KVS_DRIVER_STATS;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::sync::Arc;
 
@@ -46,11 +50,16 @@ const _: () = assert!(DRIVER_STATS.len() == GROWING + 6);
 
 pub(crate) const STATS_PER_QUEUE: usize = DRIVER_STATS.len() + QUEUE_STATS_NAMES.len();
 
+/// The port's counters before the queues': restarts, then the
+/// offload's (zero on a device without one).
+pub(crate) const PORT_STATS: usize =
+    RESET_STATS.len() + KVS_STATS_NAMES.len() + KVS_DRIVER_STATS.len();
+
 /// Counters of a port with `queues` queue pairs.
 pub(crate) fn count(queues: usize) -> usize {
     queues
         .saturating_mul(STATS_PER_QUEUE)
-        .saturating_add(RESET_STATS.len())
+        .saturating_add(PORT_STATS)
 }
 
 /// Queue pair `q`'s counters: what it counted before it was last torn
@@ -85,11 +94,17 @@ fn driver_values(retired: &Counters, q: Option<&Queue>) -> [u64; DRIVER_STATS.le
     out
 }
 
-/// `queue_resets`, ..., `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
+/// `queue_resets`, ..., `kvs_hits`, ..., `kvs_log_applied`,
+/// `q3_tx_packets`, `q3_dev_tx_desc_reads`, ...
 pub(crate) fn names(out: &mut [[u8; STRING_LEN]]) {
-    let (port, queues) = out.split_at_mut(RESET_STATS.len().min(out.len()));
-    for (o, name) in port.iter_mut().zip(RESET_STATS) {
-        ethtool_string(o, &[name.as_bytes()]);
+    let (port, queues) = out.split_at_mut(PORT_STATS.min(out.len()));
+    let port_names = RESET_STATS
+        .iter()
+        .map(|n| (&b""[..], *n))
+        .chain(KVS_STATS_NAMES.iter().map(|n| (&b"kvs_"[..], *n)))
+        .chain(KVS_DRIVER_STATS.iter().map(|n| (&b"kvs_"[..], *n)));
+    for (o, (prefix, name)) in port.iter_mut().zip(port_names) {
+        ethtool_string(o, &[prefix, name.as_bytes()]);
     }
     for (q, chunk) in queues.chunks_mut(STATS_PER_QUEUE).enumerate() {
         let mut digits = [0u8; 20];
@@ -116,21 +131,29 @@ fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// The values for `out` (as many queues as it has room for): a queue
-/// pair that is not running shows what it counted, and zeros for its
-/// indices and the device's counters.
-pub(crate) fn values(
-    io: &NicIo,
-    resets: &Resets,
-    retired: &[Counters],
-    lanes: &[Arc<Queue>],
-    out: &mut [u64],
-) {
-    let (port, queues) = out.split_at_mut(RESET_STATS.len().min(out.len()));
-    for (o, v) in port.iter_mut().zip(resets.values()) {
+/// The port's values (the first [`PORT_STATS`]).
+pub(crate) fn port_values(resets: &Resets, kvs: &Kvs, out: &mut [u64]) {
+    let device = kvs
+        .area
+        .as_ref()
+        .and_then(|a| a.stats().ok())
+        .map(|s| s.values())
+        .unwrap_or_default();
+    let all = resets
+        .values()
+        .into_iter()
+        .chain(device)
+        .chain(kvs.counters.values());
+    for (o, v) in out.iter_mut().zip(all) {
         *o = v;
     }
-    for (q, chunk) in queues.chunks_mut(STATS_PER_QUEUE).enumerate() {
+}
+
+/// The queues' values for `out` (as many queues as it has room for): a
+/// queue pair that is not running shows what it counted, and zeros for
+/// its indices and the device's counters.
+pub(crate) fn values(io: &NicIo, retired: &[Counters], lanes: &[Arc<Queue>], out: &mut [u64]) {
+    for (q, chunk) in out.chunks_mut(STATS_PER_QUEUE).enumerate() {
         let driver = retired.get(q).map_or([0; DRIVER_STATS.len()], |r| {
             driver_values(r, lanes.get(q).map(|l| &**l))
         });

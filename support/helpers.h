@@ -124,6 +124,7 @@ void cxlf_netdev_set_min_mtu(struct net_device *dev, unsigned int mtu);
 void cxlf_netdev_set_max_mtu(struct net_device *dev, unsigned int mtu);
 void cxlf_netdev_set_watchdog_ms(struct net_device *dev, unsigned int ms);
 const char *cxlf_netdev_name(struct net_device *dev);
+int cxlf_netdev_ifindex_here(struct net_device *dev);
 const u8 *cxlf_netdev_addr(struct net_device *dev);
 const char *cxlf_netdev_parent_name(struct net_device *dev);
 unsigned int cxlf_netdev_mtu(struct net_device *dev);

@@ -84,6 +84,7 @@ extern "C" {
     pub(crate) fn cxlf_netdev_set_max_mtu(dev: *mut bindings::net_device, mtu: c_uint);
     pub(crate) fn cxlf_netdev_set_watchdog_ms(dev: *mut bindings::net_device, ms: c_uint);
     pub(crate) fn cxlf_netdev_name(dev: *mut bindings::net_device) -> *const c_char;
+    pub(crate) fn cxlf_netdev_ifindex_here(dev: *mut bindings::net_device) -> c_int;
     pub(crate) fn cxlf_netdev_addr(dev: *mut bindings::net_device) -> *const u8;
     pub(crate) fn cxlf_netdev_parent_name(dev: *mut bindings::net_device) -> *const c_char;
     pub(crate) fn cxlf_netdev_mtu(dev: *mut bindings::net_device) -> c_uint;

@@ -10,7 +10,7 @@ use core::mem::{size_of, MaybeUninit};
 use kernel::error::Result;
 use kernel::uaccess::{UserSliceReader, UserSliceWriter};
 
-pub use cxlf_uapi::{beluga, ioctl, mchannel, selftest};
+pub use cxlf_uapi::{beluga, cxlnic, ioctl, mchannel, selftest};
 
 /// An ABI structure that is plain bytes, copied to and from user memory
 /// with [`ReadAbi::read_abi`] and [`WriteAbi::write_abi`]. (The kernel's
@@ -43,6 +43,9 @@ plain_bytes!(
     beluga::ListArgs,
     beluga::FormatArgs,
     beluga::ReclaimArgs,
+    cxlnic::KvsConfigArgs,
+    cxlnic::KvsPairArgs,
+    cxlnic::KvsStatsArgs,
     mchannel::ComponentSpec,
     mchannel::ChannelSpec,
     mchannel::AttachArgs,

@@ -21,8 +21,10 @@ use kernel::sync::Arc;
 pub(super) const PRIV_TYPE2: u32 = 1 << 0;
 /// Private flag of pcie mode, while down (neither flag: type1).
 pub(super) const PRIV_PCIE: u32 = 1 << 1;
+/// Private flag of the key-value offload (type2 mode; up or down).
+pub(super) const PRIV_KVS: u32 = 1 << 2;
 /// The private flags' names, by bit.
-pub(super) const PRIV_FLAGS: [&str; 2] = ["type2", "pcie"];
+pub(super) const PRIV_FLAGS: [&str; 3] = ["type2", "pcie", "kvs"];
 
 /// `ethtool -G`: both ring sizes, each at least a batch; why not if not.
 fn set_rings(s: &mut Settings, p: &Params) -> &'static str {
@@ -87,7 +89,9 @@ impl Port {
     }
 
     /// `--set-priv-flags`: a mode the device has, changed only while the
-    /// interface is down (`EBUSY`, logged); why not if not.
+    /// interface is down and, away from type2, the offload is off
+    /// (`EBUSY`, logged); why not if not. (The `kvs` flag is
+    /// `set_priv_flags`'.)
     fn set_mode(&self, dev: &Netdev<'_>, s: &mut Settings, p: &Params) -> Result<&'static str> {
         let mode = match p.priv_flags & (PRIV_TYPE2 | PRIV_PCIE) {
             0 => MODE_TYPE1,
@@ -96,10 +100,16 @@ impl Port {
             _ => 0,
         };
         Ok(
-            if p.priv_flags & !(PRIV_TYPE2 | PRIV_PCIE) != 0 || mode == 0 {
+            if p.priv_flags & !(PRIV_TYPE2 | PRIV_PCIE | PRIV_KVS) != 0 || mode == 0 {
                 "one mode at most: type2 or pcie (neither: type1)"
             } else if mode != s.mode && self.up.lock().is_some() {
                 pr_info!("{}: set the mode while the interface is down\n", dev.name());
+                return Err(EBUSY);
+            } else if mode != s.mode && mode != MODE_TYPE2 && self.kvs.enabled() {
+                pr_info!(
+                    "{}: the KVS offload needs type2 mode: turn it off first\n",
+                    dev.name()
+                );
                 return Err(EBUSY);
             } else if self.modes & mode_bit(mode) == 0 {
                 "the device does not have that mode"
@@ -108,6 +118,23 @@ impl Port {
                 ""
             },
         )
+    }
+
+    /// `--set-priv-flags`: the mode (restarting the queues only if it
+    /// changed), then the key-value offload (with the settings it has:
+    /// the `kvs_port` parameter's port unless `KVS_CONFIG` named one).
+    pub(super) fn set_priv_flags(this: &Arc<Self>, dev: &Netdev<'_>, p: &Params) -> Result {
+        let old = *this.settings.lock();
+        let new = this.settings_for(dev, old, p, Change::PrivFlags)?;
+        if new.mode != old.mode {
+            Self::apply(this, dev, new)?;
+        }
+        let want = p.priv_flags & PRIV_KVS != 0;
+        if want == this.kvs.enabled() {
+            return Ok(());
+        }
+        let settings = this.kvs.snapshot().settings;
+        this.kvs_switch_rtnl(dev.name(), want, settings)
     }
 
     /// Takes `new` settings; while up, the queues start again with them

@@ -17,7 +17,6 @@ use crate::queue::{Queue, Shape};
 use crate::recovery::Lent;
 use crate::ring::device::{DriverConfig, FLAG_TX_INLINE, QUEUES_MAX, VECTOR_QUEUE0};
 use crate::ring::plan::Bump;
-use crate::support::coherent::Coherent;
 use crate::support::irq;
 use crate::support::napi::Napi;
 use crate::support::netdev::Netdev;
@@ -90,7 +89,8 @@ impl Port {
         up: &mut Up,
         cfg: &mut DriverConfig,
     ) -> Result {
-        let mut bump = Bump::new(self.io.mem.len() as u64);
+        // Nothing from the KVS area on (the device's own).
+        let mut bump = Bump::new(self.io.placement_end());
         for q in 0..s.queues {
             let index = u16::try_from(q)?;
             let queue = Queue::new(index, self.io.clone(), shape, &mut bump, &mut up.lent)?;

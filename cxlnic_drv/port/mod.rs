@@ -16,7 +16,9 @@
 //! interrupts and the memory lent to the device, `held` the memory the
 //! device has not let go of yet, `lanes` the running queues for the
 //! counters. `settings` is only copied or stored, `start` takes it under
-//! `up`: nothing is taken under it.
+//! `up`: nothing is taken under it. The key-value offload's mutex
+//! (`kvs/`) is taken under RTNL by its switch (`kvs.rs`), with none of
+//! the port's held.
 //!
 //! A transmit takes no lock of the port's but its TX queue's slot
 //! `txq[q]`, only to take a reference on the queue (and the stack holds
@@ -28,6 +30,7 @@
 //! - `settings.rs`: what an operator chooses, and the defaults;
 //! - `state.rs`: the port, its running queues (`Up`), the TX slots and
 //!   the watch's state;
+//! - `kvs.rs`: the key-value offload's switch (ethtool, `/dev/cxlnic`);
 //! - `counters.rs`: the interface's counters, those of retired queues;
 //! - `held.rs`: rings the device has not let go of yet;
 //! - `lifecycle.rs`: starting and stopping the queue pairs, restarts;
@@ -38,6 +41,7 @@
 mod counters;
 mod ethtool;
 mod held;
+mod kvs;
 mod lifecycle;
 mod netdev;
 mod settings;

@@ -4,7 +4,7 @@
 //! open and stop, transmit, the TX watchdog, counters and parameters.
 //! Everything but transmits and counters runs under RTNL.
 
-use super::ethtool::{PRIV_FLAGS, PRIV_PCIE, PRIV_TYPE2};
+use super::ethtool::{PRIV_FLAGS, PRIV_KVS, PRIV_PCIE, PRIV_TYPE2};
 use super::lifecycle::Finish;
 use super::settings::Settings;
 use super::state::{Port, TxSlot};
@@ -92,10 +92,15 @@ impl NetDevice for Port {
 
     fn params(this: &Arc<Self>) -> Result<Params> {
         let s = *this.settings.lock();
-        let flags = match s.mode {
+        let mode = match s.mode {
             MODE_TYPE2 => PRIV_TYPE2,
             MODE_PCIE => PRIV_PCIE,
             _ => 0,
+        };
+        let flags = if this.kvs.enabled() {
+            mode | PRIV_KVS
+        } else {
+            mode
         };
         Ok(Params {
             rx_ring: s.rx.get(),
@@ -111,6 +116,9 @@ impl NetDevice for Port {
     }
 
     fn set_params(this: &Arc<Self>, dev: &Netdev<'_>, p: &Params, what: Change) -> Result {
+        if what == Change::PrivFlags {
+            return Self::set_priv_flags(this, dev, p);
+        }
         let old = *this.settings.lock();
         let new = this.settings_for(dev, old, p, what)?;
         if what == Change::Channels && new.queues != old.queues {
@@ -142,7 +150,10 @@ impl NetDevice for Port {
     }
 
     fn stat_values(this: &Arc<Self>, out: &mut [u64]) {
+        // The offload's counters first: reading them takes no lock.
+        let (port, queues) = out.split_at_mut(stats::PORT_STATS.min(out.len()));
+        stats::port_values(&this.resets, &this.kvs, port);
         let lanes = this.lanes.lock();
-        stats::values(&this.io, &this.resets, &this.retired, &lanes, out);
+        stats::values(&this.io, &this.retired, &lanes, queues);
     }
 }

@@ -5,6 +5,7 @@
 
 use super::settings::{Settings, MTU_MIN};
 use crate::io::NicIo;
+use crate::kvs::Kvs;
 use crate::queue::{Counters, Queue};
 use crate::recovery::{Lent, Pace, Resets};
 use crate::ring::device::QUEUES_MAX;
@@ -150,6 +151,8 @@ pub(crate) struct Port {
     pub(super) pace: Pace,
     /// TX queues the stack's watchdog named (bit `q`), for the watch.
     pub(super) timed_out: AtomicU32,
+    /// The key-value offload (its own lock; `kvs/`).
+    pub(crate) kvs: Arc<Kvs>,
 }
 
 impl Port {
@@ -158,6 +161,7 @@ impl Port {
         queues_max: u32,
         modes: u32,
         settings: Settings,
+        kvs: Arc<Kvs>,
     ) -> Result<Arc<Port>> {
         Arc::pin_init(
             pin_init!(Port {
@@ -174,6 +178,7 @@ impl Port {
                 resets: Resets::default(),
                 pace: Pace::new(),
                 timed_out: AtomicU32::new(0),
+                kvs,
             }),
             GFP_KERNEL,
         )

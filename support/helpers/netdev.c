@@ -9,7 +9,9 @@
 
 #include <linux/etherdevice.h>
 #include <linux/netdevice.h>
+#include <linux/nsproxy.h>
 #include <linux/skbuff.h>
+#include <net/net_namespace.h>
 
 /* In C: netdev_priv() is a static inline. */
 void *cxlf_netdev_priv(struct net_device *dev)
@@ -71,6 +73,21 @@ void cxlf_netdev_set_watchdog_ms(struct net_device *dev, unsigned int ms)
 const char *cxlf_netdev_name(struct net_device *dev)
 {
 	return dev->name;
+}
+
+/*
+ * In C: ifindex and the namespace are fields of the opaque struct,
+ * dev_net() and net_eq() static inlines. The ifindex if the interface is
+ * in the calling task's network namespace (where an ifindex from it
+ * means this interface), else 0 (no interface has it).
+ */
+int cxlf_netdev_ifindex_here(struct net_device *dev)
+{
+	struct nsproxy *ns = current->nsproxy;
+
+	if (!ns || !net_eq(dev_net(dev), ns->net_ns))
+		return 0;
+	return READ_ONCE(dev->ifindex);
 }
 
 /* In C: the address is a field of the opaque struct. */

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod beluga;
+pub mod cxlnic;
 pub mod ioctl;
 pub mod mchannel;
 pub mod selftest;

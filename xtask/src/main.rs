@@ -65,9 +65,11 @@ enum Cmd {
         /// Run one module's share (matches crate, suite and scenario names).
         #[arg(long)]
         only: Option<String>,
-        /// Per-boot timeout in seconds.
-        #[arg(long, default_value_t = 300)]
-        timeout: u64,
+        /// Per-boot timeout in seconds (default 300; 900 with `--flavor
+        /// debug`, whose KASAN and lockdep make every scenario several
+        /// times slower).
+        #[arg(long)]
+        timeout: Option<u64>,
         /// Print what `--only` selects, run nothing.
         #[arg(long)]
         list: bool,
@@ -140,7 +142,10 @@ fn main() -> Result<()> {
         } => test::list(only.as_deref()),
         Cmd::Test { only, timeout, .. } => test::test(test::TestOptions {
             only,
-            timeout: Duration::from_secs(timeout),
+            timeout: Duration::from_secs(timeout.unwrap_or(match flavor {
+                kernel::Flavor::Debug => 900,
+                _ => 300,
+            })),
             flavor,
         }),
         Cmd::Bench { timeout, only } => bench::bench(Duration::from_secs(timeout), flavor, only),

@@ -121,6 +121,7 @@ const GUEST_TOOLS: &[&str] = &[
     "cxlf-contract",
     "beluga",
     "mchannel",
+    "cxlnic",
     "nicbench",
     "drack",
 ];

@@ -97,6 +97,15 @@ impl Netdev<'_> {
         unsafe { CStr::from_char_ptr(helpers::cxlf_netdev_name(self.raw)) }
     }
 
+    /// The interface's ifindex if it is in the calling task's network
+    /// namespace (where an ifindex from that task names it), else `None`.
+    pub fn ifindex_here(&self) -> Option<u32> {
+        // SAFETY: live (invariant); the helper reads fields of it and of
+        // the current task.
+        let i = unsafe { helpers::cxlf_netdev_ifindex_here(self.raw) };
+        u32::try_from(i).ok().filter(|&i| i != 0)
+    }
+
     /// The interface's MTU.
     pub fn mtu(&self) -> u32 {
         // SAFETY: live (invariant).

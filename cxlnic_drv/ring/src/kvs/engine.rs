@@ -338,7 +338,9 @@ impl Engine {
         pair.slot = slot;
         self.cache_put(mem, &pair);
         self.append_log(mem, Op::Put, &pair, 0);
-        // The driver learns of the record from the log tail.
+        // The driver drains up to the published tail: without this, a
+        // network PUT's entry waits for the next command (and a log
+        // full of them for ever).
         self.publish(mem, 0);
         Answer::status(STATUS_OK)
     }
