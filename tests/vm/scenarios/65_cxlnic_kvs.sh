@@ -85,6 +85,7 @@ kill $server
 test "$(rx)" -gt "$rx2"
 
 # An unprivileged user may not change the store.
+mkdir -p /etc
 grep -q '^squatter:' /etc/passwd 2>/dev/null ||
 	echo 'squatter:x:1000:1000::/tmp:/bin/sh' >> /etc/passwd
 chmod 666 /dev/cxlnic
