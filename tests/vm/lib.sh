@@ -77,10 +77,11 @@ beluga_done() {
 	rmmod beluga_dax
 }
 
-# Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`;
+# Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`
+# (times the kernel's slowness, CXLFABRIC_SLOW: 4 on the debug kernel);
 # says what it waited for when it gives up.
 wait_until() { # tenths cmd...
-	limit=$1; shift
+	limit=$(($1 * ${CXLFABRIC_SLOW:-1})); shift
 	n=0
 	until "$@"; do
 		sleep 0.1

@@ -89,8 +89,10 @@ else
 	test -n "$free"
 	test -n "$shaped"
 	lt "$shaped" $((rate * 12 / 10))
-	# The shaper is what limits: unshaped is faster than the cap.
-	lt $((rate * 12 / 10)) "$free"
+	# The shaper is what limits: unshaped is faster than the cap (a
+	# debug kernel moves less than the cap unshaped: only the cap's
+	# bound above is checked there).
+	[ "$slow" -gt 1 ] || lt $((rate * 12 / 10)) "$free"
 	# (c) Both NICs shaped alike; one MPTCP subflow over eth0 first.
 	tc qdisc add dev eth0 root tbf rate ${rate}mbit burst 64kb latency 50ms
 	wait_until 100 nicbench mptcp --to 10.0.0.2:$mptcp_port --bytes 1000 >/dev/null 2>&1
