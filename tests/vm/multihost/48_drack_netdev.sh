@@ -91,7 +91,11 @@ transfer() { # mode
 	value0=$(stat tx_by_value_bytes)
 	lent0=$(stat rx_lent_frames)
 	rxval0=$(stat rx_by_value_bytes)
-	note "$(nicbench tcp --to "$peer:7009" --bytes $((4 << 20)) --seed $((h + 7)))"
+	# A failed transfer fails here, with nicbench's reason (inside
+	# note's argument its status would be lost).
+	out=$(nicbench tcp --to "$peer:7009" --bytes $((4 << 20)) --seed $((h + 7)) \
+		--answer-secs $((30 * slow)) 2>&1) || { echo "host $h ($1): $out"; return 1; }
+	note "$out"
 	note "host $h ($1): tx_placed_bytes +$(($(stat tx_placed_bytes) - placed0))" \
 		"tx_by_value_bytes +$(($(stat tx_by_value_bytes) - value0))" \
 		"rx_lent_frames +$(($(stat rx_lent_frames) - lent0))" \

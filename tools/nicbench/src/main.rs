@@ -57,8 +57,9 @@ enum Cmd {
         /// Seed of the bytes sent.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// How long to wait for the server's answer, seconds (longer
-        /// for a server that holds transfers, `serve --hold-until`).
+        /// How long to wait for the server's answer, seconds (longer for
+        /// a server that holds transfers, `serve --hold-until`, or a slow
+        /// kernel); also how long a write may wait for room, at least 30.
         #[arg(long, default_value_t = 30)]
         answer_secs: u64,
     },
@@ -518,7 +519,9 @@ fn tcp(to: SocketAddr, bytes: u64, seed: u64, answer_secs: u64) -> Result<TcpRes
     let mut conn = TcpStream::connect_timeout(&to, Duration::from_secs(5))
         .with_context(|| format!("connect to {to}"))?;
     conn.set_read_timeout(Some(Duration::from_secs(answer_secs.max(1))))?;
-    conn.set_write_timeout(Some(Duration::from_secs(30)))?;
+    // A sender blocked this long on a full socket is stuck: as long as
+    // the answer may take, and at least 30 s.
+    conn.set_write_timeout(Some(Duration::from_secs(answer_secs.max(30))))?;
     let start = Instant::now();
     conn.write_all(&bytes.to_le_bytes())?;
     let sent = stream(bytes, seed, |chunk| Ok(conn.write_all(chunk)?))?;
