@@ -72,7 +72,7 @@ impl Link {
             let rejoined = why.and_then(|w| self.rejoin_rx(&mut rx, mem, now).map(|e| (e, w)));
             rx.beat_ns = now;
             rx.beat = rx.beat.wrapping_add(1);
-            let lease_ms = u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX);
+            let lease_ms = self.lease_ms();
             let nics = rx.nics;
             let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &nics).is_ok();
             for p in self.peers() {
@@ -97,6 +97,25 @@ impl Link {
             (ok, rejoined)
         };
         self.finish_pass(mem, &seen, beat_ok, rejoined);
+    }
+
+    /// The lease our heartbeat announces, in milliseconds.
+    fn lease_ms(&self) -> u32 {
+        u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX)
+    }
+
+    /// Writes our heartbeat line again with the NIC table as it is now,
+    /// the epoch and beat unchanged (so it renews no lease): the peers'
+    /// next pass sees a lend or a withdrawal, whether or not we beat
+    /// again (`drack unlend` then rmmod must not leave the NIC published).
+    pub(crate) fn announce_nics(&self) {
+        let Some(mem) = self.mem() else {
+            return;
+        };
+        let rx = self.rx.lock();
+        if beat(&mem, &self.geom, self.me, rx.epoch, rx.beat, self.lease_ms(), &rx.nics).is_err() {
+            pr_warn!("cannot write this host's heartbeat line: NIC table not announced\n");
+        }
     }
 
     /// What the pass decided, outside `rx`: the source ends follow (dead

@@ -56,6 +56,15 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+/// Whether giving a NIC back withdraws it from the peers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Withdraw {
+    /// `unlend`, or the NIC unregistered: published at once.
+    Announce,
+    /// Teardown: the peers learn of it from our lease's expiry.
+    Quiet,
+}
+
 /// A lent NIC's counters (`nics/<slot>/`).
 #[derive(Default)]
 pub(crate) struct NicCounters {
@@ -431,25 +440,29 @@ impl Owner {
     }
 
     /// Publishes slot `slot` in our heartbeat's table (`generation` 0:
-    /// not lent).
+    /// not lent), written to the pool at once.
     fn publish(&self, slot: u8, d: &Device<'_>, generation: u32) {
         let rec = NicRecord {
             generation,
             mtu: u16::try_from(d.mtu()).unwrap_or(u16::MAX),
             carrier: d.is_up() && d.carrier_ok(),
         };
-        let mut rx = self.link.rx.lock();
-        if let Some(r) = rx.nics.nics.get_mut(usize::from(slot)) {
-            *r = if generation == 0 {
-                NicRecord::default()
-            } else {
-                rec
-            };
+        {
+            let mut rx = self.link.rx.lock();
+            if let Some(r) = rx.nics.nics.get_mut(usize::from(slot)) {
+                *r = if generation == 0 {
+                    NicRecord::default()
+                } else {
+                    rec
+                };
+            }
         }
+        self.link.announce_nics();
     }
 
-    /// Gives back the interface in `slot` (RTNL held, `lent` not).
-    fn unlend_slot(&self, rtnl: &Rtnl, slot: u8) {
+    /// Gives back the interface in `slot` (RTNL held, `lent` not); the
+    /// peers are told so if `withdraw` says.
+    fn unlend_slot(&self, rtnl: &Rtnl, slot: u8, withdraw: Withdraw) {
         let taken = self
             .lent
             .lock()
@@ -458,7 +471,9 @@ impl Owner {
         let Some(l) = taken else {
             return;
         };
-        self.publish(slot, &l.path.dev.get(), 0);
+        if withdraw == Withdraw::Announce {
+            self.publish(slot, &l.path.dev.get(), 0);
+        }
         pr_info!(
             "NIC {} ({:?}) is no longer lent\n",
             slot,
@@ -493,15 +508,18 @@ impl Owner {
             pr_err!("unlend {:?}: not lent\n", name);
             ENOENT
         })?;
-        self.unlend_slot(&rtnl, slot);
+        self.unlend_slot(&rtnl, slot, Withdraw::Announce);
         Ok(())
     }
 
-    /// Gives back every lent interface (teardown).
+    /// Gives back every lent interface (teardown) without withdrawing
+    /// it: the table our last beats publish keeps it, so the peers keep
+    /// their vNICs (carrier down at our lease's expiry) for a reload
+    /// that lends it again (`lend=`).
     pub(crate) fn unlend_all(&self) {
         let rtnl = RtnlGuard::lock();
         for slot in 0..NICS_MAX as u8 {
-            self.unlend_slot(&rtnl, slot);
+            self.unlend_slot(&rtnl, slot, Withdraw::Quiet);
         }
     }
 
@@ -535,7 +553,7 @@ impl NetdevNotifier for Owner {
         match event {
             NetdevEvent::Unregister => {
                 pr_info!("{:?} is going away\n", dev.name());
-                self.unlend_slot(rtnl, slot);
+                self.unlend_slot(rtnl, slot, Withdraw::Announce);
             }
             // The vNICs follow the NIC's carrier, and are made again
             // for a new MTU.

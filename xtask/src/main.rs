@@ -65,9 +65,9 @@ enum Cmd {
         /// Run one module's share (matches crate, suite and scenario names).
         #[arg(long)]
         only: Option<String>,
-        /// Per-boot timeout in seconds (default 300; 900 with `--flavor
+        /// Per-boot timeout in seconds (default 300; 1800 with `--flavor
         /// debug`, whose KASAN and lockdep make every scenario several
-        /// times slower).
+        /// times slower: its two-host boot takes about 20 minutes).
         #[arg(long)]
         timeout: Option<u64>,
         /// Print what `--only` selects, run nothing.
@@ -143,7 +143,7 @@ fn main() -> Result<()> {
         Cmd::Test { only, timeout, .. } => test::test(test::TestOptions {
             only,
             timeout: Duration::from_secs(timeout.unwrap_or(match flavor {
-                kernel::Flavor::Debug => 900,
+                kernel::Flavor::Debug => 1800,
                 _ => 300,
             })),
             flavor,

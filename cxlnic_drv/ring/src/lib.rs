@@ -22,6 +22,10 @@
 #![deny(missing_docs)]
 #![deny(clippy::arithmetic_side_effects)]
 
+// `kvs::sim` (host tests and tools only) keeps its memory in vectors.
+#[cfg(feature = "sim")]
+extern crate alloc;
+
 // The checks of the shared test cases (`check!`, `ok!`, ...).
 #[cfg(any(test, cxlf_kunit))]
 #[macro_use]

@@ -11,98 +11,21 @@
 use std::collections::BTreeMap;
 
 use cxlnic_ring::index::{ready_tag, within};
+use cxlnic_ring::kvs::sim::{SimMemory, SimSlots};
 use cxlnic_ring::kvs::{
-    read_stable, write_versions, DeviceLine, DeviceMemory, DriverLine, Engine, HostSlots,
-    HostTable, KvsConfig, Op, Record, Reply, Request, TableError, CMD_ENTRIES, LOG_ENTRIES, OP_PUT,
-    READ_TRIES, RECORD_BYTES, REQ_GET, REQ_PUT, STATUS_BUSY, STATUS_NOT_FOUND, STATUS_OK, WAYS,
+    read_stable, write_versions, Engine, HostTable, KvsConfig, Op, Record, Reply, Request,
+    TableError, CMD_ENTRIES, LOG_ENTRIES, OP_PUT, READ_TRIES, RECORD_BYTES, REQ_GET, REQ_PUT,
+    STATUS_BUSY, STATUS_NOT_FOUND, STATUS_OK, WAYS,
 };
 use proptest::prelude::*;
 
-/// The host table's slots and the driver line's `moves` word.
-struct HostMem(Vec<Record>, u32);
-
-impl HostSlots for HostMem {
-    fn read(&self, i: u32) -> Option<Record> {
-        self.0.get(i as usize).copied()
-    }
-
-    fn write(&mut self, i: u32, odd: u32, r: &Record) {
-        let s = &mut self.0[i as usize];
-        s.word = odd;
-        *s = *r;
-    }
-
-    fn moves(&self) -> u32 {
-        self.1
-    }
-
-    fn set_moves(&mut self, moves: u32) {
-        self.1 = moves;
-    }
-}
-
 /// Device memory, host memory and the control lines.
-struct Mem {
-    cache: Vec<Record>,
-    log: Vec<Record>,
-    cmd: Vec<Record>,
-    host: HostMem,
-    dev: DeviceLine,
-    drv: DriverLine,
-    /// Host slot reads that find the driver mid-write, left to give.
-    torn: u32,
-}
-
-impl DeviceMemory for Mem {
-    fn cache(&mut self, i: u32) -> Record {
-        self.cache[i as usize]
-    }
-    fn set_cache(&mut self, i: u32, _odd: u32, r: &Record) {
-        self.cache[i as usize] = *r;
-    }
-    fn log(&mut self, i: u32) -> Record {
-        self.log[i as usize]
-    }
-    fn set_log(&mut self, i: u32, r: &Record) {
-        self.log[i as usize] = *r;
-    }
-    fn cmd(&mut self, i: u32) -> Record {
-        self.cmd[i as usize]
-    }
-    fn host_word(&mut self, i: u32) -> Option<u32> {
-        let w = self.host.0.get(i as usize)?.word;
-        if self.torn > 0 {
-            self.torn -= 1;
-            return Some(w | 1);
-        }
-        Some(w)
-    }
-    fn host(&mut self, i: u32) -> Option<Record> {
-        self.host.0.get(i as usize).copied()
-    }
-    fn driver_line(&mut self) -> DriverLine {
-        DriverLine {
-            moves: self.host.1,
-            ..self.drv
-        }
-    }
-    fn set_device_line(&mut self, line: &DeviceLine) {
-        self.dev = *line;
-    }
-}
+type Mem = SimMemory;
 
 const HOST_BUCKETS: u32 = 4;
 
 fn mem(cache_buckets: u32) -> Mem {
-    Mem {
-        cache: vec![Record::default(); (cache_buckets * WAYS) as usize],
-        log: vec![Record::default(); LOG_ENTRIES as usize],
-        cmd: vec![Record::default(); CMD_ENTRIES as usize],
-        host: HostMem(vec![Record::default(); (HOST_BUCKETS * WAYS) as usize], 0),
-        dev: DeviceLine::default(),
-        drv: DriverLine::default(),
-        torn: 0,
-    }
+    SimMemory::new(cache_buckets, HOST_BUCKETS)
 }
 
 fn config(gen: u32, cache_buckets: u32) -> KvsConfig {
@@ -156,7 +79,7 @@ struct Driver {
 
 impl Driver {
     fn drain(&mut self, mem: &mut Mem) {
-        let tail = mem.dev.log_tail;
+        let tail = mem.device.log_tail;
         assert!(
             within(self.log_head, tail, self.log_head.wrapping_add(LOG_ENTRIES)),
             "an honest device's tail"
@@ -171,7 +94,7 @@ impl Driver {
             }
             self.log_head = self.log_head.wrapping_add(1);
         }
-        mem.drv.log_head = self.log_head;
+        mem.driver.log_head = self.log_head;
     }
 
     fn post(&mut self, mem: &mut Mem, op: Op, k: &[u8], v: &[u8], slot: u32) {
@@ -182,7 +105,7 @@ impl Driver {
         mem.cmd[(self.cmd_tail % CMD_ENTRIES) as usize] = r;
         self.waiting = Some(self.cmd_tail);
         self.cmd_tail = self.cmd_tail.wrapping_add(1);
-        mem.drv.cmd_tail = self.cmd_tail;
+        mem.driver.cmd_tail = self.cmd_tail;
     }
 }
 
@@ -222,7 +145,7 @@ fn run(steps: &[Step], cache_buckets: u32) {
     let mut m = mem(cache_buckets);
     let mut dev = Engine::new();
     assert!(dev.take_config(&mut m, &config(1, cache_buckets), 1 << 20));
-    assert_eq!((m.dev.cfg_ack, m.dev.cfg_status), (1, 0));
+    assert_eq!((m.device.cfg_ack, m.device.cfg_status), (1, 0));
     let mut drv = Driver {
         table: HostTable::new(HOST_BUCKETS, 0x5eed).unwrap(),
         log_head: 0,
@@ -234,7 +157,7 @@ fn run(steps: &[Step], cache_buckets: u32) {
     // Log entries already folded into the reference.
     let mut seen = 0u32;
     let fold = |m: &Mem, seen: &mut u32, reference: &mut BTreeMap<Vec<u8>, Vec<u8>>| {
-        while *seen != m.dev.log_tail {
+        while *seen != m.device.log_tail {
             let r = m.log[(*seen % LOG_ENTRIES) as usize];
             assert_eq!(r.word, ready_tag(*seen), "log entry {seen} not written");
             match Op::from_u8(r.op).unwrap() {
@@ -268,18 +191,18 @@ fn run(steps: &[Step], cache_buckets: u32) {
             }
             Step::Put(k) => {
                 let (k, v) = (key(k), value(k, n));
-                let before = m.dev.log_tail;
+                let before = m.device.log_tail;
                 let present = reference.contains_key(&k);
                 let a = dev.serve(&mut m, &request(REQ_PUT, &k, &v));
                 match a.status {
                     STATUS_OK => {
                         assert!(present, "PUT of an absent key answered ok");
-                        assert_eq!(m.dev.log_tail, before.wrapping_add(1));
+                        assert_eq!(m.device.log_tail, before.wrapping_add(1));
                         fold(&m, &mut seen, &mut reference);
                         assert_eq!(reference[&k], v);
                     }
                     STATUS_NOT_FOUND => assert!(!present, "PUT of a present key: not found"),
-                    STATUS_BUSY => assert_eq!(m.dev.log_tail, before, "a busy PUT logged"),
+                    STATUS_BUSY => assert_eq!(m.device.log_tail, before, "a busy PUT logged"),
                     s => panic!("status {s}"),
                 }
             }
@@ -290,7 +213,7 @@ fn run(steps: &[Step], cache_buckets: u32) {
             Step::HostDrain => {
                 drv.drain(&mut m);
                 if let Some(idx) = drv.waiting {
-                    if m.dev.cmd_head.wrapping_sub(idx) as i32 > 0 {
+                    if m.device.cmd_head.wrapping_sub(idx) as i32 > 0 {
                         drv.waiting = None;
                         drv.drain(&mut m);
                     }
@@ -329,7 +252,7 @@ fn run(steps: &[Step], cache_buckets: u32) {
     assert_eq!(drv.bad, 0, "an honest device's log refused");
     // No update lost: the host table is the reference, slot by slot.
     let mut table = BTreeMap::new();
-    for r in m.host.0.iter().filter(|r| r.op == OP_PUT) {
+    for r in m.host.slots.iter().filter(|r| r.op == OP_PUT) {
         assert!(r.well_formed() && r.word % 2 == 0);
         assert!(
             table.insert(r.key().to_vec(), r.value().to_vec()).is_none(),
@@ -522,7 +445,7 @@ fn a_new_config_empties_the_cache() {
         ..config(3, 1)
     };
     assert!(dev.take_config(&mut m, &bad, 1 << 20));
-    assert_eq!((m.dev.cfg_ack, m.dev.cfg_status), (3, 3));
+    assert_eq!((m.device.cfg_ack, m.device.cfg_status), (3, 3));
     assert!(!dev.enabled());
 }
 
@@ -619,7 +542,10 @@ proptest! {
 fn a_host_table_fills_before_it_refuses() {
     for seed in 1..6u64 {
         let t = HostTable::new(1024, seed).unwrap();
-        let mut host = HostMem(vec![Record::default(); (t.slots()) as usize], 0);
+        let mut host = SimSlots {
+            slots: vec![Record::default(); (t.slots()) as usize],
+            moves: 0,
+        };
         let mut n = 0u32;
         while t
             .insert(&mut host, format!("k{n}").as_bytes(), b"v")
@@ -648,11 +574,11 @@ fn absent_while_pairs_move_is_busy_not_not_found() {
     let mut m = mem(1);
     let mut dev = Engine::new();
     dev.take_config(&mut m, &config(1, 1), 1 << 20);
-    m.host.1 = 3;
+    m.host.moves = 3;
     let a = dev.serve(&mut m, &request(REQ_GET, b"absent", &[]));
     assert_eq!(a.status, STATUS_BUSY);
     assert_eq!(dev.stats().torn_reads, u64::from(READ_TRIES));
-    m.host.1 = 4;
+    m.host.moves = 4;
     let a = dev.serve(&mut m, &request(REQ_GET, b"absent", &[]));
     assert_eq!(a.status, STATUS_NOT_FOUND);
 }
@@ -664,7 +590,10 @@ fn a_log_entry_follows_a_moved_pair() {
     // The first seed whose fill moves a pair.
     for seed in 1..200 {
         let t = HostTable::new(8, seed).unwrap();
-        let mut host = HostMem(vec![Record::default(); 32], 0);
+        let mut host = SimSlots {
+            slots: vec![Record::default(); 32],
+            moves: 0,
+        };
         let mut placed = vec![];
         while let Ok(slot) = t.insert(&mut host, format!("m{}", placed.len()).as_bytes(), b"v") {
             placed.push(slot);
@@ -672,10 +601,14 @@ fn a_log_entry_follows_a_moved_pair() {
         let Some(moved) = (0..placed.len())
             .find(|&i| t.find(&host, format!("m{i}").as_bytes()).unwrap().0 != placed[i])
         else {
-            assert_eq!(host.1, 0, "moves counted, none made");
+            assert_eq!(host.moves, 0, "moves counted, none made");
             continue;
         };
-        assert!(host.1 > 0 && host.1 % 2 == 0, "moves bracketed: {}", host.1);
+        assert!(
+            host.moves > 0 && host.moves % 2 == 0,
+            "moves bracketed: {}",
+            host.moves
+        );
         let key = format!("m{moved}").into_bytes();
         let mut log = Record::pair(&key, b"new").unwrap();
         log.op = OP_PUT;

@@ -6,65 +6,10 @@
 //! ring core's `Engine`, one step at a time. The kernel code cannot run
 //! here; this checks that its rules keep one value per key.
 use cxlnic_ring::index::{distance, ready_tag, within};
+use cxlnic_ring::kvs::sim::SimMemory;
 use cxlnic_ring::kvs::*;
 
 const HB: u32 = 16;
-
-struct Mem {
-    cache: Vec<Record>,
-    log: Vec<Record>,
-    cmd: Vec<Record>,
-    host: Vec<Record>,
-    dline: DriverLine,
-    devline: DeviceLine,
-}
-
-impl DeviceMemory for Mem {
-    fn cache(&mut self, i: u32) -> Record {
-        self.cache[i as usize]
-    }
-    fn set_cache(&mut self, i: u32, _odd: u32, r: &Record) {
-        self.cache[i as usize] = *r;
-    }
-    fn log(&mut self, i: u32) -> Record {
-        self.log[i as usize]
-    }
-    fn set_log(&mut self, i: u32, r: &Record) {
-        self.log[i as usize] = *r;
-    }
-    fn cmd(&mut self, i: u32) -> Record {
-        self.cmd[i as usize]
-    }
-    fn host_word(&mut self, i: u32) -> Option<u32> {
-        self.host.get(i as usize).map(|r| r.word)
-    }
-    fn host(&mut self, i: u32) -> Option<Record> {
-        self.host.get(i as usize).copied()
-    }
-    fn driver_line(&mut self) -> DriverLine {
-        self.dline
-    }
-    fn set_device_line(&mut self, l: &DeviceLine) {
-        self.devline = *l;
-    }
-}
-
-struct Slots<'a>(&'a mut Vec<Record>);
-impl HostSlots for Slots<'_> {
-    fn read(&self, i: u32) -> Option<Record> {
-        self.0.get(i as usize).copied()
-    }
-    fn write(&mut self, i: u32, _odd: u32, r: &Record) {
-        if let Some(s) = self.0.get_mut(i as usize) {
-            *s = *r;
-        }
-    }
-    // Driver and device take turns here, never mid-move.
-    fn moves(&self) -> u32 {
-        0
-    }
-    fn set_moves(&mut self, _moves: u32) {}
-}
 
 struct Drv {
     table: HostTable,
@@ -79,7 +24,7 @@ struct Drv {
 }
 
 struct World {
-    mem: Mem,
+    mem: SimMemory,
     eng: Engine,
     drv: Drv,
     cfg: KvsConfig,
@@ -88,14 +33,7 @@ struct World {
 impl World {
     fn new() -> World {
         World {
-            mem: Mem {
-                cache: vec![Record::default(); 64 * 4],
-                log: vec![Record::default(); LOG_ENTRIES as usize],
-                cmd: vec![Record::default(); CMD_ENTRIES as usize],
-                host: vec![Record::default(); (HB * WAYS) as usize],
-                dline: DriverLine::default(),
-                devline: DeviceLine::default(),
-            },
+            mem: SimMemory::new(64, HB),
             eng: Engine::new(),
             drv: Drv {
                 table: HostTable::new(HB, 42).unwrap(),
@@ -125,7 +63,7 @@ impl World {
             for c in self.mem.cmd.iter_mut() {
                 *c = Record::default();
             }
-            self.mem.dline = DriverLine::default();
+            self.mem.driver = DriverLine::default();
             self.drv.cmd_tail = 0;
             self.drv.log_head = 0;
         }
@@ -148,7 +86,7 @@ impl World {
     }
     /// The driver's `answer`.
     fn answer(&mut self, enable: bool) {
-        assert_eq!(self.mem.devline.cfg_ack, self.drv.gen);
+        assert_eq!(self.mem.device.cfg_ack, self.drv.gen);
         if !enable {
             if self.drv.started {
                 self.drain_tagged();
@@ -160,44 +98,12 @@ impl World {
         self.drv.started = true;
     }
     fn configure(&mut self, enable: bool) -> bool {
-        if enable {
-            self.drv.serving = false;
-            self.drv.started = false;
-            for c in self.mem.cmd.iter_mut() {
-                *c = Record::default();
-            }
-            self.mem.dline = DriverLine::default();
-            self.drv.cmd_tail = 0;
-            self.drv.log_head = 0;
-        }
-        self.drv.gen += 1;
-        self.cfg = KvsConfig {
-            gen: self.drv.gen,
-            enable: enable as u32,
-            udp_port: 7878,
-            _pad: 0,
-            ipv4: [0; 4],
-            cache_buckets: 64,
-            host_buckets: HB,
-            host_table: 0,
-            hash_seed: 42,
-        };
-        self.drv.serving = false;
-        if enable {
-            self.drv.lent = true;
-        }
+        self.write_config(enable);
         self.device();
-        assert_eq!(self.mem.devline.cfg_ack, self.drv.gen);
-        if !enable {
-            if self.drv.started {
-                self.drain_tagged();
-            }
-            self.drv.lent = false;
-            return true;
+        if enable {
+            assert_eq!(self.mem.device.cfg_status, 0);
         }
-        assert_eq!(self.mem.devline.cfg_status, 0);
-        self.drv.serving = true;
-        self.drv.started = true;
+        self.answer(enable);
         true
     }
     fn apply_log(&mut self, end: u32) {
@@ -207,24 +113,29 @@ impl World {
             if r.word != ready_tag(head) {
                 break;
             }
-            match self.drv.table.apply(&mut Slots(&mut self.mem.host), &r) {
+            match self.drv.table.apply(&mut self.mem.host, &r) {
                 Ok(_) => self.drv.applied += 1,
                 Err(_) => self.drv.bad += 1,
             }
             head = head.wrapping_add(1);
         }
         self.drv.log_head = head;
-        self.mem.dline = DriverLine {
+        self.publish_line();
+    }
+    /// Stores the driver's progress in its control line (its `moves`
+    /// word is the host table's own).
+    fn publish_line(&mut self) {
+        self.mem.driver = DriverLine {
             cmd_tail: self.drv.cmd_tail,
-            log_head: head,
-            moves: 0,
+            log_head: self.drv.log_head,
+            ..DriverLine::default()
         };
     }
     fn drain(&mut self) {
         if !self.drv.serving {
             return;
         }
-        let tail = self.mem.devline.log_tail;
+        let tail = self.mem.device.log_tail;
         if !within(
             self.drv.log_head,
             tail,
@@ -243,19 +154,15 @@ impl World {
         let mut rec = Record::pair(key, value).unwrap();
         rec.op = op.to_u8();
         rec.slot = slot;
-        assert!(distance(self.mem.devline.cmd_head, self.drv.cmd_tail) < CMD_ENTRIES);
+        assert!(distance(self.mem.device.cmd_head, self.drv.cmd_tail) < CMD_ENTRIES);
         let index = self.drv.cmd_tail;
         rec.word = ready_tag(index);
         self.mem.cmd[(index & (CMD_ENTRIES - 1)) as usize] = rec;
         self.drv.cmd_tail += 1;
-        self.mem.dline = DriverLine {
-            cmd_tail: self.drv.cmd_tail,
-            log_head: self.drv.log_head,
-            moves: 0,
-        };
+        self.publish_line();
         for _ in 0..3 {
             self.drain();
-            if within(index + 1, self.mem.devline.cmd_head, self.drv.cmd_tail) {
+            if within(index + 1, self.mem.device.cmd_head, self.drv.cmd_tail) {
                 self.drain();
                 return;
             }
@@ -265,20 +172,16 @@ impl World {
     }
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), TableError> {
         self.drain();
-        match self.drv.table.find(&Slots(&mut self.mem.host), key) {
+        match self.drv.table.find(&self.mem.host, key) {
             Some((slot, _)) if self.drv.serving => {
                 self.command(Op::Put, key, value, slot);
                 Ok(())
             }
-            Some((slot, _)) => {
-                self.drv
-                    .table
-                    .update(&mut Slots(&mut self.mem.host), slot, key, value)
-            }
+            Some((slot, _)) => self.drv.table.update(&mut self.mem.host, slot, key, value),
             None => self
                 .drv
                 .table
-                .insert(&mut Slots(&mut self.mem.host), key, value)
+                .insert(&mut self.mem.host, key, value)
                 .map(|_| ()),
         }
     }
@@ -286,21 +189,19 @@ impl World {
         self.drain();
         self.drv
             .table
-            .find(&Slots(&mut self.mem.host), key)
+            .find(&self.mem.host, key)
             .map(|(_, r)| r.value().to_vec())
     }
     fn del(&mut self, key: &[u8]) -> Result<(), TableError> {
         self.drain();
-        let Some((slot, _)) = self.drv.table.find(&Slots(&mut self.mem.host), key) else {
+        let Some((slot, _)) = self.drv.table.find(&self.mem.host, key) else {
             return Err(TableError::NotFound);
         };
         if self.drv.serving {
             self.command(Op::Del, key, &[], slot);
             return Ok(());
         }
-        self.drv
-            .table
-            .remove(&mut Slots(&mut self.mem.host), slot, key)
+        self.drv.table.remove(&mut self.mem.host, slot, key)
     }
     fn net(&mut self, op: u8, key: &[u8], value: &[u8]) -> Answer {
         let req = Request {
@@ -410,7 +311,7 @@ mod cases {
         assert_eq!(w.net(REQ_PUT, b"k", b"lost").status, STATUS_OK); // not drained before the reset
         w.eng.reset();
         w.device(); // back: it takes the config it finds (same gen), starting afresh
-        assert_eq!(w.mem.devline.log_tail, 0);
+        assert_eq!(w.mem.device.log_tail, 0);
         let bad = w.drv.bad;
         w.drain();
         assert_eq!(

@@ -1009,68 +1009,10 @@ mod tests {
     }
 
     use cxlnic_ring::index::ready_tag;
+    use cxlnic_ring::kvs::sim::SimMemory;
     use cxlnic_ring::kvs::{
-        DeviceLine, DeviceMemory, DriverLine, Engine, HostSlots, HostTable, KvsConfig, KvsStats,
-        Record, CMD_ENTRIES, LOG_ENTRIES, RECORD_BYTES, WAYS,
+        Engine, HostTable, KvsConfig, KvsStats, LOG_ENTRIES, RECORD_BYTES, WAYS,
     };
-
-    /// The host table's memory, as the driver and the device reach it.
-    struct Host(Vec<Record>);
-
-    impl HostSlots for Host {
-        fn read(&self, i: u32) -> Option<Record> {
-            self.0.get(i as usize).copied()
-        }
-        fn write(&mut self, i: u32, _odd: u32, r: &Record) {
-            self.0[i as usize] = *r;
-        }
-        // Driver and device take turns here, never mid-move.
-        fn moves(&self) -> u32 {
-            0
-        }
-        fn set_moves(&mut self, _moves: u32) {}
-    }
-
-    /// The device's memory and the host table: what the device model
-    /// gives the core's engine, without the model's plumbing.
-    struct Mem {
-        cache: Vec<Record>,
-        log: Vec<Record>,
-        cmd: Vec<Record>,
-        host: Host,
-        driver: DriverLine,
-        device: DeviceLine,
-    }
-
-    impl DeviceMemory for Mem {
-        fn cache(&mut self, i: u32) -> Record {
-            self.cache[i as usize]
-        }
-        fn set_cache(&mut self, i: u32, _odd: u32, r: &Record) {
-            self.cache[i as usize] = *r;
-        }
-        fn log(&mut self, i: u32) -> Record {
-            self.log[i as usize]
-        }
-        fn set_log(&mut self, i: u32, r: &Record) {
-            self.log[i as usize] = *r;
-        }
-        fn cmd(&mut self, i: u32) -> Record {
-            self.cmd[i as usize]
-        }
-        fn host_word(&mut self, i: u32) -> Option<u32> {
-            self.host.read(i).map(|r| r.word)
-        }
-        fn host(&mut self, i: u32) -> Option<Record> {
-            self.host.read(i)
-        }
-        fn driver_line(&mut self) -> DriverLine {
-            self.driver
-        }
-        fn set_device_line(&mut self, line: &DeviceLine) {
-            self.device = *line;
-        }
-    }
 
     /// `kvs-load` against the offload's own logic: the core's engine
     /// (cache of 4 buckets, so pairs are evicted and fetched again) over
@@ -1082,14 +1024,7 @@ mod tests {
     fn load_against_the_device_engine_checks_out() {
         let (keys, vbytes, seed) = (200u32, 24, 0x5eed);
         let table = HostTable::new(128, seed).unwrap();
-        let mut mem = Mem {
-            cache: vec![Record::default(); (4 * WAYS) as usize],
-            log: vec![Record::default(); LOG_ENTRIES as usize],
-            cmd: vec![Record::default(); CMD_ENTRIES as usize],
-            host: Host(vec![Record::default(); (128 * WAYS) as usize]),
-            driver: DriverLine::default(),
-            device: DeviceLine::default(),
-        };
+        let mut mem = SimMemory::new(4, 128);
         for i in 0..keys {
             table
                 .insert(&mut mem.host, key(i).as_bytes(), &preload_value(i, vbytes))
@@ -1180,14 +1115,7 @@ mod tests {
         // some seeds, this one among them.
         let (keys, buckets) = (2000u32, 64u32);
         let table = HostTable::new(4096, 9).unwrap();
-        let mut mem = Mem {
-            cache: vec![Record::default(); (buckets * WAYS) as usize],
-            log: vec![Record::default(); LOG_ENTRIES as usize],
-            cmd: vec![Record::default(); CMD_ENTRIES as usize],
-            host: Host(vec![Record::default(); (4096 * WAYS) as usize]),
-            driver: DriverLine::default(),
-            device: DeviceLine::default(),
-        };
+        let mut mem = SimMemory::new(buckets, 4096);
         for i in 0..keys {
             table
                 .insert(&mut mem.host, key(i).as_bytes(), &preload_value(i, 32))

@@ -33,13 +33,17 @@
 //! - `seq.rs`: the seqlock discipline of a slot;
 //! - `wire.rs`: the UDP request and its answer, frame by frame;
 //! - `table.rs`: the driver's host table;
-//! - `engine.rs`: the device's side.
+//! - `engine.rs`: the device's side;
+//! - `sim.rs` (feature `sim`, host only): both sides' memory in vectors,
+//!   for tests and tools.
 
 mod engine;
 mod hash;
 mod map;
 mod record;
 mod seq;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod table;
 mod wire;
 
