@@ -113,7 +113,17 @@ impl Link {
             return;
         };
         let rx = self.rx.lock();
-        if beat(&mem, &self.geom, self.me, rx.epoch, rx.beat, self.lease_ms(), &rx.nics).is_err() {
+        if beat(
+            &mem,
+            &self.geom,
+            self.me,
+            rx.epoch,
+            rx.beat,
+            self.lease_ms(),
+            &rx.nics,
+        )
+        .is_err()
+        {
             pr_warn!("cannot write this host's heartbeat line: NIC table not announced\n");
         }
     }
