@@ -78,7 +78,7 @@ beluga_done() {
 }
 
 # Polls `cmd...` every 0.1 s until it succeeds, for at most `tenths`
-# (times the kernel's slowness, CXLFABRIC_SLOW: 4 on the debug kernel);
+# (times the kernel's slowness, CXLFABRIC_SLOW: 8 on the debug kernel);
 # says what it waited for when it gives up.
 wait_until() { # tenths cmd...
 	limit=$(($1 * ${CXLFABRIC_SLOW:-1})); shift

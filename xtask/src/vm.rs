@@ -334,9 +334,11 @@ fn qemu_args(
         .map_or(String::new(), |o| format!(" cxlfabric.only={o}"));
     // KASAN and lockdep make everything several times slower: leases and
     // the waits built on them scale by this (`CXLFABRIC_SLOW` in the
-    // guest).
+    // guest). 4 was not enough: two debug guests (4 TCG vCPUs on 2
+    // cores) moving drack traffic both ways starved one for over 8 s
+    // (its own beluga lease lapsed: "lease lost", then drack stopped).
     let slow = match tree.flavor {
-        crate::kernel::Flavor::Debug => " cxlfabric.slow=4",
+        crate::kernel::Flavor::Debug => " cxlfabric.slow=8",
         crate::kernel::Flavor::Default => "",
     };
     push(
