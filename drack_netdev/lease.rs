@@ -72,9 +72,7 @@ impl Link {
             let rejoined = why.and_then(|w| self.rejoin_rx(&mut rx, mem, now).map(|e| (e, w)));
             rx.beat_ns = now;
             rx.beat = rx.beat.wrapping_add(1);
-            let lease_ms = self.lease_ms();
-            let nics = rx.nics;
-            let ok = beat(mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &nics).is_ok();
+            let ok = self.write_line(mem, &rx);
             for p in self.peers() {
                 let hb = heartbeat(mem, &self.geom, p);
                 // A line just joined (beat 0) has an empty table that
@@ -99,9 +97,14 @@ impl Link {
         self.finish_pass(mem, &seen, beat_ok, rejoined);
     }
 
-    /// The lease our heartbeat announces, in milliseconds.
-    fn lease_ms(&self) -> u32 {
-        u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX)
+    /// Writes our heartbeat line: `rx`'s epoch, beat and NIC table, and
+    /// the lease we announce. Whether it could be written.
+    fn write_line(&self, mem: &Mem<'_>, rx: &RxSide) -> bool {
+        let lease_ms = u32::try_from(self.lease_ns / 1_000_000).unwrap_or(u32::MAX);
+        beat(
+            mem, &self.geom, self.me, rx.epoch, rx.beat, lease_ms, &rx.nics,
+        )
+        .is_ok()
     }
 
     /// Writes our heartbeat line again with the NIC table as it is now,
@@ -112,18 +115,7 @@ impl Link {
         let Some(mem) = self.mem() else {
             return;
         };
-        let rx = self.rx.lock();
-        if beat(
-            &mem,
-            &self.geom,
-            self.me,
-            rx.epoch,
-            rx.beat,
-            self.lease_ms(),
-            &rx.nics,
-        )
-        .is_err()
-        {
+        if !self.write_line(&mem, &self.rx.lock()) {
             pr_warn!("cannot write this host's heartbeat line: NIC table not announced\n");
         }
     }

@@ -28,10 +28,7 @@ shape() { tc qdisc add dev "$hub" root tbf rate ${rate}mbit burst 32kb latency 5
 # drack0 on the RAM pool 49 formatted (dax1.0), host 0 first: its
 # region drack0 is new (49's is drack3), host 0 formats it.
 # (Whatever a failed 49 left: its drack0, the device still beluga's.)
-if grep -q '^drack_netdev ' /proc/modules; then
-	ip link set drack0 down
-	rmmod drack_netdev
-fi
+drack_unload_leftover
 test -e /dev/beluga1.0 || beluga_bind dax1.0
 beluga --dev /dev/beluga1.0 wait
 drack_up_in_turn 141 2000
